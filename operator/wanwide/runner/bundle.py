@@ -1,0 +1,148 @@
+"""Result bundle: one immutable, self-describing directory per runner run.
+
+Layout (locally under ``results.local_dir`` and in S3 under ``results.s3.prefix``)::
+
+    <benchmark>/<trial id>/<region>/attempt-<n>-<run id>/
+        manifest.json     # schema wanwide.io/bundle/v1 (fields: Manifest below)
+        rally.json        # `rally task report --json` (format 1.2), when Rally got that far
+        task.json         # the Rally task (format v2) that was run
+        logs/             # output of every rally command, runner.log
+
+``manifest.json`` is written (and uploaded) last: its presence marks a complete bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+SCHEMA = "wanwide.io/bundle/v1"
+MANIFEST = "manifest.json"
+RALLY_JSON = "rally.json"
+
+
+class TrialInfo(BaseModel):
+    id: str
+    index: int
+    repetition: int
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class KeystoneInfo(BaseModel):
+    url: str
+    region_name: str
+    cache: dict[str, Any] = Field(default_factory=dict)
+
+
+class StartInfo(BaseModel):
+    scheduled: str | None = None  # start_at of the config (ISO 8601 UTC)
+    actual: str | None = None  # when `rally task start` was launched
+    skew_s: float | None = None  # actual - scheduled (positive = late)
+    max_skew_s: float | None = None
+
+
+class NetworkInfo(BaseModel):
+    requested: list[dict[str, Any]] = Field(default_factory=list)  # one-way links
+    measured: list[dict[str, Any]] = Field(default_factory=list)  # TCP-connect RTT per target
+
+
+class DatabaseInfo(BaseModel):
+    backend: str | None = None
+    host: str | None = None
+    reads: int | None = None
+    writes: int | None = None
+    read_pct: float | None = None
+    write_pct: float | None = None
+    counters: dict[str, Any] | None = None  # before/after/delta of Com_*
+    error: str | None = None
+
+
+class HostInfo(BaseModel):
+    hostname: str | None = None
+    cpu_count: int | None = None
+    loadavg_before: list[float] | None = None
+    loadavg_after: list[float] | None = None
+
+
+class RallyInfo(BaseModel):
+    task_uuid: str | None = None
+    exit_code: int | None = None
+    task_status: str | None = None
+    pass_sla: bool | None = None
+    iterations: int | None = None
+    failed_iterations: int | None = None
+
+
+class Status(BaseModel):
+    result: Literal["succeeded", "failed"]
+    # Completed | SLAFailed (data valid) | StartTooLate | RallyNotFound | RallySetupFailed
+    # | RallyTaskFailed | ExportFailed | Interrupted | InternalError
+    reason: str
+    message: str = ""
+
+
+class Manifest(BaseModel):
+    schema_: str = Field(default=SCHEMA, alias="schema")
+    benchmark: str
+    namespace: str
+    trial: TrialInfo
+    region: str
+    role: str
+    attempt: int
+    run_id: str
+    scenarios: list[str] = Field(default_factory=list)
+    versions: dict[str, str] = Field(default_factory=dict)
+    keystone: KeystoneInfo
+    start: StartInfo = Field(default_factory=StartInfo)
+    end: str | None = None
+    network: NetworkInfo = Field(default_factory=NetworkInfo)
+    database: DatabaseInfo = Field(default_factory=DatabaseInfo)
+    host: HostInfo = Field(default_factory=HostInfo)
+    rally: RallyInfo = Field(default_factory=RallyInfo)
+    status: Status
+    files: list[str] = Field(default_factory=list)
+
+    model_config = {"populate_by_name": True}
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, sort_keys=False) + "\n"
+
+
+MANIFEST_FIELDS = tuple(
+    (f.alias or name) for name, f in Manifest.model_fields.items()
+)
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable and unique: UTC second + 48 random bits, e.g. ``20261122t101500z-3fa9c2d18e07``."""
+    now = now or datetime.now(UTC)
+    return now.strftime("%Y%m%dt%H%M%Sz") + "-" + secrets.token_hex(6)
+
+
+def bundle_relpath(benchmark: str, trial_id: str, region: str, attempt: int, run_id: str) -> str:
+    return f"{benchmark}/{trial_id}/{region}/attempt-{attempt}-{run_id}"
+
+
+def list_files(bundle_dir: Path) -> list[str]:
+    return sorted(
+        p.relative_to(bundle_dir).as_posix() for p in bundle_dir.rglob("*") if p.is_file()
+    )
+
+
+def write_manifest(bundle_dir: Path, manifest: Manifest) -> Path:
+    files = [f for f in list_files(bundle_dir) if f != MANIFEST]
+    manifest.files = sorted([*files, MANIFEST])
+    path = bundle_dir / MANIFEST
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(manifest.to_json())
+    tmp.replace(path)
+    return path
+
+
+def read_manifest(bundle_dir: Path) -> dict[str, Any]:
+    return json.loads((bundle_dir / MANIFEST).read_text())

@@ -1,0 +1,156 @@
+"""Runner configuration: what the planner hands to ``wanwide runner run --config FILE``.
+
+The shape is the contract of docs/contracts.md ("Runner configuration").
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Scalar = str | int | float | bool | None
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Trial(_Model):
+    id: str = Field(min_length=1)
+    index: int = Field(ge=0)
+    repetition: int = Field(ge=0)
+    parameters: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class KeystoneSettings(_Model):
+    url: str
+    region_name: str
+    username: str = "admin"
+    password_env: str = "OS_PASSWORD"
+    project_name: str = "admin"
+    user_domain_name: str = "Default"
+    project_domain_name: str = "Default"
+    # oslo.cache settings as deployed (enabled, backend, memcache_servers, ...):
+    # recorded in every bundle because caching decides the result.
+    cache: dict[str, Any] = Field(default_factory=dict)
+
+
+class DatabaseGauge(_Model):
+    backend: str  # mariadb | galera | cockroachdb | ...
+    host: str
+    port: int = 3306
+    user: str = "root"
+    password_env: str = "WANWIDE_DB_PASSWORD"
+
+
+class RttTarget(_Model):
+    region: str
+    kind: Literal["keystone", "database"]
+    host: str
+    port: int
+
+
+class Gauges(_Model):
+    database: DatabaseGauge | None = None
+    rtt_targets: list[RttTarget] = Field(default_factory=list)
+    samples: int = Field(default=10, ge=0)
+
+
+class LinkRequested(_Model):
+    src: str
+    dst: str
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss_pct: float = 0.0
+    rate_mbit: float | None = None
+
+
+class S3Target(_Model):
+    endpoint: str
+    bucket: str
+    prefix: str = ""
+    region: str = "us-east-1"
+    access_key_env: str = "AWS_ACCESS_KEY_ID"
+    secret_key_env: str = "AWS_SECRET_ACCESS_KEY"
+
+
+class Results(_Model):
+    local_dir: str
+    s3: S3Target | None = None
+
+
+class RunnerConfig(_Model):
+    benchmark: str = Field(min_length=1)
+    namespace: str = "lab"
+    trial: Trial
+    region: str
+    role: Literal["load"] = "load"
+    attempt: int = Field(default=1, ge=1)
+    keystone: KeystoneSettings
+    task: dict[str, Any]
+    start_at: str | None = None
+    max_start_skew_s: float = Field(default=30.0, ge=0)
+    gauges: Gauges = Field(default_factory=Gauges)
+    network_requested: list[LinkRequested] = Field(default_factory=list)
+    results: Results
+    versions: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("start_at")
+    @classmethod
+    def _check_start_at(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_time(v)
+        return v
+
+    @field_validator("task")
+    @classmethod
+    def _check_task(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if v.get("version") != 2:
+            raise ValueError("task must be a Rally task in format v2 ({version: 2, subtasks: [...]})")
+        if not isinstance(v.get("subtasks"), list) or not v["subtasks"]:
+            raise ValueError("task.subtasks must be a non-empty list")
+        return v
+
+    def start_time(self) -> datetime | None:
+        return parse_time(self.start_at) if self.start_at else None
+
+    def scenarios(self) -> list[str]:
+        names: list[str] = []
+        for st in self.task.get("subtasks", []):
+            for wl in st.get("workloads", [st]):
+                sc = wl.get("scenario") or {}
+                if isinstance(sc, dict):
+                    names.extend(sc.keys())
+        return names
+
+
+def parse_time(value: str) -> datetime:
+    """ISO 8601 to an aware UTC datetime; a naive time is taken as UTC."""
+    s = value.strip()
+    if s.endswith("Z") or s.endswith("z"):
+        s = s[:-1] + "+00:00"
+    try:
+        t = datetime.fromisoformat(s)
+    except ValueError as e:
+        raise ValueError(f"not an ISO 8601 time: {value!r}") from e
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return t.astimezone(UTC)
+
+
+def load_config(path: str | Path) -> RunnerConfig:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"runner config {p}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"runner config {p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    try:
+        return RunnerConfig.model_validate(data)
+    except Exception as e:  # pydantic.ValidationError: keep its field paths
+        raise ValueError(f"runner config {p}: {e}") from None
