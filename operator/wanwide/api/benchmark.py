@@ -1,0 +1,301 @@
+"""``Benchmark``: what to deploy, how to load it, which faults, which sweep."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from .base import DNS_LABEL_RE, Model, ObjectMeta, RegionName, cel
+from .scenarios import FULL_NAME_RE, SHORT_NAMES
+from .topology import Condition, TopologySpec
+from .units import Duration, Percent
+
+Backend = Literal["mariadb", "galera", "cockroachdb"]
+Load = Literal["light", "high"]
+CleanupPolicy = Literal["Always", "OnSuccess", "Never"]
+
+_SCENARIO_RULE = (
+    "self in [" + ", ".join(f"'{s}'" for s in SHORT_NAMES) + f"] || self.matches('{FULL_NAME_RE}')"
+)
+_SCENARIO_MSG = (
+    "unknown scenario: use a short name (" + ", ".join(SHORT_NAMES) + ") or a full Rally name such as KeystoneBasic.create_and_list_users"
+)
+_PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+class KeystoneImages(Model):
+    """Image overrides for the openstack-helm keystone chart (``images.tags``)."""
+
+    keystone_api: str | None = None
+    keystone_db_sync: str | None = None
+    bootstrap: str | None = None
+    dep_check: str | None = None
+    memcached: str | None = Field(None, description="Image of the per-region memcached (wanwide's own Deployment).")
+
+
+class Keystone(Model):
+    """Keystone per region, installed with the openstack-helm chart."""
+
+    chart_repo: str = Field("https://tarballs.opendev.org/openstack/openstack-helm", description="Helm repository URL.")
+    chart: str = Field("keystone", description="Chart name in the repository.")
+    chart_version: str = Field("2025.2.0", min_length=1, description="Exact chart version (pin it).")
+    images: KeystoneImages = Field(default_factory=KeystoneImages)
+    replicas: int = Field(1, ge=1, le=10, description="keystone-api replicas per region.")
+    cache: bool = Field(True, description="memcached per region with [cache] enabled, as real deployments run.")
+    values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra chart values merged last (they win over wanwide's).",
+        json_schema_extra=_PRESERVE,
+    )
+
+
+class OpenStack(Model):
+    keystone: Keystone = Field(default_factory=Keystone)
+
+
+class GaleraTuning(Model):
+    """Galera settings; timeouts are derived from the largest RTT unless set here."""
+
+    allow_fewer_than_three: bool = Field(
+        False, description="Allow a 2-member cluster (no quorum after one failure); default needs ≥3 regions."
+    )
+    sst: Literal["rsync", "mariabackup", "mysqldump"] = "mariabackup"
+    provider_options: dict[str, str] | None = Field(None, description="wsrep provider options, verbatim; override derived ones.")
+    cluster_healthy_timeout: Duration | None = None
+
+
+class CockroachTuning(Model):
+    version: str = Field("v24.3.5", description="CockroachDB version (image tag).")
+
+
+class Database(Model):
+    """The database all regions' Keystones share."""
+
+    backend: Backend = "mariadb"
+    primary_region: RegionName | None = Field(
+        None, description="mariadb: region holding the single server (default: the first region)."
+    )
+    in_memory: bool = Field(True, description="Ephemeral, memory-backed storage, as the studies (tmpfs).")
+    image: str | None = Field(None, description="Database image override.")
+    galera: GaleraTuning = Field(default_factory=GaleraTuning)
+    cockroachdb: CockroachTuning = Field(default_factory=CockroachTuning)
+
+
+class UsersContext(Model):
+    tenants: int = Field(1, ge=1, le=1000)
+    users_per_tenant: int = Field(1, ge=1, le=1000)
+
+
+class Scenario(Model):
+    """A Rally scenario: short name of a Keystone scenario or a full Rally name."""
+
+    name: str = Field(
+        max_length=120,
+        json_schema_extra={"x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]},
+    )
+    args: dict[str, Any] | None = Field(None, json_schema_extra=_PRESERVE)
+    times: int | None = Field(None, ge=1, le=100000)
+    concurrency: int | None = Field(None, ge=1, le=1000)
+    users: UsersContext | None = None
+
+
+class ConfigMapKeyRef(Model):
+    name: str = Field(pattern=DNS_LABEL_RE, max_length=253)
+    key: str = Field("task.yaml", min_length=1)
+
+
+class Warmup(Model):
+    times: int = Field(5, ge=1, le=10000, description="Iterations of each scenario run before, not measured.")
+
+
+class Workload(Model):
+    """Rally load."""
+
+    scenarios: list[Scenario] | None = Field(None, min_length=1, max_length=50)
+    task_config_map: ConfigMapKeyRef | None = Field(None, description="A raw Rally task (v2) instead of scenarios.")
+    load: Load = Field("light", description="light: one Rally in one region; high: one Rally in every region at once.")
+    load_region: RegionName | None = Field(None, description="light: the loaded region (default: the first).")
+    times: int | None = Field(None, ge=1, le=100000, description="Default iterations per scenario.")
+    concurrency: int | None = Field(None, ge=1, le=1000, description="Default concurrency per scenario.")
+    warmup: Warmup | None = None
+    start_delay: Duration = Field("30s", description="Load regions start together this long after the Jobs are created.")
+    max_start_skew: Duration = Field("10s", description="A runner starting later than this fails the trial.")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "has(self.scenarios) != has(self.taskConfigMap)",
+                    "set exactly one of workload.scenarios or workload.taskConfigMap",
+                ),
+                cel(
+                    "!has(self.loadRegion) || self.load == 'light'",
+                    "workload.loadRegion only applies to load: light; remove it for load: high",
+                ),
+            ]
+        }
+    )
+
+
+class Window(Model):
+    start: Duration = Field("0s", description="Offset from the start of the load.")
+    duration: Duration
+
+
+class Partition(Window):
+    """Cut a set of regions off from all others for a window."""
+
+    regions: list[RegionName] = Field(min_length=1, max_length=200)
+
+
+class Dropout(Model):
+    """Periodic cut of regions from the rest: every X for Y."""
+
+    every: Duration
+    for_: Duration = Field(alias="for")
+    regions: list[RegionName] | None = Field(
+        None, max_length=200, description="Regions cut off together (default: every region but the database's primary)."
+    )
+
+
+class LossWindow(Window):
+    """Extra loss on all links of some regions for a window."""
+
+    regions: list[RegionName] = Field(min_length=1, max_length=200)
+    loss: Percent
+
+
+class Faults(Model):
+    partitions: list[Partition] = Field(default_factory=list, max_length=50)
+    dropouts: list[Dropout] = Field(default_factory=list, max_length=10)
+    loss_windows: list[LossWindow] = Field(default_factory=list, max_length=50)
+
+
+class Matrix(Model):
+    """Parameter sweep: the trials are the product of every axis given."""
+
+    backend: list[Backend] | None = Field(None, min_length=1, max_length=3)
+    regions: list[int] | None = Field(None, min_length=1, max_length=20, json_schema_extra={"items": {"type": "integer", "minimum": 1, "maximum": 200}})
+    rtt: list[Duration] | None = Field(None, min_length=1, max_length=20, description="Default link RTT.")
+    intra_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
+    inter_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
+    loss: list[Percent] | None = Field(None, min_length=1, max_length=20, description="Default link loss.")
+    load: list[Load] | None = Field(None, min_length=1, max_length=2)
+    scenario: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=50,
+        json_schema_extra={"items": {"type": "string", "maxLength": 120,
+                                     "x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]}},
+    )
+    repetitions: int = Field(1, ge=1, le=100)
+    parallelism: int = Field(1, ge=1, le=50, description="Trials running at once.")
+
+
+class SecretRef(Model):
+    name: str = Field(pattern=DNS_LABEL_RE, max_length=253)
+    access_key_key: str = "AWS_ACCESS_KEY_ID"
+    secret_key_key: str = "AWS_SECRET_ACCESS_KEY"
+
+
+class S3(Model):
+    endpoint: str = Field(pattern=r"^https?://", max_length=500, description="S3-compatible endpoint URL (path-style).")
+    bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+    prefix: str = Field("wanwide", max_length=200)
+    region: str = "us-east-1"
+    secret_ref: SecretRef = Field(description="Secret in the Benchmark's namespace holding the access keys.")
+
+
+class Results(Model):
+    s3: S3 | None = None
+    object_bucket_claim: str | None = Field(
+        None, pattern=DNS_LABEL_RE, description="ObjectBucketClaim whose ConfigMap and Secret give endpoint and keys."
+    )
+    local_dir: str | None = Field(None, description="Lab only: directory for bundles (default: the -o directory).")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "(has(self.s3) ? 1 : 0) + (has(self.objectBucketClaim) ? 1 : 0) <= 1",
+                    "set at most one of results.s3 or results.objectBucketClaim",
+                ),
+            ]
+        }
+    )
+
+
+class Timeouts(Model):
+    """Per-phase timeouts of a trial."""
+
+    provisioning: Duration = "30m"
+    verifying_network: Duration = "5m"
+    injecting: Duration = "5m"
+    loading: Duration = "3h"
+    collecting: Duration = "10m"
+    cleaning_up: Duration = "15m"
+
+
+class Runner(Model):
+    image: str = Field("ghcr.io/wanwide/wanwide:0.1.0", description="Image of the Rally runner (wanwide's image).")
+    max_attempts: int = Field(2, ge=1, le=10, description="Attempts of a trial before it is marked Failed.")
+
+
+class BenchmarkSpec(Model):
+    topology_ref: str | None = Field(None, pattern=DNS_LABEL_RE, max_length=253, description="Topology in the same namespace.")
+    topology: TopologySpec | None = Field(None, description="Inline topology instead of topologyRef.")
+    openstack: OpenStack = Field(default_factory=OpenStack)
+    database: Database = Field(default_factory=Database)
+    workload: Workload
+    faults: Faults = Field(default_factory=Faults)
+    matrix: Matrix = Field(default_factory=Matrix)
+    results: Results = Field(default_factory=Results)
+    cleanup: CleanupPolicy = Field("Always", description="Delete a trial's namespaces when it ends: Always, OnSuccess, Never.")
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    runner: Runner = Field(default_factory=Runner)
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "has(self.topologyRef) != has(self.topology)",
+                    "set exactly one of spec.topologyRef (name of a Topology) or spec.topology (inline)",
+                ),
+            ]
+        }
+    )
+
+
+class TrialCounts(Model):
+    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
+                              populate_by_name=True, frozen=True)
+    total: int = 0
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+class BenchmarkStatus(Model):
+    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
+                              populate_by_name=True, frozen=True)
+    phase: str | None = None
+    progress: str | None = None
+    observed_generation: int | None = None
+    plan_generation: int | None = Field(None, description="Generation whose spec the not-yet-started trials follow.")
+    conditions: list[Condition] = Field(default_factory=list)
+    trials: TrialCounts = Field(default_factory=TrialCounts)
+    results_uri: str | None = Field(None, alias="resultsURI")
+    start_time: str | None = None
+    completion_time: str | None = None
+
+
+class Benchmark(Model):
+    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
+                              populate_by_name=True, frozen=True)
+
+    api_version: Literal["wanwide.io/v1alpha1"] = "wanwide.io/v1alpha1"
+    kind: Literal["Benchmark"] = "Benchmark"
+    metadata: ObjectMeta
+    spec: BenchmarkSpec

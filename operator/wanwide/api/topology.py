@@ -1,0 +1,145 @@
+"""``Topology``: regions, groups and the links between them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from .base import Model, ObjectMeta, RegionName, cel
+from .units import Duration, Percent, Rate
+
+
+class Region(Model):
+    """One region: an OpenStack instance (a Keystone and, per backend, a database node)."""
+
+    name: RegionName
+    group: RegionName | None = Field(None, description="Group of the region, for intra/inter-group links.")
+    node_selector: dict[str, str] | None = Field(
+        None, description="Place this region's pods on nodes with these labels (real WAN sites)."
+    )
+
+
+class RegionGenerator(Model):
+    """Regions generated as ``<prefix>1..<prefix>N``, split into contiguous groups."""
+
+    count: int = Field(ge=1, le=200, description="Number of regions.")
+    groups: int = Field(1, ge=1, le=200, description="Number of groups (contiguous blocks of regions).")
+    prefix: str = Field("r", pattern=r"^[a-z][-a-z0-9]{0,14}$", description="Region name prefix.")
+    group_prefix: str = Field("g", pattern=r"^[a-z][-a-z0-9]{0,14}$", description="Group name prefix.")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel("self.groups <= self.count", "groups must not exceed count: lower generate.groups"),
+            ]
+        }
+    )
+
+
+class Link(Model):
+    """Network characteristics of a link. Unset fields inherit from the less specific link."""
+
+    rtt: Duration | None = Field(None, description="Round-trip time; each direction gets half as one-way delay.")
+    jitter: Duration | None = Field(None, description="Jitter added to each direction's delay.")
+    loss: Percent | None = Field(None, description="Packet loss applied in each direction.")
+    rate: Rate | None = Field(None, description="Bandwidth limit in each direction.")
+
+
+class LinkOverride(Link):
+    """Link between two specific regions; symmetric unless ``oneWay``."""
+
+    from_: RegionName = Field(alias="from", description="First region (the source when oneWay).")
+    to: RegionName = Field(description="Second region (the destination when oneWay).")
+    one_way: bool = Field(
+        False, description="Apply only to traffic from→to; its rtt then sets that direction's delay to rtt/2."
+    )
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel("self.from != self.to", "from and to must be different regions: traffic inside a region is never shaped"),
+            ]
+        }
+    )
+
+
+class Network(Model):
+    """Links between regions: default, then intra/inter-group, then per-pair overrides."""
+
+    default: Link = Field(default_factory=lambda: Link(rtt="0ms"), description="Link between any two regions.")
+    intra_group: Link | None = Field(None, description="Link between regions of the same group.")
+    inter_group: Link | None = Field(None, description="Link between regions of different groups.")
+    overrides: list[LinkOverride] = Field(default_factory=list, max_length=2000)
+
+
+class Placement(Model):
+    """Where a region's pods run."""
+
+    mode: Literal["regionLabel", "none"] = Field(
+        "regionLabel",
+        description="regionLabel: pin each region's pods to nodes labelled <label>=<region> "
+        "(or the region's nodeSelector); none: anywhere (delay still comes from Chaos Mesh).",
+    )
+    label: str = Field("topology.kubernetes.io/region", max_length=253)
+
+
+class TopologySpec(Model):
+    """Regions (explicit list or generator) and the network between them."""
+
+    regions: list[Region] | None = Field(None, min_length=1, max_length=200)
+    generate: RegionGenerator | None = None
+    network: Network = Field(default_factory=Network)
+    placement: Placement = Field(default_factory=Placement)
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "has(self.regions) != has(self.generate)",
+                    "set exactly one of spec.regions (explicit list) or spec.generate (count/groups/prefix)",
+                ),
+                cel(
+                    "!has(self.regions) || self.regions.all(r, self.regions.exists_one(x, x.name == r.name))",
+                    "region names must be unique: rename the duplicate in spec.regions",
+                ),
+            ]
+        }
+    )
+
+
+class Condition(Model):
+    """A Kubernetes-style condition."""
+
+    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
+                              populate_by_name=True, frozen=True)
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+    observed_generation: int | None = None
+    last_transition_time: str | None = None
+
+
+class TopologyStatus(Model):
+    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
+                              populate_by_name=True, frozen=True)
+
+    regions: int | None = None
+    groups: int | None = None
+    matrix: str | None = Field(None, description="Summary of the resolved RTT matrix.")
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class Topology(Model):
+    """A Topology document."""
+
+    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
+                              populate_by_name=True, frozen=True)
+
+    api_version: Literal["wanwide.io/v1alpha1"] = "wanwide.io/v1alpha1"
+    kind: Literal["Topology"] = "Topology"
+    metadata: ObjectMeta
+    spec: TopologySpec

@@ -1,0 +1,56 @@
+"""``Trial``: one point of a Benchmark's matrix × one repetition (a child of the Benchmark)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from .base import Model, ObjectMeta
+from .topology import Condition
+
+PHASES = (
+    "Pending",
+    "Provisioning",
+    "VerifyingNetwork",
+    "Injecting",
+    "Loading",
+    "Collecting",
+    "CleaningUp",
+    "Succeeded",
+    "Failed",
+)
+TERMINAL = ("Succeeded", "Failed")
+
+
+class TrialSpec(Model):
+    benchmark: str = Field(description="Name of the owning Benchmark.")
+    index: int = Field(ge=0, description="Position in the Benchmark's matrix expansion.")
+    repetition: int = Field(0, ge=0)
+    parameters: dict[str, str] = Field(default_factory=dict, description="Matrix point of this trial.")
+    plan_generation: int = Field(0, ge=0, description="Benchmark generation this trial was planned from.")
+
+
+class TrialStatus(Model):
+    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
+                              populate_by_name=True, frozen=True)
+    phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
+    phase_start_time: str | None = None
+    attempt: int = 0
+    reason: str | None = None
+    message: str | None = None
+    load_start_at: str | None = None
+    results_uri: str | None = Field(None, alias="resultsURI")
+    start_time: str | None = None
+    completion_time: str | None = None
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class Trial(Model):
+    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
+                              populate_by_name=True, frozen=True)
+    api_version: Literal["wanwide.io/v1alpha1"] = "wanwide.io/v1alpha1"
+    kind: Literal["Trial"] = "Trial"
+    metadata: ObjectMeta
+    spec: TrialSpec

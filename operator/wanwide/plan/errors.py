@@ -1,0 +1,36 @@
+"""Planner errors: every problem names the field and says what to do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+class PlanError(ValueError):
+    """An invalid Benchmark/Topology; ``problems`` lists every reason found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+class Problems:
+    """Collects problems so one run reports them all."""
+
+    def __init__(self) -> None:
+        self.items: list[Problem] = []
+
+    def add(self, field: str, message: str) -> None:
+        self.items.append(Problem(field, message))
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise PlanError(list(self.items))

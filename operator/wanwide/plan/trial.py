@@ -1,0 +1,289 @@
+"""Plan one trial: resolved regions, links, database layout, load and faults. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api.benchmark import Benchmark, BenchmarkSpec, Scenario
+from ..api.scenarios import KEYSTONE_SCENARIOS, resolve
+from ..api.topology import Link, Network, TopologySpec
+from ..api.units import ms, seconds
+from . import latency, names
+from . import topology as topo
+from .errors import Problems
+from .links import LinkMap
+from .matrix import Point, expand, swept_axes
+
+
+@dataclass(frozen=True)
+class ResolvedScenario:
+    name: str
+    args: dict[str, Any]
+    times: int
+    concurrency: int
+    users: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """Everything one trial will deploy and do, before rendering to objects."""
+
+    benchmark: str
+    bench_namespace: str
+    index: int
+    repetition: int
+    parameters: dict[str, str]
+    regions: list[topo.ResolvedRegion]
+    links: LinkMap
+    classes: dict[str, list[latency.LinkClass]]
+    backend: str
+    primary_region: str
+    load: str
+    load_regions: list[str]
+    scenarios: list[ResolvedScenario]
+    galera_options: dict[str, str]
+    max_rtt_ms: float
+    spec: BenchmarkSpec = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return names.trial_name(self.benchmark, self.index)
+
+    @property
+    def id(self) -> str:
+        return names.trial_id(self.index)
+
+    @property
+    def region_names(self) -> list[str]:
+        return [r.name for r in self.regions]
+
+    def namespace(self, region: str) -> str:
+        return names.namespace(self.bench_namespace, self.benchmark, self.index, region)
+
+    @property
+    def db_namespace(self) -> str:
+        """Where the database lives: the primary region (mariadb) or a namespace of its own."""
+        if self.backend == "mariadb":
+            return self.namespace(self.primary_region)
+        return names.db_namespace(self.bench_namespace, self.benchmark, self.index)
+
+    @property
+    def namespaces(self) -> list[str]:
+        out = [self.namespace(r) for r in self.region_names]
+        if self.backend != "mariadb":
+            out.append(self.db_namespace)
+        return out
+
+    def labels(self, region: str | None = None, role: str | None = None) -> dict[str, str]:
+        return names.labels(self.benchmark, self.index, region, role)
+
+
+def galera_provider_options(max_rtt_ms: float) -> dict[str, str]:
+    """evs/gmcast timeouts that survive the largest RTT (Galera's defaults assume a LAN)."""
+    rtt_s = max_rtt_ms / 1000.0
+
+    def iso(s: float) -> str:
+        return f"PT{max(s, 0.5):g}S"
+
+    return {
+        "evs.keepalive_period": iso(max(1.0, 3 * rtt_s)),
+        "evs.suspect_timeout": iso(max(5.0, 30 * rtt_s)),
+        "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s)),
+        "evs.install_timeout": iso(max(15.0, 60 * rtt_s)),
+        "evs.join_retrans_period": iso(max(1.0, 2 * rtt_s)),
+        "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s)),
+        "pc.wait_prim_timeout": iso(max(30.0, 100 * rtt_s)),
+    }
+
+
+def _network_for(net: Network, point: Point) -> Network:
+    def with_rtt(link: Link | None, rtt: object, loss: object = None) -> Link | None:
+        if rtt is None and loss is None:
+            return link
+        base = link or Link()
+        return base.model_copy(update={k: v for k, v in (("rtt", rtt), ("loss", loss)) if v is not None})
+
+    return Network(
+        default=with_rtt(net.default, point.get("rtt"), point.get("loss")) or net.default,
+        intra_group=with_rtt(net.intra_group, point.get("intra_group_rtt")),
+        inter_group=with_rtt(net.inter_group, point.get("inter_group_rtt")),
+        overrides=net.overrides,
+    )
+
+
+def _scenarios(spec: BenchmarkSpec, point: Point, problems: Problems) -> list[ResolvedScenario]:
+    wl = spec.workload
+    chosen: list[Scenario]
+    swept = point.get("scenario")
+    if swept is not None:
+        base = {s.name: s for s in wl.scenarios or []}
+        chosen = [base.get(str(swept)) or Scenario(name=str(swept))]
+    else:
+        chosen = list(wl.scenarios or [])
+    out = []
+    for i, s in enumerate(chosen):
+        d = resolve(s.name)
+        if d is None and "." not in s.name:
+            problems.add(
+                f"spec.workload.scenarios[{i}].name",
+                f"unknown scenario {s.name!r}: use one of {', '.join(KEYSTONE_SCENARIOS)} "
+                "or a full Rally name such as KeystoneBasic.create_and_list_users",
+            )
+            continue
+        args = dict(d.args) if d else {}
+        args.update(s.args or {})
+        users = None
+        if s.users is not None:
+            users = (s.users.tenants, s.users.users_per_tenant)
+        elif d and d.needs_users:
+            users = (1, 1)
+        out.append(
+            ResolvedScenario(
+                name=d.name if d else s.name,
+                args=args,
+                times=s.times or wl.times or (d.times if d else 10),
+                concurrency=s.concurrency or wl.concurrency or (d.concurrency if d else 1),
+                users=users,
+            )
+        )
+    return out
+
+
+def _parameters(spec: BenchmarkSpec, point: Point, n_regions: int, net: Network) -> dict[str, str]:
+    p = {
+        "backend": str(point.get("backend", spec.database.backend)),
+        "regions": str(n_regions),
+        "load": str(point.get("load", spec.workload.load)),
+        "rtt": net.default.rtt or "0ms",
+        "loss": net.default.loss or "0%",
+    }
+    if net.intra_group is not None and net.intra_group.rtt:
+        p["intraGroupRtt"] = net.intra_group.rtt
+    if net.inter_group is not None and net.inter_group.rtt:
+        p["interGroupRtt"] = net.inter_group.rtt
+    if point.get("scenario") is not None:
+        p["scenario"] = str(point.get("scenario"))
+    p["repetition"] = str(point.repetition)
+    return p
+
+
+def _check_regions(field_name: str, wanted: list[str] | None, have: set[str], problems: Problems) -> None:
+    for j, r in enumerate(wanted or []):
+        if r not in have:
+            problems.add(f"{field_name}[{j}]", f"unknown region {r!r}: use one of {', '.join(sorted(have))}")
+
+
+def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems: Problems) -> TrialPlan | None:
+    """The plan of one matrix point, or None with problems recorded."""
+    spec = bench.spec
+    count = point.get("regions")
+    rs = topo.regions(topology, int(count) if count is not None else None, problems)
+    if not rs:
+        return None
+    names_set = {r.name for r in rs}
+    if len(names_set) != len(rs):
+        problems.add("spec.regions", "region names must be unique: rename the duplicate")
+        return None
+    net = _network_for(topology.network, point)
+    topo.check_network(net, names_set, problems)
+    backend = str(point.get("backend", spec.database.backend))
+    load = str(point.get("load", spec.workload.load))
+    region_names = [r.name for r in rs]
+
+    if backend == "galera" and len(rs) < 3 and not spec.database.galera.allow_fewer_than_three:
+        problems.add(
+            "spec.database.backend",
+            f"galera needs at least 3 regions for quorum, this trial has {len(rs)}: add regions, "
+            "or set spec.database.galera.allowFewerThanThree: true",
+        )
+    if backend == "galera" and len(rs) < 2:
+        problems.add("spec.database.backend", "galera needs at least 2 regions: use backend mariadb for one region")
+    primary = spec.database.primary_region or region_names[0]
+    if primary not in names_set:
+        problems.add(
+            "spec.database.primaryRegion",
+            f"unknown region {primary!r}: use one of {', '.join(region_names)}",
+        )
+    if load == "light":
+        lr = spec.workload.load_region or region_names[0]
+        if lr not in names_set:
+            problems.add(
+                "spec.workload.loadRegion",
+                f"unknown region {lr!r} for light load: use one of {', '.join(region_names)}",
+            )
+        load_regions = [lr]
+    else:
+        load_regions = list(region_names)
+    for i, p in enumerate(spec.faults.partitions):
+        _check_regions(f"spec.faults.partitions[{i}].regions", p.regions, names_set, problems)
+        if set(p.regions) >= names_set:
+            problems.add(f"spec.faults.partitions[{i}].regions", "a partition must leave at least one region on the other side")
+    for i, d in enumerate(spec.faults.dropouts):
+        _check_regions(f"spec.faults.dropouts[{i}].regions", d.regions, names_set, problems)
+        if seconds(d.for_) >= seconds(d.every):
+            problems.add(f"spec.faults.dropouts[{i}].for", "a dropout must be shorter than its period: lower 'for' or raise 'every'")
+    for i, w in enumerate(spec.faults.loss_windows):
+        _check_regions(f"spec.faults.lossWindows[{i}].regions", w.regions, names_set, problems)
+
+    scenarios = _scenarios(spec, point, problems) if spec.workload.scenarios or point.get("scenario") else []
+    if problems.items:
+        return None
+    lm = topo.links(net, rs)
+    cls = latency.classes(lm, region_names)
+    # Multi-member databases live in their own namespace: every class then targets
+    # two kinds of pods (region namespaces, database members), two rules per class.
+    latency.check_rule_budget(cls, 1 if backend == "mariadb" else 2, problems, "spec.network")
+    if problems.items:
+        return None
+    max_rtt = max((v.delay_ms + lm[(b, a)].delay_ms for (a, b), v in lm.items()), default=0.0)
+    if spec.database.galera.provider_options:
+        gal = {**galera_provider_options(max_rtt), **spec.database.galera.provider_options}
+    else:
+        gal = galera_provider_options(max_rtt)
+    return TrialPlan(
+        benchmark=bench.metadata.name,
+        bench_namespace=bench.metadata.namespace,
+        index=point.index,
+        repetition=point.repetition,
+        parameters=_parameters(spec, point, len(rs), net),
+        regions=rs,
+        links=lm,
+        classes=cls,
+        backend=backend,
+        primary_region=primary,
+        load=load,
+        load_regions=load_regions,
+        scenarios=scenarios,
+        galera_options=gal,
+        max_rtt_ms=max_rtt,
+        spec=spec,
+    )
+
+
+def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
+    """Every trial of a Benchmark; raises PlanError listing every problem, producing nothing partial."""
+    problems = Problems()
+    if bench.spec.topology is not None and bench.spec.topology_ref is not None:
+        problems.add("spec", "set exactly one of spec.topologyRef or spec.topology")
+    if topology.regions is not None and topology.generate is not None:
+        problems.add("spec.topology", "set exactly one of regions or generate")
+    if bench.spec.matrix.regions and topology.regions is not None and topology.generate is None:
+        pass  # explicit lists are truncated to the first N; plan_point checks N
+    plans: list[TrialPlan] = []
+    seen_problem_sets: set[str] = set()
+    for point in expand(bench.spec):
+        local = Problems()
+        p = plan_point(bench, topology, point, local)
+        for pr in local.items:
+            key = str(pr)
+            if key not in seen_problem_sets:
+                seen_problem_sets.add(key)
+                problems.items.append(pr)
+        if p is not None:
+            plans.append(p)
+    problems.raise_if_any()
+    return plans
+
+
+__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point", "galera_provider_options", "swept_axes", "ms"]

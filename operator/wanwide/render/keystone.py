@@ -1,0 +1,211 @@
+"""Keystone per region: an openstack-helm ``keystone`` release plus a memcached."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..plan import names
+from ..plan.trial import TrialPlan
+from .common import PLACEHOLDER, deep_merge, meta, obj, svc_host
+from .database import KEYSTONE_DB, KEYSTONE_DB_USER, endpoint
+
+RELEASE = "keystone"
+API_SERVICE = "keystone-api"
+API_PORT = 5000
+MEMCACHED = "memcached"
+MEMCACHED_IMAGE = "docker.io/library/memcached:1.6.38"
+MEMCACHED_EXPORTER_IMAGE = "quay.io/prometheus/memcached-exporter:v0.15.3"
+REGION_LABEL = "topology.kubernetes.io/region"
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    """A Helm release the operator installs with ``helm upgrade --install`` (never ``--wait``)."""
+
+    name: str
+    namespace: str
+    region: str
+    repo: str
+    chart: str
+    version: str
+    values: dict[str, Any]
+    wave: int  # releases of wave 0 are installed, and their db-sync awaited, before wave 1
+
+    def document(self) -> dict[str, Any]:
+        """How ``wanwide plan`` shows it: clearly not a Kubernetes object."""
+        return {
+            "helmRelease": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "region": self.region,
+                "repo": self.repo,
+                "chart": self.chart,
+                "version": self.version,
+                "wave": self.wave,
+                "install": f"helm upgrade --install {self.name} {self.chart} --repo {self.repo} "
+                f"--version {self.version} --namespace {self.namespace} -f values.yaml (no --wait)",
+                "values": self.values,
+            }
+        }
+
+
+def public_url(plan: TrialPlan, region: str) -> str:
+    return f"http://{svc_host(API_SERVICE, plan.namespace(region))}:{API_PORT}/v3"
+
+
+def cache_settings(plan: TrialPlan, region: str) -> dict[str, Any]:
+    """The [cache] section each Keystone runs with (recorded in every bundle)."""
+    ks = plan.spec.openstack.keystone
+    if not ks.cache:
+        return {"enabled": False}
+    return {
+        "enabled": True,
+        "backend": "dogpile.cache.memcached",
+        "memcache_servers": f"{svc_host(MEMCACHED, plan.namespace(region))}:11211",
+    }
+
+
+def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None) -> dict[str, Any]:
+    """Chart values for one region (wanwide's, then the user's ``values`` on top)."""
+    pw = passwords or {}
+    ks = plan.spec.openstack.keystone
+    ns = plan.namespace(region)
+    db = endpoint(plan, region)
+    first = region == plan.region_names[0]
+    sel = next((r.node_selector for r in plan.regions if r.name == region), None)
+    # The chart takes one key/value; without placement, one every Linux node has.
+    sel_key, sel_val = next(iter(sel.items())) if sel else ("kubernetes.io/os", "linux")
+    images = {k: v for k, v in ks.images.model_dump(exclude_none=True).items() if k != "memcached"}
+    v: dict[str, Any] = {
+        "endpoints": {
+            "oslo_db": {
+                "namespace": db.namespace,
+                "hosts": {"default": db.service},
+                "host_fqdn_override": {"default": db.host},
+                "path": f"/{KEYSTONE_DB}",
+                "scheme": db.scheme,
+                "port": {"mysql": {"default": db.port}},
+                "auth": {
+                    "admin": {"username": "root", "password": pw.get("db-root-password", PLACEHOLDER)},
+                    "keystone": {"username": KEYSTONE_DB_USER, "password": pw.get("keystone-db-password", PLACEHOLDER)},
+                },
+            },
+            "oslo_cache": {"namespace": ns, "hosts": {"default": MEMCACHED}},
+            "identity": {
+                "namespace": ns,
+                "name": "keystone",
+                "auth": {
+                    "admin": {
+                        "region_name": region,
+                        "username": "admin",
+                        "password": pw.get("admin-password", PLACEHOLDER),
+                        "project_name": "admin",
+                        "user_domain_name": "default",
+                        "project_domain_name": "default",
+                    }
+                },
+                "hosts": {"default": API_SERVICE, "internal": API_SERVICE},
+                "host_fqdn_override": {"default": None},
+                "path": {"default": "/v3"},
+                "scheme": {"default": "http"},
+                "port": {"api": {"default": API_PORT, "public": API_PORT, "internal": API_PORT, "admin": API_PORT}},
+            },
+        },
+        "manifests": {
+            "job_rabbit_init": False,
+            "job_db_init": False,  # the database layer (mariadb-operator / our Job) creates DB and user
+            "job_db_sync": first,  # schema once, from the first region
+            "secret_fernet_keys": False,
+            "secret_credential_keys": False,
+            "cron_fernet_rotate": first,
+            "cron_credential_rotate": first,
+            "ingress_api": False,
+            "service_ingress_api": False,
+        },
+        "conf": {
+            "keystone": {
+                "oslo_messaging_notifications": {"driver": "noop"},
+                "cache": cache_settings(plan, region),
+                "DEFAULT": {"max_token_size": 255},
+            },
+        },
+        "labels": {
+            "api": {"node_selector_key": sel_key, "node_selector_value": sel_val},
+            "job": {"node_selector_key": sel_key, "node_selector_value": sel_val},
+        },
+        "pod": {
+            "replicas": {"api": ks.replicas},
+            "labels": plan.labels(region, "keystone"),
+        },
+        "dependencies": {"static": {"api": {"jobs": ["keystone-db-sync"] if first else []}}},
+    }
+    if images:
+        v["images"] = {"tags": images}
+    return deep_merge(v, ks.values)
+
+
+def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[HelmRelease]:
+    ks = plan.spec.openstack.keystone
+    return [
+        HelmRelease(
+            name=RELEASE,
+            namespace=plan.namespace(r),
+            region=r,
+            repo=ks.chart_repo,
+            chart=ks.chart,
+            version=ks.chart_version,
+            values=values(plan, r, passwords),
+            wave=0 if i == 0 else 1,
+        )
+        for i, r in enumerate(plan.region_names)
+    ]
+
+
+def memcached(plan: TrialPlan) -> list[dict[str, Any]]:
+    """One memcached per region (with a metrics exporter) when caching is on."""
+    if not plan.spec.openstack.keystone.cache:
+        return []
+    image = plan.spec.openstack.keystone.images.memcached or MEMCACHED_IMAGE
+    out = []
+    for r in plan.regions:
+        ns = plan.namespace(r.name)
+        labels = plan.labels(r.name, "cache")
+        select = {names.L_TRIAL: plan.name, names.L_REGION: r.name, names.L_ROLE: "cache"}
+        pod_spec: dict[str, Any] = {
+            "containers": [
+                {
+                    "name": "memcached",
+                    "image": image,
+                    "args": ["-m", "256", "-c", "4096"],
+                    "ports": [{"name": "memcache", "containerPort": 11211}],
+                    "readinessProbe": {"tcpSocket": {"port": 11211}, "periodSeconds": 5},
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 11211, "allowPrivilegeEscalation": False},
+                },
+                {
+                    "name": "exporter",
+                    "image": MEMCACHED_EXPORTER_IMAGE,
+                    "ports": [{"name": "metrics", "containerPort": 9150}],
+                },
+            ],
+        }
+        if r.node_selector:
+            pod_spec["nodeSelector"] = r.node_selector
+        out.append(
+            obj(
+                "apps/v1",
+                "Deployment",
+                meta(MEMCACHED, ns, labels),
+                spec={"replicas": 1, "selector": {"matchLabels": select},
+                      "template": {"metadata": {"labels": labels}, "spec": pod_spec}},
+            )
+        )
+        out.append(
+            obj(
+                "v1",
+                "Service",
+                meta(MEMCACHED, ns, labels),
+                spec={"selector": select, "ports": [{"name": "memcache", "port": 11211, "targetPort": 11211}]},
+            )
+        )
+    return out
