@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on loopback for tests: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler (v1.34.4) with kwok simulating nodes,
+# pods and the controllers that cannot run here, plus an S3 server (versitygw).
+# Everything listens on 127.0.0.1. See docs/testcluster.md.
+#
+#   hack/testcluster.sh build      build and cache the binaries (~20 min cold)
+#   hack/testcluster.sh up         start (idempotent; seconds when warm)
+#   hack/testcluster.sh down       stop what `up` started
+#   hack/testcluster.sh env        print export lines (KUBECONFIG, S3 vars)
+#   hack/testcluster.sh status     show what runs
+#   hack/testcluster.sh nodes N    make sure simulated nodes kwok-r1..kwok-rN exist
+#
+# Environment: WANWIDE_CACHE (default ~/.cache/wanwide), WANWIDE_TEST_NODES
+# (default 3), WANWIDE_TESTCLUSTER_DIR (default <repo>/.testcluster).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HERE=$REPO/hack/testcluster
+STATE=${WANWIDE_TESTCLUSTER_DIR:-$REPO/.testcluster}
+CACHE=${WANWIDE_CACHE:-$HOME/.cache/wanwide}
+export PATH="$PATH:/usr/local/go/bin"
+# shellcheck source=testcluster/build.sh
+source "$HERE/build.sh"
+
+SERVICE_CIDR=10.96.0.0/16
+SERVICE_IP=10.96.0.1
+POD_CIDR=10.244.0.1/16
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw)
+
+die() { log "ERROR: $*"; exit 1; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+pid_of() { # component -> pid if alive
+  local f="$STATE/run/$1.pid" p
+  [[ -f $f ]] || return 1
+  p=$(<"$f")
+  [[ -n $p ]] && kill -0 "$p" 2>/dev/null || return 1
+  # guard against a recycled pid: the process must run our binary
+  [[ $(readlink -f "/proc/$p/exe" 2>/dev/null) == "$(readlink -f "$(bin_path "$1")")" ]] || return 1
+  echo "$p"
+}
+
+start_bg() { # component args... (binary from cache, log in run/<c>.log)
+  local c=$1; shift
+  local b; b=$(bin_path "$c")
+  if pid_of "$c" >/dev/null; then return 0; fi
+  log "starting $c"
+  # setsid: own session, so `down` can stop it without touching anything else
+  setsid "$b" "$@" >>"$STATE/run/$c.log" 2>&1 </dev/null &
+  echo $! >"$STATE/run/$c.pid"
+}
+
+wait_for() { # description timeout-seconds command...
+  local what=$1 t=$2; shift 2
+  local end=$((SECONDS + t))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= end)); then log "timed out after ${t}s waiting for $what"; return 1; fi
+    sleep 0.5
+  done
+}
+
+# ---------------------------------------------------------------- state setup
+ensure_ports() {
+  if [[ ! -f $STATE/ports.env ]]; then
+    {
+      echo "ETCD_PORT=$(free_port)"
+      echo "ETCD_PEER_PORT=$(free_port)"
+      echo "APISERVER_PORT=$(free_port)"
+      echo "KCM_PORT=$(free_port)"
+      echo "SCHEDULER_PORT=$(free_port)"
+      echo "S3_PORT=$(free_port)"
+    } >"$STATE/ports.env"
+  fi
+  # shellcheck disable=SC1091
+  source "$STATE/ports.env"
+}
+
+ensure_pki() {
+  local p=$STATE/pki
+  mkdir -p "$p"
+  [[ -f $p/ca.crt && -f $p/apiserver.crt && -f $p/sa.pub && -f $STATE/tokens.csv ]] && return 0
+  log "creating CA, serving certificate, service-account keys and tokens"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=wanwide-testcluster-ca" \
+    -keyout "$p/ca.key" -out "$p/ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
+    -keyout "$p/apiserver.key" -out "$p/apiserver.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,IP:%s,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n' \
+    "$SERVICE_IP" >"$p/apiserver.ext"
+  openssl x509 -req -in "$p/apiserver.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
+    -days 3650 -extfile "$p/apiserver.ext" -out "$p/apiserver.crt" 2>/dev/null
+  openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
+  t() { openssl rand -hex 16; }
+  # token,user,uid,"group1,group2"
+  {
+    echo "$(t),admin,admin,\"system:masters\""
+    echo "$(t),system:kube-controller-manager,system:kube-controller-manager,"
+    echo "$(t),system:kube-scheduler,system:kube-scheduler,"
+    echo "$(t),system:kwok,system:kwok,\"system:masters\""
+    # an unprivileged user for RBAC tests (admin may also impersonate anyone)
+    echo "$(t),wanwide-tester,wanwide-tester,\"wanwide:testers\""
+  } >"$STATE/tokens.csv"
+  chmod 600 "$STATE/tokens.csv" "$p"/*.key
+}
+
+token_of() { awk -F, -v u="$1" '$2 == u {print $1}' "$STATE/tokens.csv"; }
+
+write_kubeconfig() { # file user
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: wanwide-test
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority: $STATE/pki/ca.crt
+users:
+- name: $2
+  user:
+    token: $(token_of "$2")
+contexts:
+- name: wanwide-test
+  context: {cluster: wanwide-test, user: $2}
+current-context: wanwide-test
+EOF
+  chmod 600 "$1"
+}
+
+ensure_kubeconfigs() {
+  write_kubeconfig "$STATE/kubeconfig" admin
+  write_kubeconfig "$STATE/kubeconfig-tester" wanwide-tester
+  write_kubeconfig "$STATE/run/kcm.kubeconfig" system:kube-controller-manager
+  write_kubeconfig "$STATE/run/scheduler.kubeconfig" system:kube-scheduler
+  write_kubeconfig "$STATE/run/kwok.kubeconfig" system:kwok
+}
+
+ensure_s3_env() {
+  if [[ ! -f $STATE/s3.env ]]; then
+    {
+      echo "AWS_ACCESS_KEY_ID=wanwide$(openssl rand -hex 6)"
+      echo "AWS_SECRET_ACCESS_KEY=$(openssl rand -hex 20)"
+    } >"$STATE/s3.env.tmp"
+    mv "$STATE/s3.env.tmp" "$STATE/s3.env"
+  fi
+  # endpoint follows the (stable) port
+  sed -i '/^S3_ENDPOINT=/d; /^AWS_DEFAULT_REGION=/d' "$STATE/s3.env"
+  echo "S3_ENDPOINT=http://127.0.0.1:$S3_PORT" >>"$STATE/s3.env"
+  echo "AWS_DEFAULT_REGION=us-east-1" >>"$STATE/s3.env"
+  chmod 600 "$STATE/s3.env"
+}
+
+kc() { "$KUBECTL" --kubeconfig "$STATE/kubeconfig" "$@"; }
+
+# ---------------------------------------------------------------- components
+start_etcd() {
+  mkdir -p "$STATE/etcd"
+  start_bg etcd --name wanwide-test --data-dir "$STATE/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "wanwide-test=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --unsafe-no-fsync --quota-backend-bytes=4294967296 --log-level=warn
+  wait_for "etcd" 60 curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+}
+
+apiserver_ready() {
+  curl -fsS --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer $(token_of admin)" \
+    "https://127.0.0.1:$APISERVER_PORT/readyz"
+}
+
+start_apiserver() {
+  start_bg kube-apiserver \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+    --tls-cert-file="$STATE/pki/apiserver.crt" --tls-private-key-file="$STATE/pki/apiserver.key" \
+    --client-ca-file="$STATE/pki/ca.crt" \
+    --token-auth-file="$STATE/tokens.csv" \
+    --authorization-mode=Node,RBAC \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$STATE/pki/sa.pub" \
+    --service-account-signing-key-file="$STATE/pki/sa.key" \
+    --allow-privileged=true --profiling=false \
+    --enable-priority-and-fairness=false \
+    --event-ttl=30m --v=0
+  log "waiting for kube-apiserver /readyz"
+  wait_for "kube-apiserver /readyz" 120 apiserver_ready || {
+    tail -20 "$STATE/run/kube-apiserver.log" >&2; return 1; }
+}
+
+start_controller_manager() {
+  local kcfg=$STATE/run/kcm.kubeconfig
+  start_bg kube-controller-manager \
+    --kubeconfig="$kcfg" --authentication-kubeconfig="$kcfg" --authorization-kubeconfig="$kcfg" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
+    --controllers='*,-nodeipam' --use-service-account-credentials \
+    --root-ca-file="$STATE/pki/ca.crt" \
+    --service-account-private-key-file="$STATE/pki/sa.key" \
+    --cluster-signing-cert-file="$STATE/pki/ca.crt" --cluster-signing-key-file="$STATE/pki/ca.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --leader-elect=false --profiling=false --v=0
+}
+
+start_scheduler() {
+  local kcfg=$STATE/run/scheduler.kubeconfig
+  start_bg kube-scheduler \
+    --kubeconfig="$kcfg" --authentication-kubeconfig="$kcfg" --authorization-kubeconfig="$kcfg" \
+    --bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" \
+    --leader-elect=false --profiling=false --v=0
+}
+
+module_dir() { # module@version -> dir in the module cache (downloads if absent)
+  local d
+  d=$(cd "$CACHE/build" && GOFLAGS= GOTOOLCHAIN=local "$GO" mod download -json "$1" |
+      sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [[ -d $d ]] || die "cannot find $1 in the Go module cache"
+  echo "$d"
+}
+
+write_kwok_config() {
+  local k; k=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
+  local out=$STATE/run/kwok.yaml f first=1
+  : >"$out.tmp"
+  # The Stage objects shipped in the kwok module, then ours. Each document is
+  # separated by '---' (concatenating without separators silently merges them).
+  for f in "$k/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+           "$k/kustomize/stage/node/fast/node-initialize.yaml" \
+           "$k"/kustomize/stage/pod/general/pod-*.yaml \
+           "$HERE"/stages/*.yaml; do
+    ((first)) || echo "---" >>"$out.tmp"
+    first=0
+    echo "# from ${f#"$k/"}" >>"$out.tmp"
+    cat "$f" >>"$out.tmp"
+    echo >>"$out.tmp"
+  done
+  mv "$out.tmp" "$out"
+}
+
+start_kwok() {
+  write_kwok_config
+  start_bg kwok --kubeconfig="$STATE/run/kwok.kubeconfig" \
+    --config="$STATE/run/kwok.yaml" \
+    --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-lease-duration-seconds=40 \
+    --cidr="$POD_CIDR" --node-ip=127.0.0.1
+}
+
+start_versitygw() {
+  mkdir -p "$STATE/s3" "$STATE/s3-meta"
+  # shellcheck disable=SC1091
+  source "$STATE/s3.env"
+  ROOT_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID ROOT_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY \
+    start_bg versitygw --port "127.0.0.1:$S3_PORT" --region us-east-1 --health /health --quiet \
+    posix --sidecar "$STATE/s3-meta" "$STATE/s3"
+}
+
+install_crds() {
+  log "installing CRDs (Chaos Mesh, prometheus-operator, stand-ins)"
+  local files=() f
+  files+=("$("$REPO/hack/upstream-crds.sh" chaos-mesh)")
+  while IFS= read -r f; do files+=("$f"); done < <("$REPO/hack/upstream-crds.sh" prometheus-operator)
+  files+=("$HERE"/crds/*.yaml)
+  local args=()
+  for f in "${files[@]}"; do args+=(-f "$f"); done
+  kc apply --server-side --force-conflicts --field-manager=wanwide-testcluster "${args[@]}" >/dev/null
+  kc wait --for condition=established --timeout=60s crd --all >/dev/null
+}
+
+# ---------------------------------------------------------------- nodes
+ensure_nodes() { # N
+  local n=${1:-${WANWIDE_TEST_NODES:-3}} i docs=""
+  [[ $n =~ ^[0-9]+$ ]] || die "nodes: not a number: $n"
+  for ((i = 1; i <= n; i++)); do
+    docs+="---
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-r$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: \"0\"
+  labels:
+    type: kwok
+    kubernetes.io/hostname: kwok-r$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    kubernetes.io/role: agent
+    node-role.kubernetes.io/agent: \"\"
+    topology.kubernetes.io/region: r$i
+    topology.kubernetes.io/zone: r$i-a
+    wanwide.io/region: r$i
+spec: {}
+status:
+  allocatable: {cpu: \"32\", memory: 128Gi, pods: \"110\", ephemeral-storage: 500Gi}
+  capacity: {cpu: \"32\", memory: 128Gi, pods: \"110\", ephemeral-storage: 500Gi}
+  nodeInfo:
+    architecture: amd64
+    operatingSystem: linux
+    kubeletVersion: fake
+    kubeProxyVersion: fake
+    containerRuntimeVersion: kwok
+    osImage: kwok
+    kernelVersion: kwok
+    machineID: \"\"
+    systemUUID: \"\"
+    bootID: \"\"
+"
+  done
+  ((n > 0)) || return 0
+  # create missing ones only; existing nodes are kept as they are
+  printf '%s' "$docs" | kc create -f - 2>&1 | grep -v AlreadyExists >&2 || true
+  log "waiting for $n simulated node(s) to be Ready"
+  local names=()
+  for ((i = 1; i <= n; i++)); do names+=("node/kwok-r$i"); done
+  kc wait --for=condition=Ready --timeout=90s "${names[@]}" >/dev/null
+  # the node lifecycle controller removes the not-ready taint shortly after
+  wait_for "not-ready taints to go" 60 no_notready_taints "${names[@]}"
+}
+
+no_notready_taints() {
+  ! kc get "$@" -o jsonpath='{range .items[*]}{.spec.taints[*].key}{"\n"}{end}' | grep -q 'node.kubernetes.io/not-ready'
+}
+
+# ---------------------------------------------------------------- commands
+cmd_up() {
+  local t0=$SECONDS
+  build_all
+  KUBECTL=${KUBECTL:-$(command -v kubectl || true)}
+  [[ -n $KUBECTL ]] || die "kubectl not found"
+  mkdir -p "$STATE/run"
+  exec 8>"$STATE/run/up.lock"; flock 8
+  ensure_ports
+  ensure_pki
+  ensure_kubeconfigs
+  ensure_s3_env
+  start_versitygw
+  start_etcd
+  start_apiserver
+  start_controller_manager
+  start_scheduler
+  install_crds
+  start_kwok
+  ensure_nodes "${WANWIDE_TEST_NODES:-3}"
+  log "waiting for the default ServiceAccount"
+  wait_for "serviceaccount default" 60 kc get serviceaccount default -n default
+  source "$STATE/s3.env"
+  wait_for "versitygw" 30 curl -fsS "$S3_ENDPOINT/health"
+  log "up in $((SECONDS - t0)) s; KUBECONFIG=$STATE/kubeconfig"
+}
+
+stop_one() { # component
+  local c=$1 p
+  p=$(pid_of "$c") || { rm -f "$STATE/run/$c.pid"; return 0; }
+  log "stopping $c (pid $p)"
+  kill -TERM "$p" 2>/dev/null || true
+  local end=$((SECONDS + 20))
+  while kill -0 "$p" 2>/dev/null && ((SECONDS < end)); do sleep 0.3; done
+  if kill -0 "$p" 2>/dev/null; then
+    log "$c did not exit in 20 s; SIGKILL"
+    kill -KILL "$p" 2>/dev/null || true
+    sleep 0.5
+  fi
+  rm -f "$STATE/run/$c.pid"
+}
+
+cmd_down() {
+  [[ -d $STATE/run ]] || { log "nothing to stop"; return 0; }
+  local c i
+  # reverse start order: clients first, etcd last
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    c=${COMPONENTS[$i]}
+    [[ $c == etcd ]] && continue
+    stop_one "$c" &
+  done
+  wait
+  stop_one etcd
+  log "down (state kept in $STATE; cached binaries kept in $BIN)"
+}
+
+cmd_env() {
+  [[ -f $STATE/kubeconfig ]] || die "no cluster state in $STATE; run: $0 up"
+  echo "export KUBECONFIG=$STATE/kubeconfig"
+  echo "export WANWIDE_TESTCLUSTER_DIR=$STATE"
+  local l
+  while IFS= read -r l; do [[ -n $l ]] && echo "export $l"; done <"$STATE/s3.env"
+  echo "export PATH=$BIN/links:\$PATH"
+}
+
+cmd_status() {
+  local c p rc=0
+  for c in "${COMPONENTS[@]}"; do
+    if p=$(pid_of "$c"); then
+      printf '%-24s running  pid %-8s rss %s MiB\n' "$c" "$p" "$(($(awk '/VmRSS/ {print $2}' "/proc/$p/status") / 1024))"
+    else
+      printf '%-24s stopped\n' "$c"; rc=3
+    fi
+  done
+  if [[ -f $STATE/kubeconfig ]] && pid_of kube-apiserver >/dev/null; then
+    KUBECTL=${KUBECTL:-kubectl}
+    kc version 2>/dev/null | sed 's/^/  /' || true
+    kc get nodes -L topology.kubernetes.io/region 2>/dev/null | sed 's/^/  /' || true
+  fi
+  return "$rc"
+}
+
+# handy names for the cached binaries (helm, kwok …) without versions
+link_bins() {
+  mkdir -p "$BIN/links"
+  local n
+  for n in "${ALL_BINARIES[@]}"; do ln -sfn "$(bin_path "$n")" "$BIN/links/$n"; done
+}
+
+main() {
+  local cmd=${1:-}
+  shift || true
+  case "$cmd" in
+    build) build_all; link_bins ;;
+    up) cmd_up; link_bins ;;
+    down) cmd_down ;;
+    env) cmd_env ;;
+    status) cmd_status ;;
+    nodes)
+      KUBECTL=${KUBECTL:-$(command -v kubectl)}
+      ensure_ports
+      ensure_nodes "${1:?usage: $0 nodes N}" ;;
+    bin) bin_path "${1:?usage: $0 bin NAME}" ;;
+    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+}
+
+main "$@"
