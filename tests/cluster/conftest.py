@@ -1,0 +1,153 @@
+"""Fixtures for tests that need a real Kubernetes control plane.
+
+``testcluster`` (session scope) runs ``hack/testcluster.sh up`` (idempotent:
+seconds when the binaries are cached and the cluster already runs) and returns a
+:class:`TestCluster`. If this session started the cluster, it runs
+``hack/testcluster.sh down`` at the end (set ``WANWIDE_TESTCLUSTER_KEEP=1`` to
+keep it up). Set ``WANWIDE_TESTCLUSTER=skip`` to skip every test that needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "hack" / "testcluster.sh"
+UPSTREAM_CRDS = REPO / "hack" / "upstream-crds.sh"
+
+
+@dataclass
+class TestCluster:
+    """Handle on the running loopback cluster."""
+
+    __test__ = False  # not a test class for pytest
+
+    state: Path
+    kubeconfig: Path  # admin (group system:masters); may impersonate anyone
+    tester_kubeconfig: Path  # unprivileged user "wanwide-tester" (group wanwide:testers)
+    s3: dict[str, str]  # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, S3_ENDPOINT, AWS_DEFAULT_REGION
+    bin_dir: Path  # helm, kwok, etcd … (unversioned links to the cached binaries)
+    env: dict[str, str] = field(default_factory=dict)  # os.environ + KUBECONFIG + s3 + PATH
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        as_user: str | None = None,
+        as_groups: tuple[str, ...] = (),
+        kubeconfig: Path | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl against the cluster; returns the CompletedProcess (text).
+
+        ``as_user``/``as_groups`` impersonate (``--as``/``--as-group``) as admin.
+        With ``check`` a non-zero exit raises AssertionError showing stderr.
+        """
+        cmd = ["kubectl", f"--kubeconfig={kubeconfig or self.kubeconfig}"]
+        if as_user:
+            cmd.append(f"--as={as_user}")
+        cmd += [f"--as-group={g}" for g in as_groups]
+        cmd += list(args)
+        p = subprocess.run(
+            cmd, input=input, capture_output=True, text=True, timeout=timeout, env=self.env
+        )
+        if check and p.returncode != 0:
+            raise AssertionError(
+                f"{' '.join(cmd[2:])} failed ({p.returncode}):\n{p.stderr}{p.stdout}"
+            )
+        return p
+
+    def kubectl_json(self, *args: str, **kw) -> dict:
+        """``kubectl ... -o json`` parsed."""
+        return json.loads(self.kubectl(*args, "-o", "json", **kw).stdout)
+
+    def apply(self, manifest: str, namespace: str | None = None) -> None:
+        """``kubectl apply -f -`` of a YAML string."""
+        ns = ["-n", namespace] if namespace else []
+        self.kubectl("apply", *ns, "-f", "-", input=manifest)
+
+    def namespace(self, prefix: str = "t") -> str:
+        """Create a fresh namespace (named ``<prefix>-<random>``) and return its name."""
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self.kubectl("create", "namespace", name)
+        return name
+
+    def helm(self, *args: str, check: bool = True, timeout: float = 120):
+        p = subprocess.run(
+            [str(self.bin_dir / "helm"), "--kubeconfig", str(self.kubeconfig), *args],
+            capture_output=True, text=True, timeout=timeout, env=self.env,
+        )
+        if check and p.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed:\n{p.stderr}{p.stdout}")
+        return p
+
+    @staticmethod
+    def upstream_crds(name: str) -> list[Path]:
+        """Paths of the real upstream CRD files (``chaos-mesh``, ``prometheus-operator``)."""
+        out = subprocess.run(
+            [str(UPSTREAM_CRDS), name], capture_output=True, text=True, check=True
+        ).stdout
+        return [Path(line) for line in out.splitlines() if line.strip()]
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def _cluster_running() -> bool:
+    return (
+        subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True).returncode == 0
+    )
+
+
+@pytest.fixture(scope="session")
+def testcluster() -> Iterator[TestCluster]:
+    if os.environ.get("WANWIDE_TESTCLUSTER") == "skip":
+        pytest.skip("WANWIDE_TESTCLUSTER=skip")
+    started_here = not _cluster_running()
+    # a cold build takes ~20-40 min; a warm up takes seconds
+    up = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=3600)
+    if up.returncode != 0:
+        pytest.fail(f"hack/testcluster.sh up failed:\n{up.stderr[-6000:]}", pytrace=False)
+    env_lines = subprocess.run(
+        [str(SCRIPT), "env"], capture_output=True, text=True, check=True
+    ).stdout
+    exported = {}
+    for line in env_lines.splitlines():
+        if line.startswith("export ") and "=" in line:
+            k, v = line[len("export "):].split("=", 1)
+            exported[k] = v
+    state = Path(exported["WANWIDE_TESTCLUSTER_DIR"])
+    bin_dir = Path(exported["PATH"].split(":", 1)[0])
+    s3 = _read_env_file(state / "s3.env")
+    env = dict(os.environ)
+    env.update(s3)
+    env["KUBECONFIG"] = str(state / "kubeconfig")
+    env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
+    tc = TestCluster(
+        state=state,
+        kubeconfig=state / "kubeconfig",
+        tester_kubeconfig=state / "kubeconfig-tester",
+        s3=s3,
+        bin_dir=bin_dir,
+        env=env,
+    )
+    try:
+        yield tc
+    finally:
+        if started_here and os.environ.get("WANWIDE_TESTCLUSTER_KEEP") != "1":
+            subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=120)
