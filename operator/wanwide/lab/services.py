@@ -1,0 +1,508 @@
+"""Real services inside region namespaces: MariaDB, Galera, memcached, Keystone, S3.
+
+Every service gets its own directory under the run dir, logs to files there,
+is started through :class:`wanwide.lab.procs.Managed` (so its pid is in the
+lab state file) and is waited for with a timeout; a failure raises
+:class:`~wanwide.lab.procs.ReadinessError` with the tail of the service's log.
+
+Typical use (``net`` from :func:`wanwide.lab.netns.build`)::
+
+    svc = Services(net, run_dir)
+    db = svc.start_mariadb("r1", in_memory=True)
+    svc.create_database(db, "keystone", "keystone", "secret")
+    mc = svc.start_memcached("r1")
+    ks = svc.start_keystone("r1", db_host=db.host, db_password="secret",
+                            memcached=mc, admin_password="admin", db_sync=True)
+    ks.url, ks.info["cache"]
+    svc.stop_all()
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wanwide.lab import paths, procs
+from wanwide.lab.netns import Network
+from wanwide.lab.procs import LabError, ReadinessError
+
+GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
+
+
+@dataclass
+class Service:
+    kind: str  # mariadb, galera, memcached, keystone, s3
+    region: str | None
+    name: str
+    host: str
+    port: int
+    dir: Path
+    proc: procs.Managed
+    start_s: float = 0.0  # seconds from launch to ready
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def log_path(self) -> Path:
+        return self.proc.log_path
+
+    @property
+    def url(self) -> str:
+        return str(self.info.get("url", f"{self.host}:{self.port}"))
+
+    def running(self) -> bool:
+        return self.proc.running()
+
+
+def galera_wan_options(rtt_ms: float) -> dict[str, str]:
+    """evs/gmcast provider options scaled to the largest RTT between members.
+
+    Galera's defaults (suspect 5 s, inactive 15 s, peer 3 s, send windows 4/2)
+    suit a LAN; on a WAN, members are declared dead during long pauses and the
+    windows throttle replication. Floors are the defaults.
+    """
+    r = max(0.0, rtt_ms) / 1000.0
+
+    def iso(seconds: float) -> str:
+        return f"PT{seconds:g}S"
+
+    suspect = max(5.0, round(30 * r, 1))
+    inactive = max(15.0, round(2 * suspect, 1))
+    install = max(7.5, round(1.5 * suspect, 1))
+    opts = {
+        "evs.keepalive_period": iso(max(1.0, round(3 * r, 1))),
+        "evs.suspect_timeout": iso(suspect),
+        "evs.inactive_timeout": iso(inactive),
+        "evs.install_timeout": iso(install),
+        "gmcast.peer_timeout": iso(max(3.0, round(10 * r, 1))),
+    }
+    if rtt_ms >= 20:
+        opts |= {"evs.send_window": "512", "evs.user_send_window": "512"}
+    return opts
+
+
+class Services:
+    """Starts and tracks the services of one lab run; :meth:`stop_all` undoes them."""
+
+    def __init__(self, net: Network | None, run_dir: str | Path) -> None:
+        self.net = net
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        _make_traversable(self.run_dir)
+        self.started: list[Service] = []
+        self._keys_dir: Path | None = None
+
+    # ------------------------------------------------------------ helpers
+    def _ns(self, region: str | None) -> str | None:
+        if region is None or self.net is None:
+            return None
+        return self.net.netns(region)
+
+    def _addr(self, region: str | None) -> str:
+        if region is None or self.net is None:
+            return "127.0.0.1"
+        return self.net.address(region)
+
+    def _dir(self, region: str | None, name: str) -> Path:
+        d = self.run_dir / (f"{region}-{name}" if region else name)
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def _start(self, region: str | None, name: str, argv: Sequence[str], log: Path,
+               env: Mapping[str, str] | None = None, cwd: Path | None = None) -> procs.Managed:
+        return procs.Managed.start_process(
+            name, argv, log, netns=self._ns(region), env=env, cwd=cwd,
+            state=self.net.state if self.net else None)
+
+    def tcp_open(self, region: str | None, host: str, port: int, timeout: float = 1.0) -> bool:
+        """Can ``host:port`` be connected to (from the host, through the host links)?"""
+        if self.net is not None and region is not None and not self.net.host_links:
+            r = self.net.exec_in(region, ["bash", "-c", f"exec 3<>/dev/tcp/{host}/{port}"],
+                                 check=False, timeout=timeout + 5)
+            return r.returncode == 0
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout):
+            return True
+        return False
+
+    def stop(self, svc: Service, grace: float = 15.0) -> None:
+        svc.proc.stop(grace=grace, state=self.net.state if self.net else None)
+        with contextlib.suppress(ValueError):
+            self.started.remove(svc)
+
+    def stop_all(self) -> None:
+        for svc in reversed(list(self.started)):
+            self.stop(svc)
+
+    # ------------------------------------------------------------ MariaDB / Galera
+    def _mariadb_dirs(self, region: str | None, name: str, in_memory: bool) -> tuple[Path, Path]:
+        d = self._dir(region, name)
+        if in_memory:
+            tag = self.net.tag if self.net else str(os.getpid())
+            data = Path("/dev/shm") / f"ww-{tag}-{region or 'host'}-{name}"
+            if self.net:
+                self.net.state.add_dir(data)
+        else:
+            data = d / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        # As root the rsync state transfer fails (lab.md): everything mysql-owned.
+        shutil.chown(d, "mysql", "mysql")
+        subprocess.run(["chown", "-R", "mysql:mysql", str(data)], check=True)
+        return d, data
+
+    def _write_cnf(self, d: Path, data: Path, address: str, port: int,
+                   extra: Mapping[str, Any]) -> Path:
+        cnf = {
+            "user": "mysql",
+            "datadir": str(data),
+            "socket": str(d / "mysqld.sock"),
+            "pid-file": str(d / "mysqld.pid"),
+            "log-error": str(d / "error.log"),
+            "bind-address": address,
+            "port": port,
+            "skip-name-resolve": None,
+            "skip-log-bin": None,
+            "max_connections": 2000,
+            "innodb_buffer_pool_size": "128M",
+            "innodb_log_file_size": "64M",
+            "innodb_flush_log_at_trx_commit": 2,
+            "character-set-server": "utf8mb4",
+            "collation-server": "utf8mb4_general_ci",
+        }
+        cnf.update(extra)
+        lines = ["[mariadbd]"]
+        for k, v in cnf.items():
+            if v is None:
+                lines.append(k)
+            elif v is not False:
+                lines.append(f"{k}={v}")
+        path = d / "my.cnf"
+        path.write_text("\n".join(lines) + "\n")
+        shutil.chown(path, "mysql", "mysql")
+        return path
+
+    def _install_db(self, d: Path, data: Path) -> None:
+        if (data / "mysql").is_dir():
+            return
+        r = procs.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=mysql",
+                       "--skip-test-db", "--auth-root-authentication-method=socket"],
+                      check=False, timeout=120)
+        (d / "install-db.log").write_text(r.stdout + r.stderr)
+        if r.returncode != 0:
+            raise LabError(f"mariadb-install-db failed in {data}:\n{procs.tail_text(r.stdout + r.stderr)}")
+
+    def sql(self, db: Service, statement: str, timeout: float = 60) -> str:
+        """Run SQL as root through the server's unix socket; returns tab-separated output."""
+        r = procs.run(["mariadb", "--no-defaults", "-S", str(db.dir / "mysqld.sock"), "-uroot",
+                       "-N", "-B", "-e", statement], check=False, timeout=timeout)
+        if r.returncode != 0:
+            raise LabError(f"SQL on {db.name} failed: {statement[:200]}\n{r.stderr.strip()}")
+        return r.stdout
+
+    def status(self, db: Service, like: str) -> dict[str, str]:
+        out = self.sql(db, f"SHOW GLOBAL STATUS LIKE '{like}'")
+        return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+
+    def _wait_sql(self, svc: Service, timeout: float) -> None:
+        def ok() -> bool:
+            self.sql(svc, "SELECT 1", timeout=10)
+            return True
+
+        svc.proc.wait_ready(ok, timeout, f"{svc.name} accepting SQL")
+
+    def start_mariadb(self, region: str | None, *, port: int = 3306, in_memory: bool = False,
+                      name: str = "mariadb", extra_conf: Mapping[str, Any] | None = None,
+                      timeout: float = 60) -> Service:
+        """A single MariaDB server bound to the region's address."""
+        t0 = time.monotonic()
+        d, data = self._mariadb_dirs(region, name, in_memory)
+        self._install_db(d, data)
+        addr = self._addr(region)
+        cnf = self._write_cnf(d, data, addr, port, dict(extra_conf or {}))
+        proc = self._start(region, name, ["mariadbd", f"--defaults-file={cnf}"], d / "mariadbd.log")
+        svc = Service("mariadb", region, name, addr, port, d, proc,
+                      info={"datadir": str(data), "in_memory": in_memory, "config": str(cnf)})
+        self.started.append(svc)
+        self._wait_sql(svc, timeout)
+        svc.start_s = time.monotonic() - t0
+        svc.info["error_log"] = str(d / "error.log")
+        return svc
+
+    def create_database(self, db: Service, database: str = "keystone", user: str = "keystone",
+                        password: str = "keystone") -> None:
+        """Create ``database`` and ``user``@'%' with all rights on it (idempotent)."""
+        self.sql(db, f"CREATE DATABASE IF NOT EXISTS `{database}`; "
+                     f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{password}'; "
+                     f"GRANT ALL PRIVILEGES ON `{database}`.* TO '{user}'@'%'; "
+                     "FLUSH PRIVILEGES;")
+
+    def start_galera(self, regions: Sequence[str], *, port: int = 3306, in_memory: bool = False,
+                     provider_options: Mapping[str, str] | None = None,
+                     cluster_name: str | None = None, name: str = "galera",
+                     timeout: float = 180) -> list[Service]:
+        """One Galera member per region; the first bootstraps, the others join in turn.
+
+        Each joiner is waited for until ``wsrep_local_state_comment=Synced``
+        (rsync state transfer); at the end every member must see the full
+        cluster size. ``provider_options`` are evs/gmcast settings, e.g. from
+        :func:`galera_wan_options`.
+        """
+        if not regions:
+            raise LabError("galera: no regions")
+        members = [self._addr(r) for r in regions]
+        gcomm = "gcomm://" + ",".join(f"{a}:4567" for a in members)
+        cname = cluster_name or f"ww-{self.net.tag if self.net else os.getpid()}"
+        out: list[Service] = []
+        for i, region in enumerate(regions):
+            t0 = time.monotonic()
+            addr = members[i]
+            d, data = self._mariadb_dirs(region, name, in_memory)
+            self._install_db(d, data)
+            opts = {"gmcast.listen_addr": f"tcp://{addr}:4567", "ist.recv_addr": f"{addr}:4568",
+                    **dict(provider_options or {})}
+            extra = {
+                "binlog_format": "ROW",
+                "default_storage_engine": "InnoDB",
+                "innodb_autoinc_lock_mode": 2,
+                "wsrep_on": "ON",
+                "wsrep_provider": GALERA_PROVIDER,
+                "wsrep_cluster_name": cname,
+                "wsrep_cluster_address": gcomm,
+                "wsrep_node_address": addr,
+                "wsrep_node_name": region,
+                "wsrep_sst_method": "rsync",
+                "wsrep_sst_receive_address": f"{addr}:4444",
+                "wsrep_provider_options": '"' + "; ".join(f"{k}={v}" for k, v in opts.items()) + '"',
+            }
+            cnf = self._write_cnf(d, data, addr, port, extra)
+            argv = ["mariadbd", f"--defaults-file={cnf}"]
+            if i == 0:
+                argv.append("--wsrep-new-cluster")
+            proc = self._start(region, f"{name}-{region}", argv, d / "mariadbd.log")
+            svc = Service("galera", region, f"{name}-{region}", addr, port, d, proc,
+                          info={"datadir": str(data), "in_memory": in_memory, "config": str(cnf),
+                                "cluster_address": gcomm, "provider_options": opts,
+                                "bootstrap": i == 0})
+            self.started.append(svc)
+            out.append(svc)
+
+            def synced(svc: Service = svc) -> bool:
+                st = self.status(svc, "wsrep_local_state_comment")
+                return st.get("wsrep_local_state_comment") == "Synced"
+
+            try:
+                svc.proc.wait_ready(synced, timeout, f"{svc.name} Synced")
+            except ReadinessError as e:
+                raise ReadinessError(f"{e}\n--- {d / 'error.log'} (tail) ---\n"
+                                     f"{procs.tail(d / 'error.log')}") from None
+            svc.start_s = time.monotonic() - t0
+        n = len(regions)
+        for svc in out:
+            procs.wait_for(
+                lambda svc=svc: self.status(svc, "wsrep_cluster_size").get("wsrep_cluster_size")
+                == str(n), 60, f"{svc.name} cluster size {n}", svc.dir / "error.log")
+        return out
+
+    # ------------------------------------------------------------ memcached
+    def start_memcached(self, region: str | None, *, port: int = 11211, memory_mb: int = 64,
+                        connections: int = 4096, timeout: float = 20) -> Service:
+        t0 = time.monotonic()
+        d = self._dir(region, "memcached")
+        addr = self._addr(region)
+        argv = ["memcached", "-u", "memcache", "-l", addr, "-p", str(port), "-U", "0",
+                "-m", str(memory_mb), "-c", str(connections), "-v"]
+        proc = self._start(region, f"memcached-{region}", argv, d / "memcached.log")
+        svc = Service("memcached", region, f"memcached-{region}", addr, port, d, proc,
+                      info={"memory_mb": memory_mb})
+        self.started.append(svc)
+        proc.wait_ready(lambda: self.tcp_open(region, addr, port), timeout,
+                        f"memcached in {region}")
+        svc.start_s = time.monotonic() - t0
+        return svc
+
+    # ------------------------------------------------------------ Keystone
+    def keystone_keys(self) -> Path:
+        """Fernet and credential key repositories, made once per run, shared by all regions."""
+        if self._keys_dir is not None:
+            return self._keys_dir
+        d = self._dir(None, "keystone-keys")
+        # What `keystone-manage fernet_setup/credential_setup` write, without
+        # two interpreter starts (~10-30 s on a busy 2-core machine): a
+        # repository with key 0 (staged) and key 1 (primary), 32 random bytes
+        # each, urlsafe-base64; directory 0700, keys 0600.
+        for repo in ("fernet-keys", "credential-keys"):
+            rd = d / repo
+            rd.mkdir(mode=0o700, exist_ok=True)
+            for idx in ("0", "1"):
+                kf = rd / idx
+                if not kf.exists():
+                    fd = os.open(kf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(base64.urlsafe_b64encode(os.urandom(32)))
+        self._keys_dir = d
+        return d
+
+    def start_keystone(
+        self,
+        region: str,
+        *,
+        db_host: str,
+        db_password: str,
+        db_port: int = 3306,
+        db_user: str = "keystone",
+        db_name: str = "keystone",
+        memcached: Service | Iterable[str] | None = None,
+        admin_password: str = "admin",
+        db_sync: bool = False,
+        bootstrap: bool = True,
+        port: int = 5000,
+        workers: int = 2,
+        cache_backend: str = "dogpile.cache.pymemcache",
+        extra_conf: Mapping[str, Mapping[str, Any]] | None = None,
+        timeout: float = 120,
+    ) -> Service:
+        """Keystone of ``region`` under gunicorn, on the shared database.
+
+        ``db_sync`` once per database (the first region); ``bootstrap`` per
+        region registers its endpoints (``--bootstrap-region-id region``).
+        ``memcached``: this region's memcached service (or "host:port" list);
+        None turns caching off. ``info["cache"]`` holds the effective cache
+        settings, ``info["url"]`` the identity URL (…/v3), ``info["timings"]``
+        the seconds spent in db_sync, bootstrap and start.
+        """
+        if self.net is None:
+            raise LabError("start_keystone needs a lab network")
+        t_all = time.monotonic()
+        keys = self.keystone_keys()
+        d = self._dir(region, "keystone")
+        addr = self._addr(region)
+        base = f"http://{addr}:{port}"
+        if memcached is None:
+            servers: list[str] = []
+        elif isinstance(memcached, Service):
+            servers = [f"{memcached.host}:{memcached.port}"]
+        else:
+            servers = list(memcached)
+        cache: dict[str, Any] = {"enabled": bool(servers)}
+        if servers:
+            cache |= {"backend": cache_backend, "memcache_servers": servers,
+                      "expiration_time": 600}
+        sections: dict[str, dict[str, Any]] = {
+            "DEFAULT": {"debug": "false", "use_stderr": "true", "public_endpoint": base},
+            "database": {
+                "connection": f"mysql+pymysql://{db_user}:{db_password}@{db_host}:{db_port}/{db_name}",
+                "max_pool_size": 20, "max_overflow": 40, "pool_timeout": 60,
+                "connection_recycle_time": 600,
+            },
+            "cache": {k: (",".join(v) if isinstance(v, list) else str(v).lower()
+                          if isinstance(v, bool) else v) for k, v in cache.items()},
+            "token": {"provider": "fernet"},
+            "fernet_tokens": {"key_repository": keys / "fernet-keys"},
+            "fernet_receipts": {"key_repository": keys / "fernet-keys"},
+            "credential": {"key_repository": keys / "credential-keys"},
+        }
+        for sec, kv in (extra_conf or {}).items():
+            sections.setdefault(sec, {}).update(kv)
+        conf = d / "keystone.conf"
+        conf.write_text("".join(f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()) + "\n"
+                                for s, kv in sections.items()))
+        km = str(paths.keystone_bin("keystone-manage"))
+        timings: dict[str, float] = {}
+        ns = self._ns(region)
+
+        def manage(args: list[str], label: str) -> None:
+            t0 = time.monotonic()
+            r = procs.run([km, "--config-file", str(conf), *args], netns=ns, check=False,
+                          timeout=600)
+            (d / f"{label}.log").write_text(r.stdout + r.stderr)
+            timings[label] = round(time.monotonic() - t0, 2)
+            if r.returncode != 0:
+                raise LabError(f"keystone-manage {label} in {region} failed:\n"
+                               f"{procs.tail_text(r.stdout + r.stderr)}")
+
+        if db_sync:
+            manage(["db_sync"], "db_sync")
+        if bootstrap:
+            manage(["bootstrap", "--bootstrap-password", admin_password,
+                    "--bootstrap-region-id", region,
+                    "--bootstrap-public-url", base, "--bootstrap-internal-url", base,
+                    "--bootstrap-admin-url", base], "bootstrap")
+        # oslo.config parses sys.argv: under gunicorn it would see gunicorn's
+        # flags, so the app is loaded from a module that resets argv first.
+        (d / "wanwide_keystone_wsgi.py").write_text(
+            "import sys\nsys.argv = sys.argv[:1]\n"
+            "from keystone.wsgi.api import application  # noqa: E402,F401\n")
+        t0 = time.monotonic()
+        argv = [str(paths.keystone_bin("gunicorn")), "--bind", f"{addr}:{port}",
+                "--workers", str(workers), "--timeout", "300", "--graceful-timeout", "5",
+                "--chdir", str(d), "--access-logfile", str(d / "access.log"),
+                "wanwide_keystone_wsgi:application"]
+        proc = self._start(region, f"keystone-{region}", argv, d / "keystone.log",
+                           env={"OS_KEYSTONE_CONFIG_FILES": str(conf)}, cwd=d)
+        svc = Service("keystone", region, f"keystone-{region}", addr, port, d, proc,
+                      info={"url": f"{base}/v3", "cache": cache, "config": str(conf),
+                            "workers": workers, "db": f"{db_host}:{db_port}"})
+        self.started.append(svc)
+
+        def ready() -> bool:
+            with urllib.request.urlopen(f"{base}/v3", timeout=5) as resp:
+                return resp.status == 200
+
+        proc.wait_ready(ready, timeout, f"keystone in {region} answering {base}/v3")
+        timings["start"] = round(time.monotonic() - t0, 2)
+        svc.info["timings"] = timings
+        svc.start_s = time.monotonic() - t_all
+        return svc
+
+    # ------------------------------------------------------------ S3 (versitygw)
+    def start_s3(self, *, region: str | None = None, host: str | None = None, port: int = 7070,
+                 access_key: str = "wanwide", secret_key: str = "wanwide-secret",
+                 data_dir: str | Path | None = None, timeout: float = 30) -> Service:
+        """versitygw serving ``data_dir`` (posix backend) on ``host:port``.
+
+        Default: in the root namespace on 127.0.0.1. With ``host`` =
+        :data:`wanwide.lab.netns.HOST_ADDRESS` it is reachable from every region
+        through the host links (bind after the network is built).
+        """
+        t0 = time.monotonic()
+        gw = paths.versitygw()
+        if not gw.exists():
+            raise LabError(f"{gw} missing: run hack/install-lab.sh")
+        d = self._dir(region, "s3")
+        data = Path(data_dir) if data_dir else d / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        h = host or (self._addr(region) if region else "127.0.0.1")
+        proc = self._start(region, "versitygw", [str(gw), "--port", f"{h}:{port}", "posix",
+                                                 str(data)], d / "versitygw.log",
+                           env={"ROOT_ACCESS_KEY": access_key, "ROOT_SECRET_KEY": secret_key})
+        svc = Service("s3", region, "versitygw", h, port, d, proc,
+                      info={"url": f"http://{h}:{port}", "access_key": access_key,
+                            "secret_key": secret_key, "data_dir": str(data),
+                            "region": "us-east-1"})
+        self.started.append(svc)
+        proc.wait_ready(lambda: self.tcp_open(region, h, port), timeout, "versitygw")
+        svc.start_s = time.monotonic() - t0
+        return svc
+
+
+def _make_traversable(path: Path) -> None:
+    """mysql must reach its files: make every parent of ``path`` world-executable."""
+    p = path.resolve()
+    for parent in [p, *p.parents]:
+        try:
+            mode = parent.stat().st_mode
+        except OSError:
+            continue
+        if not mode & 0o001:
+            raise LabError(
+                f"{parent} is not traversable by other users (mode {oct(mode & 0o777)}): the "
+                f"MariaDB and memcached processes run as their own users; choose a run dir "
+                f"under /tmp or /var/tmp")
