@@ -196,15 +196,17 @@ def plot_stacked_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
         m = trimmed_means(sdf, [*pcols, "action"])
         if m.empty:
             continue
-        m["_x"] = [point_label(r, xcols) for _, r in m.iterrows()] if xcols else "all"
+        m["_x"] = ([point_label({c[len(PARAM_PREFIX):]: r[c] for c in xcols}, [c[len(PARAM_PREFIX):] for c in xcols])
+                    for _, r in m.iterrows()] if xcols else "all")
         facets = sorted(m[facet].dropna().astype(str).unique()) if facet else ["all"]
         actions = sorted(m["action"].unique())
-        xs = list(dict.fromkeys(m.sort_values(xcols)["_x"])) if xcols else ["all"]
-        fig, axes = plt.subplots(1, len(facets), figsize=(max(5, 2.2 + 1.1 * len(xs)) * len(facets) ** 0.8, 4.8),
+        nx = max(len(set((m if facet is None else m[m[facet].astype(str) == fv])["_x"])) for fv in facets)
+        fig, axes = plt.subplots(1, len(facets), figsize=(max(5, 2.2 + 1.1 * nx) * len(facets) ** 0.8, 4.8),
                                  sharey=True, squeeze=False)
         colors = plt.get_cmap("tab10")
         for ax, fv in zip(axes[0], facets, strict=True):
             fd = m if facet is None else m[m[facet].astype(str) == fv]
+            xs = list(dict.fromkeys(fd.sort_values(xcols)["_x"])) if xcols else ["all"]
             bottom = np.zeros(len(xs))
             for ai, a in enumerate(actions):
                 vals = np.array([fd[(fd["_x"] == x) & (fd["action"] == a)]["action_duration"].sum() for x in xs])
