@@ -144,7 +144,7 @@ class Network:
             return [float(m) for m in re.findall(r"time=([0-9.]+) ms", r.stdout)]
         if method != "tcp":
             raise LabError(f"measure_rtt: unknown method {method!r}")
-        r = self.exec_in(src, [*_rt_prefix(), sys.executable, "-c", _TCP_PROBE, target, str(port), str(samples),
+        r = self.exec_in(src, [*rt_prefix(), sys.executable, "-c", _TCP_PROBE, target, str(port), str(samples),
                                str(interval), str(timeout)],
                          timeout=samples * (interval + timeout) + 30)
         return [float(x) for x in json.loads(r.stdout)]
@@ -235,7 +235,7 @@ print(json.dumps(out))
 """
 
 
-def _rt_prefix() -> list[str]:
+def rt_prefix() -> list[str]:
     """``chrt -f 20`` when permitted: a probe woken late on a busy machine inflates RTTs."""
     import shutil
 

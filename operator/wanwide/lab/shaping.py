@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -236,7 +237,8 @@ def mgmt_command(sock: str, line: str, timeout: float = 5.0) -> str:
             if not chunk:
                 break
             out += chunk
-            if b"\n1000 " in out or b"\n1" in out and out.rstrip().endswith(b"$"):
+            # the answer ends with a status line "1000 Success" / "15xx error"
+            if re.search(rb"(^|\n)[1-9]\d{3} [^\n]*\n", out):
                 break
         return out.decode("utf-8", "replace")
     finally:

@@ -1,0 +1,160 @@
+"""Real namespaces and shaped links on this machine (wirefilter here: no netem)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from wanwide.lab import netns, shaping
+from wanwide.lab.state import cleanup_all
+from wanwide.plan.links import OneWay
+
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("need_net")]
+
+# Requested RTTs: r1-r2 0 ms, r1-r3 50 ms (asymmetric: 10 ms out, 40 ms back),
+# r2-r3 100 ms.
+LINKS = {
+    ("r1", "r2"): OneWay(0), ("r2", "r1"): OneWay(0),
+    ("r1", "r3"): OneWay(10), ("r3", "r1"): OneWay(40),
+    ("r2", "r3"): OneWay(50), ("r3", "r2"): OneWay(50),
+}
+RTT = {("r1", "r2"): 0.0, ("r1", "r3"): 50.0, ("r2", "r3"): 100.0}
+
+
+def tolerance(ms: float) -> float:
+    return max(1.0, 0.05 * ms)
+
+
+@pytest.fixture(scope="module")
+def net3(leftovers):
+    net = netns.build(["r1", "r2", "r3"], LINKS)
+    yield net
+    tag = net.tag
+    net.destroy()
+    assert leftovers(tag) == []
+
+
+@pytest.mark.timeout(120)
+def test_rtt_matches_request(net3: netns.Network) -> None:
+    got = {}
+    for (a, b), want in RTT.items():
+        for src, dst in ((a, b), (b, a)):
+            s = net3.measure_rtt(src, dst, samples=15)
+            assert len(s) >= 14, (src, dst, s)
+            got[(src, dst)] = med = statistics.median(s)
+            assert abs(med - want) <= tolerance(want), (src, dst, want, s)
+    print(json.dumps({f"{a}->{b}": round(v, 2) for (a, b), v in got.items()}))
+
+
+@pytest.mark.timeout(60)
+def test_intra_region_unshaped(net3: netns.Network) -> None:
+    for r in ("r1", "r3"):
+        s = net3.measure_rtt(r, r, samples=10)
+        assert statistics.median(s) < 1.0, s
+
+
+@pytest.mark.timeout(60)
+def test_one_way_delays_per_direction(net3: netns.Network) -> None:
+    """r1→r3 10 ms and r3→r1 40 ms: UDP datagrams stamped with the (shared) clock."""
+    rx = net3.popen_in("r3", [*netns.rt_prefix(), sys.executable, "-c", _UDP_RX, net3.address("r3"), "10"],
+                       stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    net3.exec_in("r1", [*netns.rt_prefix(), sys.executable, "-c", _UDP_TX, net3.address("r3"), "10"])
+    out, _ = rx.communicate(timeout=20)
+    one_way = json.loads(out)
+    assert len(one_way) >= 9
+    assert abs(statistics.median(one_way) - 10) <= 1.0, one_way
+    rx = net3.popen_in("r1", [*netns.rt_prefix(), sys.executable, "-c", _UDP_RX, net3.address("r1"), "10"],
+                       stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    net3.exec_in("r3", [*netns.rt_prefix(), sys.executable, "-c", _UDP_TX, net3.address("r1"), "10"])
+    out, _ = rx.communicate(timeout=20)
+    back = json.loads(out)
+    assert abs(statistics.median(back) - 40) <= 2.0, back
+
+
+@pytest.mark.timeout(90)
+def test_loss_is_measurable(net3: netns.Network) -> None:
+    """10 % loss set on the live r2→r3 direction shows as ~10 % lost pings."""
+    net3.set_link("r2", "r3", OneWay(50, loss_pct=10))
+    try:
+        n = 300
+        s = net3.measure_rtt("r2", "r3", samples=n, method="ping", interval=0.01, timeout=1)
+        lost = 1 - len(s) / n
+        assert 0.04 <= lost <= 0.18, lost
+    finally:
+        net3.set_link("r2", "r3", OneWay(50))
+
+
+def test_describe_records_shaper(net3: netns.Network) -> None:
+    d = net3.describe()
+    assert d["shaper"] in shaping.SHAPERS
+    assert len(d["links"]) == 3
+    assert {lk["kind"] for lk in d["links"]} == {"veth", d["shaper"]}
+    assert d["regions"]["r2"]["address"] == net3.address("r2")
+
+
+@pytest.mark.timeout(60)
+def test_host_reaches_regions(net3: netns.Network) -> None:
+    r = net3.exec_in("r2", ["ping", "-c", "1", "-W", "2", netns.HOST_ADDRESS], check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_cleanup_after_killed_builder(how: str, lab_state_dir, leftovers) -> None:
+    """A builder killed with SIGKILL leaves a state file that cleanup_all undoes;
+    one given SIGTERM undoes its own network."""
+    tag = "k" + how[3:7].lower()[:4]
+    code = textwrap.dedent(f"""
+        import time
+        from wanwide.lab import netns
+        from wanwide.plan.links import OneWay
+        links = {{("a", "b"): OneWay(5), ("b", "a"): OneWay(5)}}
+        net = netns.build(["a", "b", "c"], links, tag={tag!r})
+        print("ready", flush=True)
+        time.sleep(600)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "WANWIDE_LAB_STATE_DIR": str(lab_state_dir)})
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "ready"
+    assert leftovers(tag), "nothing built?"
+    p.send_signal(getattr(signal, how))
+    p.wait(timeout=60)
+    if how == "SIGKILL":
+        assert leftovers(tag)
+        assert (lab_state_dir / f"{tag}.json").exists()
+        notes = cleanup_all(lab_state_dir)
+        assert any(tag in n for n in notes), notes
+    assert leftovers(tag) == []
+    assert not (lab_state_dir / f"{tag}.json").exists()
+
+
+_UDP_RX = r"""
+import json, socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 9999)); s.settimeout(5)
+out = []
+try:
+    for _ in range(int(sys.argv[2])):
+        d, _ = s.recvfrom(100)
+        out.append((time.time() - float(d)) * 1000)
+except socket.timeout:
+    pass
+print(json.dumps(out))
+"""
+_UDP_TX = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(int(sys.argv[2])):
+    s.sendto(repr(time.time()).encode(), (sys.argv[1], 9999)); time.sleep(0.05)
+"""
