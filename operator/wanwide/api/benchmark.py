@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from .base import DNS_LABEL_RE, Model, ObjectMeta, RegionName, cel
 from .scenarios import FULL_NAME_RE, SHORT_NAMES
@@ -87,6 +88,12 @@ class UsersContext(Model):
     users_per_tenant: int = Field(1, ge=1, le=1000)
 
 
+def _check_scenario(name: str) -> str:
+    if name not in SHORT_NAMES and not re.match(FULL_NAME_RE, name):
+        raise ValueError(f"{name!r}: {_SCENARIO_MSG}")
+    return name
+
+
 class Scenario(Model):
     """A Rally scenario: short name of a Keystone scenario or a full Rally name."""
 
@@ -98,6 +105,11 @@ class Scenario(Model):
     times: int | None = Field(None, ge=1, le=100000)
     concurrency: int | None = Field(None, ge=1, le=1000)
     users: UsersContext | None = None
+
+    @model_validator(mode="after")
+    def _name(self) -> Scenario:
+        _check_scenario(self.name)
+        return self
 
 
 class ConfigMapKeyRef(Model):
@@ -136,6 +148,14 @@ class Workload(Model):
             ]
         }
     )
+
+    @model_validator(mode="after")
+    def _rules(self) -> Workload:
+        if (self.scenarios is None) == (self.task_config_map is None):
+            raise ValueError("set exactly one of workload.scenarios or workload.taskConfigMap")
+        if self.load_region is not None and self.load != "light":
+            raise ValueError("workload.loadRegion only applies to load: light; remove it for load: high")
+        return self
 
 
 class Window(Model):
@@ -192,6 +212,12 @@ class Matrix(Model):
     repetitions: int = Field(1, ge=1, le=100)
     parallelism: int = Field(1, ge=1, le=50, description="Trials running at once.")
 
+    @model_validator(mode="after")
+    def _scenarios(self) -> Matrix:
+        for name in self.scenario or []:
+            _check_scenario(name)
+        return self
+
 
 class SecretRef(Model):
     name: str = Field(pattern=DNS_LABEL_RE, max_length=253)
@@ -224,6 +250,12 @@ class Results(Model):
             ]
         }
     )
+
+    @model_validator(mode="after")
+    def _one(self) -> Results:
+        if self.s3 is not None and self.object_bucket_claim is not None:
+            raise ValueError("set at most one of results.s3 or results.objectBucketClaim")
+        return self
 
 
 class Timeouts(Model):
@@ -265,6 +297,12 @@ class BenchmarkSpec(Model):
             ]
         }
     )
+
+    @model_validator(mode="after")
+    def _topology(self) -> BenchmarkSpec:
+        if (self.topology_ref is None) == (self.topology is None):
+            raise ValueError("set exactly one of spec.topologyRef (name of a Topology) or spec.topology (inline)")
+        return self
 
 
 class TrialCounts(Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from .base import Model, ObjectMeta, RegionName, cel
 from .units import Duration, Percent, Rate
@@ -36,6 +36,12 @@ class RegionGenerator(Model):
         }
     )
 
+    @model_validator(mode="after")
+    def _groups(self) -> RegionGenerator:
+        if self.groups > self.count:
+            raise ValueError("groups must not exceed count: lower generate.groups")
+        return self
+
 
 class Link(Model):
     """Network characteristics of a link. Unset fields inherit from the less specific link."""
@@ -62,6 +68,12 @@ class LinkOverride(Link):
             ]
         }
     )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> LinkOverride:
+        if self.from_ == self.to:
+            raise ValueError("from and to must be different regions: traffic inside a region is never shaped")
+        return self
 
 
 class Network(Model):
@@ -106,6 +118,18 @@ class TopologySpec(Model):
             ]
         }
     )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TopologySpec:
+        if (self.regions is None) == (self.generate is None):
+            raise ValueError("set exactly one of spec.regions (explicit list) or spec.generate (count/groups/prefix)")
+        if self.regions is not None:
+            seen = set()
+            for r in self.regions:
+                if r.name in seen:
+                    raise ValueError(f"region names must be unique: rename the duplicate {r.name!r} in spec.regions")
+                seen.add(r.name)
+        return self
 
 
 class Condition(Model):

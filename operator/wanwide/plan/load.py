@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..api.base import DNS_LABEL_RE
 from ..api.benchmark import Benchmark
 from ..api.topology import Topology, TopologySpec
 from .errors import PlanError, Problem
@@ -26,11 +27,21 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
+PATTERN_HINTS = {
+    DNS_LABEL_RE: "use lower-case letters, digits and '-', starting with a letter (a DNS label)",
+    r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "use a valid S3 bucket name: 3–63 lower-case letters, digits, '.' or '-'",
+    r"^https?://": "use a URL starting with http:// or https://",
+}
+
+
 def validation_problems(err: ValidationError, prefix: str = "") -> list[Problem]:
     problems = []
     for e in err.errors():
         msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
+        if e["type"] == "string_pattern_mismatch":
+            pattern = (e.get("ctx") or {}).get("pattern", "")
+            msg = f"{e['input']!r} is not allowed here: {PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
+        elif e["type"] == "extra_forbidden":
             msg = "unknown field: remove it or check its spelling against the field reference"
         elif e["type"] == "missing":
             msg = "required field is missing: add it"

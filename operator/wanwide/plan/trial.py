@@ -11,7 +11,7 @@ from ..api.topology import Link, Network, TopologySpec
 from ..api.units import ms, seconds
 from . import latency, names
 from . import topology as topo
-from .errors import Problems
+from .errors import Problem, Problems
 from .links import LinkMap
 from .matrix import Point, expand, swept_axes
 
@@ -272,6 +272,7 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
         pass  # explicit lists are truncated to the first N; plan_point checks N
     plans: list[TrialPlan] = []
     seen_problem_sets: set[str] = set()
+    where = f"Benchmark/{bench.metadata.name}: "
     for point in expand(bench.spec):
         local = Problems()
         p = plan_point(bench, topology, point, local)
@@ -279,7 +280,8 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
             key = str(pr)
             if key not in seen_problem_sets:
                 seen_problem_sets.add(key)
-                problems.items.append(pr)
+                trial = f" (trial t{point.index:03d}: {', '.join(f'{k}={v}' for k, v in point.values.items())})" if point.values else ""
+                problems.items.append(Problem(where + pr.field, pr.message + trial))
         if p is not None:
             plans.append(p)
     problems.raise_if_any()
