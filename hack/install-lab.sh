@@ -45,8 +45,9 @@ step_end() { log "$step_name: done in $(($(date +%s) - step_t0)) s"; }
 # ---------------------------------------------------------------- Debian packages
 apt_stamp=$(stamp_path apt "${APT_PKGS[@]}")
 missing=()
+installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${APT_PKGS[@]}" 2>/dev/null | awk '/install ok installed/{print $1}')
 for p in "${APT_PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  grep -qx "$p" <<<"$installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   log "apt: all ${#APT_PKGS[@]} packages present, skip"
@@ -114,7 +115,12 @@ else
 fi
 
 # ---------------------------------------------------------------- summary
-log "versions: $(mariadbd --version 2>/dev/null | awk '{print $3}') galera=$(dpkg-query -W -f='${Version}' galera-4) \
-keystone=$("$cache/venvs/keystone/bin/pip" show keystone 2>/dev/null | awk '/^Version/{print $2}') \
-rally=$("$cache/venvs/rally/bin/pip" show rally 2>/dev/null | awk '/^Version/{print $2}')"
+distver() { # distver VENV DIST: version from the dist-info directory name (no pip start)
+  local d
+  d=$(ls -d "$cache/venvs/$1"/lib/python3*/site-packages/"$2"-*.dist-info 2>/dev/null | head -1)
+  d=${d##*/}; d=${d#"$2"-}; echo "${d%.dist-info}"
+}
+log "versions: mariadb=$(dpkg-query -W -f='${Version}' mariadb-server) galera=$(dpkg-query -W -f='${Version}' galera-4) \
+keystone=$(distver keystone keystone) rally=$(distver rally rally) rally-openstack=$(distver rally rally_openstack) \
+versitygw=$VERSITYGW_VERSION"
 log "done in $(($(date +%s) - t0)) s (cache $cache)"
