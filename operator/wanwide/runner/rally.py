@@ -91,11 +91,8 @@ class Rally:
         self.home.mkdir(exist_ok=True)
         self.conf = self.workdir / "rally.conf"
         db = (self.workdir / "rally.sqlite").resolve()
-        self.conf.write_text(
-            "[DEFAULT]\nuse_stderr = false\n"
-            f"log_file = {(self.logdir / 'rally-internal.log').resolve()}\n"
-            f"[database]\nconnection = sqlite:///{db}\n"
-        )
+        # Rally logs (incl. the ITER progress lines) go to its stderr, captured per command.
+        self.conf.write_text(f"[DEFAULT]\n[database]\nconnection = sqlite:///{db}\n")
 
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
@@ -188,7 +185,7 @@ class Rally:
         return uuid, cp.returncode
 
     def task_uuid(self, tag: str) -> str | None:
-        cp = self.run("task-list", "task", "list", "--tag", tag, "--uuids-only", "--all-deployments",
+        cp = self.run("task-list", "task", "list", "--env", self.env_name, "--tag", tag, "--uuids-only",
                       timeout=120, check=False)
         uuids = re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", cp.stdout)
         return uuids[-1] if uuids else None

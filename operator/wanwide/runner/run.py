@@ -227,7 +227,7 @@ def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float =
                 summary = _summarise_rally_json(bundle_dir / RALLY_JSON)
                 summary.task_uuid, summary.exit_code = uuid, rc
                 rally_info = summary
-                if summary.task_status not in ("finished",):
+                if summary.task_status not in ("finished", "sla_failed"):
                     status = Status(result="failed", reason="RallyTaskFailed",
                                     message=f"rally task {uuid} ended in status {summary.task_status} (exit {rc})")
                 elif summary.pass_sla is False:
