@@ -170,7 +170,7 @@ class Rally:
         self.run("env-create", "env", "create", "--name", self.env_name, "--spec", str(spec_path), timeout=180)
 
     def env_check(self) -> None:
-        self.run("env-check", "env", "check", "--env", self.env_name, timeout=180)
+        self.run("env-check", "env", "check", self.env_name, timeout=180)
 
     def task_start(
         self, task_file: Path, tag: str, timeout: float, on_line: Callable[[str], None] | None = None
