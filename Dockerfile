@@ -1,0 +1,29 @@
+# The wanwide image: the operator (with helm) and the Rally runner entrypoint.
+#   docker build -t ghcr.io/wanwide/wanwide:0.1.0 .
+#   operator:  wanwide operator --namespaces=default
+#   runner:    wanwide runner run --config /etc/wanwide/runner.json   (what the Rally Jobs run)
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG GO_IMAGE=golang:1.26-bookworm
+
+FROM ${GO_IMAGE} AS helm
+RUN GOBIN=/out go install -trimpath -ldflags="-s -w" helm.sh/helm/v3/cmd/helm@v3.22.0
+
+FROM ${PYTHON_IMAGE} AS base
+ENV PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates iputils-ping \
+ && rm -rf /var/lib/apt/lists/*
+# Rally lives in its own virtualenv (its pins clash with the operator's).
+RUN python -m venv /opt/rally \
+ && /opt/rally/bin/pip install rally-openstack==4.1.0 \
+ && ln -s /opt/rally/bin/rally /usr/local/bin/rally
+COPY --from=helm /out/helm /usr/local/bin/helm
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY operator ./operator
+RUN pip install . && rm -rf /src
+RUN useradd --uid 10001 --create-home wanwide
+USER 10001
+ENV WANWIDE_RALLY=/opt/rally/bin/rally HOME=/home/wanwide
+ENTRYPOINT ["wanwide"]
+CMD ["operator"]

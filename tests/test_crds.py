@@ -1,0 +1,59 @@
+"""crds/ is what the models generate, and every CRD is a structural schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from wanwide.crds import crd_files, crds
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_crds_dir_is_up_to_date():
+    want = crd_files()
+    have = {p.name: p.read_text() for p in (ROOT / "crds").glob("*.yaml")}
+    assert set(have) == set(want), "crds/ has other files than the models generate: run `wanwide crds --out crds`"
+    for name, text in want.items():
+        assert have[name] == text, f"crds/{name} is stale: run `wanwide crds --out crds`"
+
+
+def test_chart_crds_are_the_same_files():
+    chart = ROOT / "charts" / "wanwide" / "crds"
+    for name, text in crd_files().items():
+        assert (chart / name).read_text() == text, f"charts/wanwide/crds/{name} is stale: run hack/gen.sh"
+
+
+def _walk(node: dict, path: str = "schema") -> None:
+    """Check one schema node and its sub-schemas (properties, items, additionalProperties)."""
+    for bad in ("anyOf", "oneOf", "allOf", "$ref", "title", "const"):
+        assert bad not in node, f"{path} has {bad}: not structural"
+    if not node.get("x-kubernetes-int-or-string"):
+        assert "type" in node, f"{path}: no type"
+    if node.get("type") == "object":
+        assert "properties" in node or "additionalProperties" in node or node.get(
+            "x-kubernetes-preserve-unknown-fields"), f"{path}: object without a schema"
+        assert not ("properties" in node and "additionalProperties" in node), f"{path}: both kinds of properties"
+    for name, sub in node.get("properties", {}).items():
+        _walk(sub, f"{path}.{name}")
+    if isinstance(node.get("additionalProperties"), dict):
+        _walk(node["additionalProperties"], f"{path}.*")
+    if "items" in node:
+        _walk(node["items"], f"{path}[]")
+
+
+def test_structural_and_printable():
+    for crd in crds():
+        v = crd["spec"]["versions"][0]
+        _walk(v["schema"]["openAPIV3Schema"]["properties"]["spec"], crd["metadata"]["name"])
+        assert v["subresources"] == {"status": {}}
+        assert any(c["name"] == "Age" for c in v["additionalPrinterColumns"])
+        yaml.safe_dump(crd)
+
+
+def test_benchmark_columns_show_phase_progress_backend():
+    bench = next(c for c in crds() if c["spec"]["names"]["kind"] == "Benchmark")
+    cols = {c["name"]: c["jsonPath"] for c in bench["spec"]["versions"][0]["additionalPrinterColumns"]}
+    assert cols["Phase"] == ".status.phase" and cols["Progress"] == ".status.progress"
+    assert cols["Backend"] == ".spec.database.backend"
