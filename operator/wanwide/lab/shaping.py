@@ -148,14 +148,31 @@ class NetemShaper:
 
 
 # ---------------------------------------------------------------- wirefilter
+WIREFILTER_OVERHEAD_MS = 0.3
+"""Measured one-way latency of a zero-delay wirefilter path (TAP → vde_switch →
+wirefilter → vde_switch → TAP) plus its timer rounding, per direction."""
+
+
+def wirefilter_delay(delay_ms: float) -> int:
+    """The ``-d`` value for a wanted one-way delay.
+
+    wirefilter keeps whole milliseconds (4.7 acts as 4) and its path adds
+    ~0.3 ms: round(wanted − 0.3) lands within ±0.5 ms of the request.
+    """
+    if delay_ms <= 0:
+        return 0
+    return max(0, round(delay_ms - WIREFILTER_OVERHEAD_MS))
+
+
 def wirefilter_rc(a_to_b: OneWay, b_to_a: OneWay) -> list[str]:
     """Management commands (one per line of an rc file) setting both directions."""
     lines: list[str] = []
 
     def delay(ow: OneWay) -> str:
+        d = wirefilter_delay(ow.delay_ms)
         if ow.jitter_ms:
-            return f"{ow.delay_ms:g}+{ow.jitter_ms:g}U"
-        return f"{ow.delay_ms:g}"
+            return f"{d}+{round(ow.jitter_ms)}U"
+        return f"{d}"
 
     lines += [f"delay LR{delay(a_to_b)}", f"delay RL{delay(b_to_a)}"]
     lines += [f"loss LR{a_to_b.loss_pct:g}", f"loss RL{b_to_a.loss_pct:g}"]

@@ -1,0 +1,39 @@
+"""Pure parts of the lab: shaper arguments, Galera timeouts (no root needed)."""
+
+from __future__ import annotations
+
+from wanwide.lab import services, shaping
+from wanwide.plan.links import OneWay
+
+
+def test_netem_args() -> None:
+    assert shaping.netem_args(OneWay(25, 2, 1.5, 100)) == [
+        "netem", "limit", "100000", "delay", "25ms", "2ms", "loss", "1.5%", "rate", "100mbit"]
+    assert shaping.netem_args(OneWay(0, 0, 10)) == ["netem", "limit", "100000", "loss", "10%"]
+
+
+def test_wirefilter_rc_per_direction() -> None:
+    rc = shaping.wirefilter_rc(OneWay(25, 2, 1.5, 100), OneWay(40))
+    assert rc == ["delay LR25+2U", "delay RL40", "loss LR1.5", "loss RL0",
+                  "bandwidth LR12500000", "bandwidth RL0"]
+
+
+def test_wirefilter_delay_compensates_whole_ms() -> None:
+    assert shaping.wirefilter_delay(0) == 0
+    assert shaping.wirefilter_delay(0.2) == 0
+    assert shaping.wirefilter_delay(25) == 25
+    assert shaping.wirefilter_delay(12.5) == 12
+    assert shaping.wirefilter_delay(10.9) == 11
+
+
+def test_galera_wan_options_scale_with_rtt() -> None:
+    lan = services.galera_wan_options(0)
+    assert lan["evs.suspect_timeout"] == "PT5S"
+    assert lan["evs.inactive_timeout"] == "PT15S"
+    assert "evs.send_window" not in lan
+    wan = services.galera_wan_options(300)
+    assert wan["evs.suspect_timeout"] == "PT9S"
+    assert wan["evs.inactive_timeout"] == "PT18S"
+    assert wan["evs.send_window"] == "512"
+    for k in ("evs.suspect_timeout", "evs.inactive_timeout", "gmcast.peer_timeout"):
+        assert float(wan[k][2:-1]) >= float(lan[k][2:-1])
