@@ -190,53 +190,67 @@ class _Builder:
 
     # -- format 1.x iterations (atomic_actions is a list with started_at/finished_at)
     def add_iterations_v1(self, wl_index: int, data: list) -> None:
-        it_wl, it_idx, it_ts, it_dur, it_idle = self.it_wl, self.it_idx, self.it_ts, self.it_dur, self.it_idle
-        r_it, r_act, r_start, r_fin, r_dur, r_fail = self.r_it, self.r_act, self.r_start, self.r_fin, self.r_dur, self.r_fail
-        codes = self.act_codes
+        # Hot loop: bound appends, iteration-level columns extended in bulk.
+        n0 = len(self.it_ts)
+        n = len(data)
+        self.it_wl.extend([wl_index] * n)
+        self.it_idx.extend(range(n))
+        it_ts, it_dur, it_idle = self.it_ts.append, self.it_dur.append, self.it_idle.append
+        it_err, it_msg = self.it_err.append, self.it_msg.append
+        a_it, a_act, a_start = self.r_it.append, self.r_act.append, self.r_start.append
+        a_fin, a_dur, a_fail = self.r_fin.append, self.r_dur.append, self.r_fail.append
+        codes_get = self.act_codes.get
+        new_act = self._act
         nan = float("nan")
-        for i, it in enumerate(data):
+        g = n0
+        for it in data:
             ts = float(it["timestamp"])
             dur = float(it["duration"])
             err = it.get("error")
-            g = len(it_ts)
-            it_wl.append(wl_index)
-            it_idx.append(i)
-            it_ts.append(ts)
-            it_dur.append(dur)
-            it_idle.append(float(it.get("idle_duration") or 0.0))
+            it_ts(ts)
+            it_dur(dur)
+            it_idle(float(it.get("idle_duration") or 0.0))
             if err:
                 e, m = self._err(err)
-                self.it_err.append(e)
-                self.it_msg.append(m)
+                it_err(e)
+                it_msg(m)
+                a_fail(1)
             else:
-                self.it_err.append(-1)
-                self.it_msg.append(-1)
-            r_it.append(g)
-            r_act.append(0)
-            r_start.append(ts)
-            r_fin.append(ts + dur)
-            r_dur.append(dur)
-            r_fail.append(1 if err else 0)
-            stack = [(-1, a) for a in reversed(it["atomic_actions"])]
-            while stack:
-                parent, a = stack.pop()
-                name = a["name"]
-                c = codes.get((parent, name))
-                if c is None:
-                    c = self._act(parent, name)
-                s = a["started_at"]
-                f = a.get("finished_at")
-                s = nan if s is None else float(s)
-                f = nan if f is None else float(f)
-                r_it.append(g)
-                r_act.append(c)
-                r_start.append(s)
-                r_fin.append(f)
-                r_dur.append(f - s)
-                r_fail.append(1 if a.get("failed") else 0)
-                ch = a.get("children")
-                if ch:
-                    stack.extend((c, x) for x in reversed(ch))
+                it_err(-1)
+                it_msg(-1)
+                a_fail(0)
+            a_it(g)
+            a_act(0)
+            a_start(ts)
+            a_fin(ts + dur)
+            a_dur(dur)
+            stack = None
+            for a in it["atomic_actions"]:
+                parent = -1
+                while True:
+                    name = a["name"]
+                    c = codes_get((parent, name))
+                    if c is None:
+                        c = new_act(parent, name)
+                    st = a["started_at"]
+                    f = a.get("finished_at")
+                    st = nan if st is None else float(st)
+                    f = nan if f is None else float(f)
+                    a_it(g)
+                    a_act(c)
+                    a_start(st)
+                    a_fin(f)
+                    a_dur(f - st)
+                    a_fail(1 if a.get("failed") else 0)
+                    ch = a.get("children")
+                    if ch:
+                        if stack is None:
+                            stack = []
+                        stack.extend((c, x) for x in reversed(ch))
+                    if not stack:
+                        break
+                    parent, a = stack.pop()
+            g += 1
 
     # -- old `rally task results` iterations (atomic_actions: {name: duration} or list)
     def add_iterations_old(self, wl_index: int, data: list) -> None:
