@@ -1,0 +1,137 @@
+"""Benchmark reconciliation: validate, create its Trials, start them within parallelism, sum up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import API_GROUP, API_VERSION
+from ..api.benchmark import Benchmark
+from ..api.topology import TopologySpec
+from ..kube.client import Kube
+from ..plan import names
+from ..plan.errors import PlanError, Problem
+from ..plan.load import validation_problems
+from ..plan.matrix import expand
+from ..plan.trial import plan
+from ..render import trial_object
+from ..render.chaos import CHAOS_API
+from ..render.secrets import keys_secret_name
+from . import keys, trialstate
+from .trial import A_PLAN_INPUT, plan_input
+
+API = f"{API_GROUP}/{API_VERSION}"
+
+
+def topology_of(kube: Kube, bench: dict[str, Any], model: Benchmark) -> TopologySpec:
+    if model.spec.topology is not None:
+        return model.spec.topology
+    ns = bench["metadata"]["namespace"]
+    t = kube.get(API, "Topology", model.spec.topology_ref or "", ns)
+    if t is None:
+        raise PlanError([Problem("spec.topologyRef",
+                                 f"Topology {model.spec.topology_ref!r} not found in namespace {ns!r}: create it")])
+    return TopologySpec.model_validate(t["spec"])
+
+
+def validate(kube: Kube, bench: dict[str, Any]) -> tuple[Benchmark, TopologySpec]:
+    """The models and topology, or PlanError naming every problem."""
+    from pydantic import ValidationError
+
+    try:
+        model = Benchmark.model_validate({**bench, "status": None})
+    except ValidationError as e:
+        raise PlanError(validation_problems(e)) from None
+    topo = topology_of(kube, bench, model)
+    plan(model, topo)  # raises PlanError
+    s3 = model.spec.results.s3
+    ns = bench["metadata"]["namespace"]
+    if s3 is not None:
+        secret = kube.get("v1", "Secret", s3.secret_ref.name, ns)
+        if secret is None:
+            raise PlanError([Problem("spec.results.s3.secretRef.name",
+                                     f"Secret {ns}/{s3.secret_ref.name} not found: create it with keys "
+                                     f"{s3.secret_ref.access_key_key} and {s3.secret_ref.secret_key_key}")])
+        for k in (s3.secret_ref.access_key_key, s3.secret_ref.secret_key_key):
+            if k not in (secret.get("data") or {}):
+                raise PlanError([Problem("spec.results.s3.secretRef",
+                                         f"Secret {ns}/{s3.secret_ref.name} has no key {k!r}: add it")])
+    return model, topo
+
+
+def ensure_keys(kube: Kube, bench: dict[str, Any]) -> None:
+    name = keys_secret_name(bench["metadata"]["name"])
+    if kube.get("v1", "Secret", name, bench["metadata"]["namespace"]) is None:
+        kube.apply(keys.secret(bench, keys.generate()))
+
+
+def trials(kube: Kube, bench: dict[str, Any]) -> list[dict[str, Any]]:
+    return kube.list(API, "Trial", {names.L_BENCHMARK: bench["metadata"]["name"]}, bench["metadata"]["namespace"])
+
+
+def sync_trials(kube: Kube, bench: dict[str, Any], model: Benchmark, topo: TopologySpec) -> tuple[int, int]:
+    """Create missing Trials; replace not-yet-started ones planned from an older generation.
+
+    Returns (trials created or replanned, trials kept because they already started).
+    """
+    gen = int(bench["metadata"].get("generation") or 1)
+    existing = {t["spec"]["index"]: t for t in trials(kube, bench)}
+    plans = {p.index: p for p in plan(model, topo)}
+    points = {pt.index: pt for pt in expand(model.spec)}
+    changed, kept = 0, 0
+    for idx, p in plans.items():
+        cur = existing.get(idx)
+        phase = ((cur or {}).get("status") or {}).get("phase") or "Pending"
+        if cur is not None and int(cur["spec"].get("planGeneration", 0)) == gen:
+            continue
+        if cur is not None and phase != "Pending":
+            kept += 1
+            continue
+        t = trial_object(p, gen)
+        t["metadata"]["annotations"][A_PLAN_INPUT] = plan_input(bench, topo, points[idx])
+        t["metadata"]["ownerReferences"] = [keys.owner(bench)]
+        kube.apply(t)
+        changed += 1
+    for idx, cur in existing.items():
+        phase = (cur.get("status") or {}).get("phase") or "Pending"
+        if idx not in plans and phase == "Pending":
+            kube.delete(API, "Trial", cur["metadata"]["name"], cur["metadata"]["namespace"])
+    return changed, kept
+
+
+def teardown(kube: Kube, bench: dict[str, Any]) -> list[str]:
+    """Remove every chaos object first, then the trial namespaces. Returns what is still there."""
+    sel = {names.L_BENCHMARK: bench["metadata"]["name"]}
+    left: list[str] = []
+    tag = "-" + names.short_hash(f"{bench['metadata']['namespace']}/{bench['metadata']['name']}") + "-t"
+    namespaces = [n for n in kube.list("v1", "Namespace", sel) if tag in n["metadata"]["name"]]
+    for ns in namespaces:
+        for kind in ("NetworkChaos", "Schedule"):
+            if not kube.has_kind(CHAOS_API, kind):
+                continue
+            for c in kube.list(CHAOS_API, kind, sel, ns["metadata"]["name"]):
+                left.append(f"{kind}/{c['metadata']['name']}")
+                if not c["metadata"].get("deletionTimestamp"):
+                    kube.delete(CHAOS_API, kind, c["metadata"]["name"], ns["metadata"]["name"])
+    if left:
+        return left
+    for ns in namespaces:
+        left.append(f"Namespace/{ns['metadata']['name']}")
+        if not ns["metadata"].get("deletionTimestamp"):
+            kube.delete("v1", "Namespace", ns["metadata"]["name"])
+    return left
+
+
+def summary(bench: dict[str, Any], ts: list[dict[str, Any]]) -> dict[str, Any]:
+    c = trialstate.counts(ts)
+    uri = ""
+    for t in ts:
+        u = (t.get("status") or {}).get("resultsURI")
+        if u:
+            uri = u.rsplit("/", 2)[0] + "/"  # the benchmark's prefix
+            break
+    return {
+        "trials": c,
+        "progress": f"{c['succeeded'] + c['failed']}/{c['total']}",
+        "phase": trialstate.benchmark_phase(c),
+        "resultsURI": uri or None,
+    }

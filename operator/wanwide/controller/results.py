@@ -1,0 +1,68 @@
+"""Where a trial's bundles go, and whether they arrived."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kube.client import Kube
+from ..plan.trial import TrialPlan
+from ..render.rally import ResultsTarget, results_target
+
+
+def target(kube: Kube, plan: TrialPlan) -> ResultsTarget | None:
+    """results.s3, or the endpoint/bucket an ObjectBucketClaim's ConfigMap gives."""
+    t = results_target(plan)
+    if t is not None:
+        return t
+    obc = plan.spec.results.object_bucket_claim
+    if not obc:
+        return None
+    cm = kube.get("v1", "ConfigMap", obc, plan.bench_namespace) or {}
+    d = cm.get("data") or {}
+    if "BUCKET_HOST" not in d:
+        return None
+    port = d.get("BUCKET_PORT", "80")
+    scheme = "https" if port == "443" else "http"
+    return ResultsTarget(f"{scheme}://{d['BUCKET_HOST']}:{port}", d["BUCKET_NAME"], "wanwide",
+                         d.get("BUCKET_REGION", "us-east-1"))
+
+
+def _credentials(kube: Kube, plan: TrialPlan) -> tuple[str | None, str | None]:
+    s3 = plan.spec.results.s3
+    if s3 is not None:
+        ref = s3.secret_ref
+        return (kube.secret_value(ref.name, plan.bench_namespace, ref.access_key_key),
+                kube.secret_value(ref.name, plan.bench_namespace, ref.secret_key_key))
+    obc = plan.spec.results.object_bucket_claim
+    if obc:
+        return (kube.secret_value(obc, plan.bench_namespace, "AWS_ACCESS_KEY_ID"),
+                kube.secret_value(obc, plan.bench_namespace, "AWS_SECRET_ACCESS_KEY"))
+    return None, None
+
+
+def bundles(kube: Kube, plan: TrialPlan, attempt: int) -> tuple[list[str], list[str], str]:
+    """(regions with a bundle manifest for this attempt, regions without, URI of the trial's results)."""
+    t = target(kube, plan)
+    if t is None:
+        return list(plan.load_regions), [], ""
+    base = f"{t.prefix.strip('/')}/{plan.benchmark}/{plan.id}/"
+    uri = f"s3://{t.bucket}/{base}"
+    import boto3
+    from botocore.config import Config
+
+    key, secret = _credentials(kube, plan)
+    s3: Any = boto3.client("s3", endpoint_url=t.endpoint, region_name=t.region, aws_access_key_id=key,
+                           aws_secret_access_key=secret,
+                           config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2},
+                                         connect_timeout=5, read_timeout=10))
+    found, missing = [], []
+    for r in plan.load_regions:
+        prefix = f"{base}{r}/attempt-{attempt}-"
+        try:
+            resp = s3.list_objects_v2(Bucket=t.bucket, Prefix=prefix)
+        except Exception:  # noqa: BLE001 - storage down: keep waiting until the phase times out
+            missing.append(r)
+            continue
+        keys = [o["Key"] for o in resp.get("Contents", [])]
+        (found if any(k.endswith("/manifest.json") for k in keys) else missing).append(r)
+    return found, missing, uri

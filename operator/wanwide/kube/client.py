@@ -1,0 +1,129 @@
+"""The only place that talks to the API server: server-side apply, get, list, delete."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+from .. import FIELD_MANAGER
+from ..plan import names
+
+log = logging.getLogger(__name__)
+
+
+class MissingSource(RuntimeError):
+    """A Secret to copy from does not exist (or lacks a key)."""
+
+
+def load_config(kubeconfig: str | None = None) -> client.ApiClient:
+    if kubeconfig:
+        return config.new_client_from_config(config_file=kubeconfig)
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    return client.ApiClient()
+
+
+class Kube:
+    """Thin wrapper over the dynamic client; every write is a server-side apply as ``wanwide``."""
+
+    def __init__(self, api: client.ApiClient | None = None, field_manager: str = FIELD_MANAGER):
+        self.api = api or load_config()
+        self.dyn = DynamicClient(self.api)
+        self.field_manager = field_manager
+        self._res: dict[tuple[str, str], Any] = {}
+        self.calls = 0
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        key = (api_version, kind)
+        if key not in self._res:
+            self._res[key] = self.dyn.resources.get(api_version=api_version, kind=kind)
+        return self._res[key]
+
+    def has_kind(self, api_version: str, kind: str) -> bool:
+        try:
+            self.resource(api_version, kind)
+            return True
+        except ResourceNotFoundError:
+            try:
+                self.dyn.resources.invalidate_cache()
+                self._res.pop((api_version, kind), None)
+                self.resource(api_version, kind)
+                return True
+            except ResourceNotFoundError:
+                return False
+
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Server-side apply (forcing conflicts: wanwide owns what it renders)."""
+        if obj["kind"] == "Secret" and names.A_COPY_FROM in obj["metadata"].get("annotations", {}):
+            obj = self.materialise_secret(obj)
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        self.calls += 1
+        out = res.server_side_apply(
+            body=obj,
+            name=obj["metadata"]["name"],
+            namespace=obj["metadata"].get("namespace"),
+            field_manager=self.field_manager,
+            force_conflicts=True,
+        )
+        return out.to_dict()
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        self.calls += 1
+        try:
+            return self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
+        except NotFoundError:
+            return None
+
+    def list(self, api_version: str, kind: str, selector: dict[str, str] | None = None,
+             namespace: str | None = None) -> list[dict[str, Any]]:
+        self.calls += 1
+        label_selector = ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or None
+        out = self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector)
+        return [i.to_dict() for i in out.items]
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
+               propagation: str = "Background") -> bool:
+        """Delete; False when it was already gone."""
+        self.calls += 1
+        try:
+            self.resource(api_version, kind).delete(
+                name=name, namespace=namespace, body={"propagationPolicy": propagation})
+            return True
+        except NotFoundError:
+            return False
+
+    def patch_status(self, api_version: str, kind: str, name: str, namespace: str, status: dict[str, Any]) -> None:
+        self.calls += 1
+        self.resource(api_version, kind).status.patch(
+            name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json")
+
+    def materialise_secret(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Fill a ``wanwide.io/copy-from`` Secret with the data of its source."""
+        ann = obj["metadata"]["annotations"]
+        src_ns, src_name = ann[names.A_COPY_FROM].split("/", 1)
+        src = self.get("v1", "Secret", src_name, src_ns)
+        if src is None:
+            raise MissingSource(f"Secret {src_ns}/{src_name} not found: create it (see the Benchmark's results.s3.secretRef)")
+        data = src.get("data") or {}
+        out: dict[str, str] = {}
+        for pair in ann.get("wanwide.io/copy-keys", "").split(","):
+            if not pair:
+                continue
+            s, d = pair.split("=", 1)
+            if s not in data:
+                raise MissingSource(f"Secret {src_ns}/{src_name} has no key {s!r}: add it")
+            out[d] = data[s]
+        return {**obj, "data": out}
+
+    def secret_value(self, name: str, namespace: str, key: str) -> str | None:
+        s = self.get("v1", "Secret", name, namespace)
+        if not s or key not in (s.get("data") or {}):
+            return None
+        return base64.b64decode(s["data"][key]).decode()

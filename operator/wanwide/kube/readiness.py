@@ -1,0 +1,44 @@
+"""Is a dependency ready? Judged from conditions and status, as a person would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def condition(obj: dict[str, Any] | None, ctype: str) -> str | None:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c.get("status")
+    return None
+
+
+def deployment_available(d: dict[str, Any] | None) -> bool:
+    if not d:
+        return False
+    want = (d.get("spec") or {}).get("replicas", 1)
+    st = d.get("status") or {}
+    return (st.get("availableReplicas") or 0) >= want and condition(d, "Available") == "True"
+
+
+def job_state(j: dict[str, Any] | None) -> str:
+    """missing | running | complete | failed."""
+    if not j:
+        return "missing"
+    if condition(j, "Complete") == "True" or condition(j, "SuccessCriteriaMet") == "True":
+        return "complete"
+    if condition(j, "Failed") == "True" or condition(j, "FailureTarget") == "True":
+        return "failed"
+    return "running"
+
+
+def dependency_ready(obj: dict[str, Any] | None) -> bool:
+    """MariaDB/Database/User/Grant: Ready=True; CrdbCluster: clusterStatus Finished."""
+    if not obj:
+        return False
+    if obj["kind"] == "CrdbCluster":
+        return ((obj.get("status") or {}).get("clusterStatus") == "Finished")
+    return condition(obj, "Ready") == "True"
+
+
+def chaos_injected(obj: dict[str, Any] | None) -> bool:
+    return condition(obj, "AllInjected") == "True"
