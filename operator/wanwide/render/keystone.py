@@ -116,10 +116,16 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
             "job_rabbit_init": False,
             "job_db_init": False,  # the database layer (mariadb-operator / our Job) creates DB and user
             "job_db_sync": first,  # schema once, from the first region
+            # wanwide owns the fernet/credential keys: one set, copied into every region.
+            # The chart's setup jobs would generate different keys per region, and a
+            # rotation cron could only rewrite its own region's copy: all off.
             "secret_fernet_keys": False,
             "secret_credential_keys": False,
-            "cron_fernet_rotate": first,
-            "cron_credential_rotate": first,
+            "job_fernet_setup": False,
+            "job_credential_setup": False,
+            "job_credential_cleanup": False,
+            "cron_fernet_rotate": False,
+            "cron_credential_rotate": False,
             "ingress_api": False,
             "service_ingress_api": False,
         },
@@ -136,7 +142,7 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
         },
         "pod": {
             "replicas": {"api": ks.replicas},
-            "labels": plan.labels(region, "keystone"),
+            "labels": {"default": plan.labels(region, "keystone")},
         },
         "dependencies": {"static": {"api": {"jobs": ["keystone-db-sync"] if first else []}}},
     }
