@@ -1,0 +1,151 @@
+"""Running the real operator against the loopback cluster, as the chart's ServiceAccount.
+
+What does not run here is stood in for honestly: kwok moves pods, Jobs and the
+dependency CRs along (hack/testcluster/stages), and ``RallyStandIn`` does what a
+Rally Job's container would have done: it uploads a result bundle captured from a
+real runner run (tests/data/bundles/), re-keyed for the trial, region and attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import boto3
+import yaml
+from botocore.config import Config
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE_CHART = REPO / "charts" / "fixtures" / "keystone"
+BUNDLE = REPO / "tests" / "data" / "bundles" / "runner-real"
+SYSTEM_NS = "wanwide-system"
+SA = "wanwide-wanwide"
+RELEASE = "wanwide"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def install_crds(tc) -> None:
+    tc.kubectl("apply", "--server-side", "--field-manager=wanwide-test", "-f", str(REPO / "crds"))
+    for name in ("topologies", "benchmarks", "trials"):
+        tc.kubectl("wait", "--for=condition=Established", f"crd/{name}.wanwide.io", "--timeout=60s")
+
+
+def install_rbac(tc, watch: list[str]) -> Path:
+    """The chart's ServiceAccount and RBAC (not its Deployment: the operator runs here as a process)."""
+    tc.kubectl("create", "namespace", SYSTEM_NS, check=False)
+    args = ["template", RELEASE, str(REPO / "charts" / "wanwide"), "--namespace", SYSTEM_NS]
+    for i, ns in enumerate(watch):
+        args += ["--set", f"watchNamespaces[{i}]={ns}"]
+    out = tc.helm(*args).stdout
+    docs = [d for d in yaml.safe_load_all(out) if d and d["kind"] not in ("Deployment", "Service")]
+    tc.apply(yaml.safe_dump_all(docs))
+    token = tc.kubectl("create", "token", SA, "-n", SYSTEM_NS, "--duration=4h").stdout.strip()
+    cfg = yaml.safe_load(Path(tc.kubeconfig).read_text())
+    cfg["users"] = [{"name": "wanwide-sa", "user": {"token": token}}]
+    for c in cfg["contexts"]:
+        c["context"]["user"] = "wanwide-sa"
+    path = tc.state / "kubeconfig-operator"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+class Operator:
+    """``wanwide operator`` as a child process; kill it any time, start it again."""
+
+    def __init__(self, tc, kubeconfig: Path, namespaces: list[str], log: Path):
+        self.tc, self.kubeconfig, self.namespaces, self.log = tc, kubeconfig, namespaces, log
+        self.proc: subprocess.Popen | None = None
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.starts = 0
+
+    def start(self) -> None:
+        env = dict(self.tc.env)
+        env.update({"KUBECONFIG": str(self.kubeconfig), "WANWIDE_SERVICE_ACCOUNT": f"{SYSTEM_NS}/{SA}",
+                    "WANWIDE_HELM": str(self.tc.bin_dir / "helm")})
+        self.starts += 1
+        fh = open(self.log, "a")  # noqa: SIM115 - closed with the process
+        fh.write(f"\n===== start {self.starts} =====\n")
+        fh.flush()
+        self.proc = subprocess.Popen(
+            [str(REPO / ".venv" / "bin" / "wanwide"), "operator", "--kubeconfig", str(self.kubeconfig),
+             "--namespaces", ",".join(self.namespaces), "--trial-clusterrole", f"{RELEASE}-wanwide-trial",
+             "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
+             "--log-format", "plain"],
+            stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to clean up, as a crashed pod."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def s3_client(tc):
+    return boto3.client("s3", endpoint_url=tc.s3["S3_ENDPOINT"], aws_access_key_id=tc.s3["AWS_ACCESS_KEY_ID"],
+                        aws_secret_access_key=tc.s3["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}))
+
+
+class RallyStandIn(threading.Thread):
+    """For each new Rally Job, upload the bundle its container would have written."""
+
+    def __init__(self, tc, bucket: str):
+        super().__init__(daemon=True)
+        self.tc, self.bucket = tc, bucket
+        self.seen: dict[str, dict[str, Any]] = {}  # job uid -> info
+        self.stop_flag = threading.Event()
+        self.s3 = s3_client(tc)
+
+    def run(self) -> None:
+        while not self.stop_flag.is_set():
+            try:
+                jobs = self.tc.kubectl_json("get", "jobs", "-A", "-l", "wanwide.io/role=load")["items"]
+            except Exception:  # noqa: BLE001 - API server busy; try again
+                time.sleep(1)
+                continue
+            for job in jobs:
+                uid = job["metadata"]["uid"]
+                if uid in self.seen:
+                    continue
+                ns = job["metadata"]["namespace"]
+                cm = self.tc.kubectl_json("get", "configmap", "rally-config", "-n", ns)
+                cfg = json.loads(cm["data"]["runner.json"])
+                self.seen[uid] = {"namespace": ns, "trial": cfg["trial"]["id"], "region": cfg["region"],
+                                  "attempt": cfg["attempt"], "benchmark": cfg["benchmark"]}
+                self.upload(cfg)
+            time.sleep(0.5)
+
+    def upload(self, cfg: dict[str, Any]) -> None:
+        s3 = cfg["results"]["s3"]
+        run_id = uuid.uuid4().hex[:12]
+        base = (f"{s3['prefix'].strip('/')}/{cfg['benchmark']}/{cfg['trial']['id']}/{cfg['region']}/"
+                f"attempt-{cfg['attempt']}-{run_id}/")
+        manifest = json.loads((BUNDLE / "manifest.json").read_text())
+        manifest.update({"benchmark": cfg["benchmark"], "namespace": cfg["namespace"], "region": cfg["region"],
+                         "attempt": cfg["attempt"], "run_id": run_id, "trial": cfg["trial"]})
+        for f in sorted(BUNDLE.rglob("*")):
+            if f.is_file():
+                body = json.dumps(manifest).encode() if f.name == "manifest.json" else f.read_bytes()
+                self.s3.put_object(Bucket=self.bucket, Key=base + str(f.relative_to(BUNDLE)), Body=body)

@@ -1,0 +1,159 @@
+"""The operator reconciles Benchmarks on the real control plane (see operator_env for what is simulated)."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.operator_env import (
+    FIXTURE_CHART,
+    Operator,
+    RallyStandIn,
+    install_crds,
+    install_rbac,
+    s3_client,
+)
+from wanwide.plan.load import load_documents
+from wanwide.plan.trial import plan
+from wanwide.render import render_trial
+
+pytestmark = pytest.mark.cluster
+REPO = Path(__file__).resolve().parents[2]
+BUCKET = "wanwide-e2e"
+
+
+@pytest.fixture(scope="module")
+def env(testcluster, tmp_path_factory):
+    tc = testcluster
+    subprocess.run([str(REPO / "hack" / "testcluster.sh"), "nodes", "9"], check=True, capture_output=True)
+    ns = tc.namespace("bench")
+    install_crds(tc)
+    kubeconfig = install_rbac(tc, [ns])
+    s3 = s3_client(tc)
+    try:
+        s3.create_bucket(Bucket=BUCKET)
+    except s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", ns,
+               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
+               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    op = Operator(tc, kubeconfig, [ns], log)
+    op.start()
+    standin = RallyStandIn(tc, BUCKET)
+    standin.start()
+    yield {"tc": tc, "ns": ns, "op": op, "standin": standin, "log": log}
+    standin.stop_flag.set()
+    op.stop()
+    print(log.read_text()[-5000:])
+
+
+def example(tc, name: str, *, cleanup: str = "Always", extra: dict | None = None) -> str:
+    """An example file adapted to this cluster: fixture chart, local S3, short timeouts."""
+    docs = list(yaml.safe_load_all((REPO / "manifests" / "examples" / name).read_text()))
+    for d in docs:
+        if d["kind"] == "Benchmark":
+            s = d["spec"]
+            s["openstack"] = {"keystone": {"chartRepo": "", "chart": str(FIXTURE_CHART), "chartVersion": "0.1.0"}}
+            s["results"] = {"s3": {"endpoint": tc.s3["S3_ENDPOINT"], "bucket": BUCKET, "prefix": "e2e",
+                                   "secretRef": {"name": "s3-keys"}}}
+            s["cleanup"] = cleanup
+            s["timeouts"] = {"provisioning": "4m", "verifyingNetwork": "2m", "injecting": "2m", "loading": "3m",
+                             "collecting": "2m", "cleaningUp": "3m"}
+            s["workload"]["startDelay"] = "2s"
+            s.update(extra or {})
+    return yaml.safe_dump_all(docs)
+
+
+def wait_phase(tc, ns: str, name: str, phases: tuple[str, ...], timeout: float) -> dict:
+    deadline = time.time() + timeout
+    last = {}
+    while time.time() < deadline:
+        last = tc.kubectl_json("get", "benchmark", name, "-n", ns)
+        if (last.get("status") or {}).get("phase") in phases:
+            return last
+        time.sleep(2)
+    trials = tc.kubectl("get", "trials", "-n", ns, "-o", "wide", check=False).stdout
+    raise AssertionError(f"{name} not in {phases} after {timeout}s: {last.get('status')}\n{trials}")
+
+
+def test_uniform_example_succeeds_and_objects_match_the_plan(env):
+    tc, ns = env["tc"], env["ns"]
+    text = example(tc, "uniform-9.yaml", cleanup="Never")
+    tc.apply(text, ns)
+    bench = wait_phase(tc, ns, "uniform-9", ("Succeeded", "Failed"), 420)
+    assert bench["status"]["phase"] == "Succeeded", bench["status"]
+    assert bench["status"]["progress"] == "1/1"
+    assert bench["status"]["resultsURI"].startswith(f"s3://{BUCKET}/e2e/uniform-9/")
+    # every object the planner promised exists, with its labels, in its namespace
+    docs = load_documents([text.replace("namespace: default", f"namespace: {ns}")])
+    b = docs.benchmarks[0].model_copy(update={"metadata": docs.benchmarks[0].metadata.model_copy(update={"namespace": ns})})
+    (p,) = plan(b, docs.topology_for(docs.benchmarks[0]))
+    r = render_trial(p)
+    for o in r.base + r.load:
+        if o["kind"] in ("NetworkChaos", "Schedule", "Trial"):
+            continue
+        args = ["get", o["kind"].lower() if "." not in o["apiVersion"] else
+                f"{o['kind'].lower()}.{o['apiVersion'].split('/')[0]}", o["metadata"]["name"]]
+        if "namespace" in o["metadata"]:
+            args += ["-n", o["metadata"]["namespace"]]
+        live = tc.kubectl_json(*args)
+        for k, v in o["metadata"]["labels"].items():
+            assert live["metadata"]["labels"].get(k) == v, (o["kind"], o["metadata"]["name"], k)
+    # the Trial is owned by the Benchmark; the WAN was removed before the end
+    trial = tc.kubectl_json("get", "trial", "uniform-9-t000", "-n", ns)
+    assert trial["metadata"]["ownerReferences"][0]["name"] == "uniform-9"
+    assert trial["status"]["phase"] == "Succeeded"
+    left = tc.kubectl_json("get", "networkchaos", "-A", "-l", "wanwide.io/benchmark=uniform-9")["items"]
+    assert left == []
+    events = tc.kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.name=uniform-9-t000").stdout
+    for reason in ("Injecting", "Loading", "Collecting", "Succeeded"):
+        assert reason in events
+    # a keystone release per region, installed by helm
+    rels = tc.helm("list", "-A", "-o", "json").stdout
+    assert rels.count('"name":"keystone"') == 9
+    # deleting the Benchmark removes namespaces (cleanup: Never keeps them until then)
+    tc.kubectl("delete", "benchmark", "uniform-9", "-n", ns, "--timeout=180s")
+    nss = tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=uniform-9")["items"]
+    assert all(n["metadata"].get("deletionTimestamp") for n in nss)
+
+
+def test_invalid_benchmark_gets_a_condition_not_trials(env):
+    tc, ns = env["tc"], env["ns"]
+    text = example(tc, "uniform-9.yaml")
+    docs = list(yaml.safe_load_all(text))
+    docs[1]["metadata"]["name"] = "missing-topo"
+    docs[1]["spec"]["topologyRef"] = "nope"
+    tc.apply(yaml.safe_dump(docs[1]), ns)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        b = tc.kubectl_json("get", "benchmark", "missing-topo", "-n", ns)
+        conds = {c["type"]: c for c in (b.get("status") or {}).get("conditions", [])}
+        if "Valid" in conds:
+            break
+        time.sleep(1)
+    assert conds["Valid"]["status"] == "False"
+    assert "Topology 'nope' not found" in conds["Valid"]["message"]
+    assert b["status"]["phase"] == "Invalid"
+    assert tc.kubectl_json("get", "trials", "-n", ns, "-l", "wanwide.io/benchmark=missing-topo")["items"] == []
+    tc.kubectl("delete", "benchmark", "missing-topo", "-n", ns)
+
+
+def test_rbac_of_the_chart_service_account(env):
+    tc = env["tc"]
+    sa = "system:serviceaccount:wanwide-system:wanwide-wanwide"
+
+    def can(*args):
+        return tc.kubectl("auth", "can-i", *args, "--as", sa, check=False).stdout.strip() == "yes"
+
+    assert can("get", "secrets", "-n", env["ns"])
+    assert not can("get", "secrets", "-n", "kube-system")
+    assert not can("get", "secrets", "-n", "default")
+    assert not can("create", "networkchaos.chaos-mesh.org", "-n", "default")
+    assert can("create", "namespaces")
+    assert not can("create", "clusterrolebindings")

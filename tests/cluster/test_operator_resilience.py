@@ -1,0 +1,111 @@
+"""Kills, deletes mid-run, admission errors and scale, against the real API server."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.test_operator import BUCKET, env, example, wait_phase  # noqa: F401  (fixture)
+from tests.plan.bad_inputs import CASES
+
+pytestmark = pytest.mark.cluster
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _trial_phase(tc, ns, name):
+    t = tc.kubectl_json("get", "trial", name, "-n", ns, check=False)
+    return (t.get("status") or {}).get("phase")
+
+
+def test_killed_operator_resumes_each_trial_exactly_once(env):
+    tc, ns, op, standin = env["tc"], env["ns"], env["op"], env["standin"]
+    text = example(tc, "uniform-9.yaml", extra={"matrix": {"rtt": ["20ms", "100ms"], "parallelism": 1}})
+    docs = list(yaml.safe_load_all(text))
+    for d in docs:
+        d["metadata"]["name"] = "kills"
+    docs[1]["spec"]["topologyRef"] = "kills"
+    tc.apply(yaml.safe_dump_all(docs), ns)
+    rng = random.Random(7)
+    seen_phases: set[str] = set()
+    kills = 0
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        phases = {_trial_phase(tc, ns, f"kills-t00{i}") for i in range(2)}
+        seen_phases |= {p for p in phases if p}
+        b = tc.kubectl_json("get", "benchmark", "kills", "-n", ns)
+        if (b.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            break
+        if any(p in ("Provisioning", "Loading", "CleaningUp") for p in phases) and kills < 8:
+            time.sleep(rng.uniform(0.2, 2.5))
+            op.kill()
+            kills += 1
+            time.sleep(rng.uniform(0.5, 2))
+            op.start()
+        time.sleep(1)
+    assert kills >= 3, f"only {kills} kills happened (phases seen {seen_phases})"
+    b = wait_phase(tc, ns, "kills", ("Succeeded", "Failed"), 60)
+    assert b["status"]["phase"] == "Succeeded", b["status"]
+    assert b["status"]["trials"]["succeeded"] == 2
+    # exactly once: one Rally Job (one attempt) per trial, one bundle each
+    mine = [s for s in standin.seen.values() if s["benchmark"] == "kills"]
+    assert sorted(s["trial"] for s in mine) == ["t000", "t001"], mine
+    assert all(s["attempt"] == 1 for s in mine)
+    # nothing orphaned
+    assert tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=kills")["items"] == [] or all(
+        n["metadata"].get("deletionTimestamp") for n in
+        tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=kills")["items"])
+    assert tc.kubectl_json("get", "networkchaos", "-A", "-l", "wanwide.io/benchmark=kills")["items"] == []
+    tc.kubectl("delete", "benchmark", "kills", "-n", ns, "--timeout=120s")
+
+
+def test_delete_mid_load_leaves_no_chaos(env):
+    tc, ns = env["tc"], env["ns"]
+    text = example(tc, "hierarchical-9.yaml")
+    docs = list(yaml.safe_load_all(text))
+    docs[1]["spec"]["workload"]["startDelay"] = "5m"  # hold it in Loading
+    tc.apply(yaml.safe_dump_all(docs), ns)
+    deadline = time.time() + 300
+    while _trial_phase(tc, ns, "hierarchical-9-t000") != "Loading":
+        assert time.time() < deadline, "never reached Loading"
+        time.sleep(2)
+    chaos = tc.kubectl_json("get", "networkchaos", "-A", "-l", "wanwide.io/benchmark=hierarchical-9")["items"]
+    assert len(chaos) > 0
+    tc.kubectl("delete", "benchmark", "hierarchical-9", "-n", ns, "--timeout=240s")
+    assert tc.kubectl_json("get", "networkchaos", "-A", "-l", "wanwide.io/benchmark=hierarchical-9")["items"] == []
+    deadline = time.time() + 120
+    while tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=hierarchical-9")["items"]:
+        assert time.time() < deadline, "trial namespaces not gone"
+        time.sleep(2)
+
+
+@pytest.mark.parametrize(("case", "doc", "field", "hint"), [(c[0], c[1], c[2], c[3]) for c in CASES if c[4]],
+                         ids=[c[0] for c in CASES if c[4]])
+def test_api_server_rejects_invalid_specs(env, case, doc, field, hint):
+    tc, ns = env["tc"], env["ns"]
+    doc = dict(doc)
+    doc["metadata"] = {"name": f"bad-{case}"[:40], "namespace": ns}
+    p = tc.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump(doc), check=False)
+    assert p.returncode != 0, f"{case}: accepted by the API server"
+    leaf = field.split(".")[-1].split("[")[0]
+    assert leaf in p.stderr, f"{case}: message does not name {leaf!r}: {p.stderr}"
+
+
+def test_45_regions_reconcile(env, record_property):
+    tc, ns = env["tc"], env["ns"]
+    subprocess.run([str(REPO / "hack" / "testcluster.sh"), "nodes", "45"], check=True, capture_output=True)
+    text = example(tc, "regions-sweep.yaml", extra={"matrix": {"backend": ["galera"], "regions": [45], "load": ["high"]}})
+    docs = list(yaml.safe_load_all(text))
+    docs[1]["spec"]["workload"]["scenarios"] = docs[1]["spec"]["workload"]["scenarios"][:1]
+    t0 = time.time()
+    tc.apply(yaml.safe_dump_all(docs), ns)
+    b = wait_phase(tc, ns, "regions-sweep", ("Succeeded", "Failed"), 900)
+    took = time.time() - t0
+    record_property("seconds_45_regions", round(took, 1))
+    print(f"45 regions: {took:.0f}s")
+    assert b["status"]["phase"] == "Succeeded", b["status"]
+    tc.kubectl("delete", "benchmark", "regions-sweep", "-n", ns, "--timeout=300s")
