@@ -19,6 +19,8 @@
 #               built with `go install helm.sh/helm/v3/cmd/helm@v3.22.0`)
 #   *_REF       override a pinned ref, e.g. OSH_REF=master MARIADB_REF=v26.6.0
 #
+# needs: git, python3 with PyYAML, go (only to build helm), tar, diff.
+#
 # Exit status: 0 = everything matches the recorded facts; 1 = a diff or a
 # failed check (read the output); 2 = usage/environment error.
 set -euo pipefail
