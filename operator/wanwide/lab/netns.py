@@ -12,7 +12,8 @@ Address plan (all inside 10.77.0.0/16, see docs/lab-internals.md):
   (:data:`HOST_ADDRESS`); the namespaces do not forward, so this never becomes
   a path between regions.
 
-``block`` is 1 unless another live run already uses it (then 51, 101, 151).
+``block`` is the first of 1, 51, 101, 151 (else any) not used by a live run
+nor by a host route into 10.77.0.0/16.
 
 Use as a context manager, or call :meth:`Network.destroy`; a killed run is
 undone by :func:`wanwide.lab.state.cleanup_all`.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -40,7 +42,7 @@ from typing import Any
 
 from wanwide.lab import procs, shaping
 from wanwide.lab.procs import LabError
-from wanwide.lab.state import LabState, list_states
+from wanwide.lab.state import LabState, default_state_dir, list_states
 from wanwide.plan.links import LinkMap, OneWay
 
 log = logging.getLogger(__name__)
@@ -61,17 +63,37 @@ def _check_tag(tag: str) -> str:
     return tag
 
 
-def _free_block(n: int) -> int:
-    used = set()
+def _used_octets() -> set[int]:
+    """Third octets of 10.77.x.y in use: live runs' blocks and the host's routes.
+
+    The host routes matter because they are shared by every run whatever its
+    state dir (another developer's run may keep its state elsewhere).
+    """
+    used: set[int] = {0}
     for st in list_states():
         if st.owner_alive():
-            b = st.data.get("info", {}).get("address_block")
+            info = st.data.get("info", {})
+            b = info.get("address_block")
+            n = int(info.get("n_regions", 1))
             if b is not None:
-                used.add(int(b))
+                used.update(range(int(b), int(b) + max(n, 1)))
+    r = subprocess.run(["ip", "-4", "route", "show", "table", "all"], capture_output=True,
+                       text=True)
+    for m in re.finditer(r"(?:^|\s)10\.77\.(\d+)\.", r.stdout):
+        used.add(int(m.group(1)))
+    return used
+
+
+def _free_block(n: int) -> int:
+    """Lowest third octet b >= 1 with b..b+n-1 unused (regions are 10.77.b+i.1)."""
+    used = _used_octets()
     for b in _BLOCKS:
-        if b not in used and b + n <= 250:
+        if b + n <= 250 and not used.intersection(range(b, b + n)):
             return b
-    raise LabError(f"no free address block for {n} regions (used: {sorted(used)})")
+    for b in range(1, 251 - n):
+        if not used.intersection(range(b, b + n)):
+            return b
+    raise LabError(f"no free address block for {n} regions in 10.77.0.0/16")
 
 
 @dataclass
@@ -138,7 +160,7 @@ class Network:
         """
         target = self.address(dst) if dst in self.regions else dst
         if method == "ping":
-            r = self.exec_in(src, ["ping", "-n", "-c", str(samples), "-i", str(max(interval, 0.002)),
+            r = self.exec_in(src, [*rt_prefix(), "ping", "-n", "-c", str(samples), "-i", str(max(interval, 0.002)),
                                    "-W", str(max(1, int(timeout + 0.999))), target],
                              check=False, timeout=samples * (interval + timeout) + 30)
             return [float(m) for m in re.findall(r"time=([0-9.]+) ms", r.stdout)]
@@ -275,9 +297,22 @@ def build(
     tag = _check_tag(tag or new_tag())
     used = shaping.select_shaper(shaper)
     t0 = time.monotonic()
-    block = _free_block(len(regions))
-    state = LabState.create(tag, state_dir)
-    state.set_info("address_block", block)
+    sdir = Path(state_dir) if state_dir else default_state_dir()
+    sdir.mkdir(parents=True, exist_ok=True)
+    # Allocation of the address block and the state file under one lock, so
+    # two runs starting together do not pick the same block.
+    with open(sdir / ".alloc.lock", "w") as lockf:
+        fcntl.flock(lockf, fcntl.LOCK_EX)
+        old = sdir / f"{tag}.json"
+        if old.exists():
+            prev = LabState.load(old)
+            if prev.owner_alive():
+                raise LabError(f"run tag {tag!r} in use by live pid {prev.data.get('owner_pid')}")
+            prev.cleanup()  # left by a killed run with the same tag
+        block = _free_block(len(regions))
+        state = LabState.create(tag, sdir)
+        state.data["info"] |= {"address_block": block, "n_regions": len(regions)}
+        state.save()
     state.set_info("shaper", used)
     sock_dir = Path(tempfile.gettempdir()) / f"ww-{tag}"
     state.add_dir(sock_dir)
