@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import statistics
 import subprocess
@@ -113,7 +114,7 @@ def test_host_reaches_regions(net3: netns.Network) -> None:
 def test_cleanup_after_killed_builder(how: str, lab_state_dir, leftovers) -> None:
     """A builder killed with SIGKILL leaves a state file that cleanup_all undoes;
     one given SIGTERM undoes its own network."""
-    tag = "k" + how[3:7].lower()[:4]
+    tag = "k" + how[3].lower() + secrets.token_hex(2)
     code = textwrap.dedent(f"""
         import time
         from wanwide.lab import netns

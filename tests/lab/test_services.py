@@ -67,6 +67,7 @@ def test_keystone_token_from_another_region(leftovers) -> None:
 def test_galera_three_members_synced(leftovers) -> None:
     regions = ["g1", "g2", "g3"]
     net = _net(regions, 25)  # 50 ms RTT between members
+    shm: list[str] = []
     try:
         svc = _services(net)
         members = svc.start_galera(regions, in_memory=True,

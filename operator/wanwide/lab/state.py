@@ -224,3 +224,23 @@ def cleanup_all(
                 subprocess.run(["ip", "netns", "del", name], capture_output=True)
                 notes.append(f"deleted stray netns {name}")
     return notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m wanwide.lab.state [--all] [--state-dir D] [--prefix ww-]``: clean up."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m wanwide.lab.state",
+                                 description="Undo lab runs left by killed processes.")
+    ap.add_argument("--state-dir", type=Path, default=None)
+    ap.add_argument("--all", action="store_true", help="also runs whose owner is alive")
+    ap.add_argument("--prefix", default=None,
+                    help="also delete namespaces with this prefix that no state file lists")
+    a = ap.parse_args(argv)
+    for note in cleanup_all(a.state_dir, include_live=a.all, prefix=a.prefix):
+        print(note)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
