@@ -156,26 +156,17 @@ def provisioning(ctx: TrialContext) -> Step:
         ctx.emit("Provisioning", f"applied {len(r.base) - 1} objects in {len(p.namespaces)} namespaces", "Normal")
         return step
     releases = ctx.rendered(_passwords(ctx)).releases
-    if "wave0" not in done:
-        for rel in (r for r in releases if r.wave == 0):
-            helm.upgrade_install(rel, ctx.kubeconfig)
-        _mark(ctx, step, "wave0")
-        ctx.emit("HelmInstalled", f"keystone in {releases[0].region} (schema owner)", "Normal")
-        return step
-    first_ns = p.namespace(p.region_names[0])
-    if "wave1" not in done:
-        sync = ctx.kube.get("batch/v1", "Job", "keystone-db-sync", first_ns)
-        state = readiness.job_state(sync)
-        if state == "failed":
-            return Step("CleaningUp", "DbSyncFailed", f"keystone-db-sync failed in {first_ns}: see its pod logs",
-                        {"outcome": "Failed"})
-        if state != "complete":
-            step.message = "waiting for keystone-db-sync in the first region"
+    budget = seconds(p.spec.timeouts.provisioning)
+    for wave in (0, 1):
+        if f"wave{wave}" in done:
+            continue
+        states = [helm.BACKGROUND.poll(r, ctx.kubeconfig, budget) for r in releases if r.wave == wave]
+        if any(s == "running" for s in states):
+            step.message = f"helm installing keystone (wave {wave}: {len(states)} release(s); hooks run db-sync)"
             return step
-        for rel in (r for r in releases if r.wave == 1):
-            helm.upgrade_install(rel, ctx.kubeconfig)
-        _mark(ctx, step, "wave1")
-        ctx.emit("HelmInstalled", f"keystone in {len(releases) - 1} more regions", "Normal")
+        _mark(ctx, step, f"wave{wave}")
+        ctx.emit("HelmInstalled", f"keystone in {len(states)} region(s)"
+                 + (" (schema owner first)" if wave == 0 else ""), "Normal")
         return step
     waiting = []
     for o in ctx.rendered().base:

@@ -55,3 +55,53 @@ def status(name: str, namespace: str, kubeconfig: str | None = None) -> str | No
     if p.returncode != 0:
         return None
     return yaml.safe_load(p.stdout).get("info", {}).get("status")
+
+
+class Background:
+    """``helm upgrade --install`` blocks until the chart's hook Jobs finish (keystone's db-sync
+    can take minutes): run it beside the reconcile loop and poll.
+
+    State lives in this process only; after an operator restart the command simply runs
+    again (it is idempotent), and a release left pending by a killed helm is reset first.
+    """
+
+    def __init__(self) -> None:
+        self.procs: dict[str, tuple[subprocess.Popen[str], str, str]] = {}
+
+    @staticmethod
+    def key(rel: HelmRelease) -> str:
+        return f"{rel.namespace}/{rel.name}"
+
+    def poll(self, rel: HelmRelease, kubeconfig: str | None = None, timeout_s: float = 1800) -> str:
+        """'running', 'done', or raises HelmError."""
+        k = self.key(rel)
+        if k not in self.procs:
+            st = status(rel.name, rel.namespace, kubeconfig)
+            if st == "deployed":
+                return "done"
+            if st and st.startswith("pending"):
+                # left behind by a helm that died with an earlier operator process
+                subprocess.run([helm_binary(), "uninstall", rel.name, "--namespace", rel.namespace, "--no-hooks",
+                                *(["--kubeconfig", kubeconfig] if kubeconfig else [])],
+                               capture_output=True, text=True, timeout=120)
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+                yaml.safe_dump(rel.values, f)
+            log = f.name + ".log"
+            cmd = command(rel, f.name, kubeconfig) + ["--timeout", f"{int(timeout_s)}s"]
+            out = open(log, "w")  # noqa: SIM115 - closed when the process is reaped
+            self.procs[k] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True), f.name, log)
+            return "running"
+        proc, values, log = self.procs[k]
+        if proc.poll() is None:
+            return "running"
+        del self.procs[k]
+        with open(log) as fh:
+            text = fh.read()
+        for p in (values, log):
+            os.unlink(p)
+        if proc.returncode != 0:
+            raise HelmError(f"helm upgrade --install {rel.name} in {rel.namespace} failed: {text.strip()[-800:]}")
+        return "done"
+
+
+BACKGROUND = Background()

@@ -197,6 +197,9 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
             f"galera needs at least 3 regions for quorum, this trial has {len(rs)}: add regions, "
             "or set spec.database.galera.allowFewerThanThree: true",
         )
+    if backend == "cockroachdb" and len(rs) < 3:
+        problems.add("spec.database.backend",
+                     f"cockroachdb needs at least 3 regions (cockroach-operator v1alpha1 needs ≥3 nodes), this trial has {len(rs)}: add regions or use mariadb")
     if backend == "galera" and len(rs) < 2:
         problems.add("spec.database.backend", "galera needs at least 2 regions: use backend mariadb for one region")
     primary = spec.database.primary_region or region_names[0]

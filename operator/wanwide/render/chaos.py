@@ -32,6 +32,11 @@ def _pod_sets(plan: TrialPlan, regions: list[str] | tuple[str, ...]) -> list[tup
     return out
 
 
+def _tag(plan: TrialPlan) -> str:
+    """Chaos Mesh derives ipset names from the object name alone: make names unique per trial."""
+    return names.short_hash(f"{plan.bench_namespace}/{plan.name}", 6)
+
+
 def netem(shaping: OneWay, extra_loss: float = 0.0) -> dict[str, Any]:
     """The netem fields of one object: delay, loss and rate together, so none overrides another."""
     body: dict[str, Any] = {}
@@ -50,7 +55,7 @@ def _class_objects(plan: TrialPlan, c: LinkClass, prefix: str, extra_loss: float
     out = []
     for s_kind, src in _pod_sets(plan, [c.src]):
         for t_kind, dst in _pod_sets(plan, c.dsts):
-            name = f"{prefix}-{c.src}-c{c.index}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
+            name = f"{prefix}-{_tag(plan)}-{c.src}-c{c.index}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
             out.append(
                 obj(
                     CHAOS_API,
@@ -101,14 +106,14 @@ def faults(plan: TrialPlan) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, p in enumerate(f.partitions):
         ns = plan.namespace(p.regions[0])
-        for name, spec in _cut(plan, f"partition-{i}", list(p.regions), p.duration):
+        for name, spec in _cut(plan, f"partition{i}-{_tag(plan)}", list(p.regions), p.duration):
             out.append(obj(CHAOS_API, "NetworkChaos",
                            meta(name, ns, plan.labels(p.regions[0], "fault"), {names.A_START_AFTER: p.start}),
                            spec=spec))
     for i, d in enumerate(f.dropouts):
         cut = list(d.regions) if d.regions else [r for r in plan.region_names if r != plan.primary_region]
         ns = plan.namespace(cut[0])
-        for name, spec in _cut(plan, f"dropout-{i}", cut, d.for_):
+        for name, spec in _cut(plan, f"dropout{i}-{_tag(plan)}", cut, d.for_):
             out.append(
                 obj(
                     CHAOS_API,

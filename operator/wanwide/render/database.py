@@ -136,6 +136,11 @@ def _galera(plan: TrialPlan) -> list[dict[str, Any]]:
     ns = plan.db_namespace
     g = plan.spec.database.galera
     spec = _mariadb_common(plan, GALERA_NAME, None, len(plan.regions))
+    # mariadb-operator refuses ephemeral storage for Galera: PVCs (use a tmpfs-backed
+    # StorageClass for the studies' in-memory setting) and an odd-size rule we lift.
+    spec["storage"] = {"size": "1Gi"}
+    if len(plan.regions) % 2 == 0:
+        spec["replicasAllowEvenNumber"] = True
     opts = ";".join(f"{k}={v}" for k, v in sorted(plan.galera_options.items()))
     healthy = g.cluster_healthy_timeout or f"{max(30, int(plan.max_rtt_ms * 0.3))}s"
     spec["galera"] = {
@@ -168,8 +173,9 @@ def _cockroach(plan: TrialPlan) -> list[dict[str, Any]]:
     ns = plan.db_namespace
     c = plan.spec.database.cockroachdb
     image = plan.spec.database.image or f"{CRDB_JOB_IMAGE_DEFAULT}:{c.version}"
-    # v1alpha1 passes additionalArgs to every node; the locality tier names the region of
-    # each node through the pod's own name, mapped in the member Services (see docs).
+    # v1alpha1 passes additionalArgs to every node, so it cannot give each node its own
+    # --locality; region membership comes from the member Services and the chaos selectors
+    # (docs/backends.md). CockroachDB is experimental in wanwide.
     cluster = obj(
         CRDB_API,
         "CrdbCluster",
@@ -183,7 +189,7 @@ def _cockroach(plan: TrialPlan) -> list[dict[str, Any]]:
             if not plan.spec.database.in_memory
             else {"pvc": {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
                                    "volumeMode": "Filesystem"}}},
-            "additionalArgs": ["--locality=region=$(POD_REGION)", "--cache=.25", "--max-sql-memory=.25"],
+            "additionalArgs": ["--cache=.25", "--max-sql-memory=.25"],
             "additionalLabels": plan.labels(None, "database"),
         },
     )

@@ -72,7 +72,6 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
     ks = plan.spec.openstack.keystone
     ns = plan.namespace(region)
     db = endpoint(plan, region)
-    first = region == plan.region_names[0]
     sel = next((r.node_selector for r in plan.regions if r.name == region), None)
     # The chart takes one key/value; without placement, one every Linux node has.
     sel_key, sel_val = next(iter(sel.items())) if sel else ("kubernetes.io/os", "linux")
@@ -115,7 +114,9 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
         "manifests": {
             "job_rabbit_init": False,
             "job_db_init": False,  # the database layer (mariadb-operator / our Job) creates DB and user
-            "job_db_sync": first,  # schema once, from the first region
+            # db-sync runs db_sync and then `keystone-manage bootstrap` for this region: every
+            # region needs it to register itself; the first region's (wave 0) creates the schema.
+            "job_db_sync": True,
             # wanwide owns the fernet/credential keys: one set, copied into every region.
             # The chart's setup jobs would generate different keys per region, and a
             # rotation cron could only rewrite its own region's copy: all off.
@@ -144,7 +145,6 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
             "replicas": {"api": ks.replicas},
             "labels": {"default": plan.labels(region, "keystone")},
         },
-        "dependencies": {"static": {"api": {"jobs": ["keystone-db-sync"] if first else []}}},
     }
     if images:
         v["images"] = {"tags": images}
