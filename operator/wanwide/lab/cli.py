@@ -1,0 +1,34 @@
+"""``wanwide lab run | clean``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .run import run
+
+    return run(args.file, args.out, shaper=args.shaper, report=not args.no_report)
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from . import state
+
+    removed = state.cleanup_all(prefix="ww-")
+    print(f"removed {len(removed)} thing(s) left by earlier lab runs" + (":" if removed else ""))
+    for r in removed:
+        print(f"  {r}")
+    return 0
+
+
+def add_lab_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lab", help="run a Benchmark for real on this machine (namespaces, netem/wirefilter)")
+    lab = p.add_subparsers(dest="lab_command", required=True)
+    r = lab.add_parser("run", help="run every trial of a Benchmark, then write the report")
+    r.add_argument("-f", "--file", action="append", required=True)
+    r.add_argument("-o", "--out", required=True, help="output directory (bundles/, report/)")
+    r.add_argument("--shaper", choices=["auto", "netem", "wirefilter"], default="auto")
+    r.add_argument("--no-report", action="store_true")
+    r.set_defaults(func=_run)
+    c = lab.add_parser("clean", help="remove namespaces, links and processes a killed run left")
+    c.set_defaults(func=_clean)

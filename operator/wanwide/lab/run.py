@@ -1,0 +1,334 @@
+"""``wanwide lab run``: carry out a Benchmark's trials on this machine, for real.
+
+The same plan as the operator (matrix, links, runner configuration, bundles,
+report); regions are network namespaces, the WAN is shaped with netem or
+wirefilter, and MariaDB/Galera, memcached and Keystone run as processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..api.units import seconds
+from ..plan.load import load_documents
+from ..plan.trial import TrialPlan, plan
+from ..render.rally import runner_config
+from . import netns, paths
+from .netns import Network
+from .procs import LabError
+from .services import Service, Services
+
+ADMIN_PASSWORD = "wanwide-admin"
+DB_PASSWORD = "wanwide-keystone"
+ROOT_PASSWORD = "wanwide-root"
+RTT_TOLERANCE = (1.0, 0.05)  # max(1 ms, 5 %)
+
+
+class Live:
+    """One status line per change; the long waits print a heartbeat."""
+
+    def __init__(self, total: int, stream=sys.stdout):
+        self.total, self.stream = total, stream
+        self.t0 = time.monotonic()
+
+    def say(self, i: int, p: TrialPlan, phase: str, detail: str = "") -> None:
+        params = ", ".join(f"{k}={v}" for k, v in p.parameters.items() if k != "repetition")
+        el = time.monotonic() - self.t0
+        self.stream.write(f"[{el:6.0f}s] trial {i + 1}/{self.total} {p.id} ({params}) {phase}"
+                          + (f": {detail}" if detail else "") + "\n")
+        self.stream.flush()
+
+
+@dataclass
+class TrialOutcome:
+    trial: str
+    result: str  # succeeded | failed | skipped
+    reason: str = ""
+    bundles: list[str] = field(default_factory=list)
+    network: dict[str, Any] = field(default_factory=dict)
+
+
+def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:
+    """The succeeded bundles of every load region of a trial, or None if any is missing."""
+    found = []
+    for r in p.load_regions:
+        hits = []
+        for m in sorted((out / "bundles" / p.benchmark / p.id / r).glob("attempt-*/manifest.json")):
+            try:
+                if json.loads(m.read_text()).get("status", {}).get("result") == "succeeded":
+                    hits.append(m.parent)
+            except (OSError, ValueError):
+                continue
+        if not hits:
+            return None
+        found.append(hits[-1])
+    return found
+
+
+def verify_network(net: Network, p: TrialPlan, samples: int = 10) -> tuple[list[dict[str, Any]], list[str]]:
+    """Measured RTT of every region pair against the request; the pairs that are off."""
+    rows, off = [], []
+    names = p.region_names
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            want = p.links[(a, b)].delay_ms + p.links[(b, a)].delay_ms
+            got = net.measure_rtt(a, b, samples=samples)
+            med = sorted(got)[len(got) // 2] if got else float("nan")
+            tol = max(RTT_TOLERANCE[0], RTT_TOLERANCE[1] * want)
+            ok = bool(got) and abs(med - want) <= tol
+            rows.append({"src": a, "dst": b, "requested_rtt_ms": want, "measured_rtt_ms": med,
+                         "samples_ms": got, "tolerance_ms": tol, "ok": ok})
+            if not ok:
+                off.append(f"{a}↔{b}: requested {want:g} ms, measured {med:.2f} ms (tolerance {tol:.2f} ms)")
+    return rows, off
+
+
+class FaultPlayer(threading.Thread):
+    """Partitions, dropouts and loss windows on the lab links, timed from the load start."""
+
+    def __init__(self, net: Network, p: TrialPlan, start: float):
+        super().__init__(daemon=True)
+        self.net, self.p, self.start_at = net, p, start
+        self.stop_flag = threading.Event()
+        self.log: list[dict[str, Any]] = []
+
+    def _cut(self, regions: list[str], extra_loss: float | None) -> None:
+        from ..plan.links import OneWay
+
+        others = [r for r in self.p.region_names if r not in regions]
+        pairs = [(a, b) for a in regions for b in others] + [(b, a) for a in regions for b in others]
+        if extra_loss is not None:  # loss window on every link of these regions
+            pairs = [(a, b) for a in regions for b in self.p.region_names if a != b]
+            pairs += [(b, a) for a, b in pairs]
+        for a, b in set(pairs):
+            base = self.p.links[(a, b)]
+            if extra_loss is None:
+                ow = OneWay(base.delay_ms, base.jitter_ms, 100.0, base.rate_mbit)
+            else:
+                ow = OneWay(base.delay_ms, base.jitter_ms, min(100.0, base.loss_pct + extra_loss), base.rate_mbit)
+            self.net.set_link(a, b, ow)
+
+    def _restore(self, regions: list[str]) -> None:
+        for a in self.p.region_names:
+            for b in self.p.region_names:
+                if a != b and (a in regions or b in regions):
+                    self.net.set_link(a, b, self.p.links[(a, b)])
+
+    def events(self) -> list[tuple[float, str, list[str], float | None]]:
+        """(time from start, 'cut'|'restore', regions, extra loss)."""
+        f = self.p.spec.faults
+        ev: list[tuple[float, str, list[str], float | None]] = []
+        for w in f.partitions:
+            t = seconds(w.start)
+            ev += [(t, "cut", list(w.regions), None), (t + seconds(w.duration), "restore", list(w.regions), None)]
+        for w in f.loss_windows:
+            from ..api.units import pct
+
+            t = seconds(w.start)
+            ev += [(t, "cut", list(w.regions), pct(w.loss)), (t + seconds(w.duration), "restore", list(w.regions), None)]
+        for d in f.dropouts:
+            regs = list(d.regions) if d.regions else [r for r in self.p.region_names if r != self.p.primary_region]
+            every, length = seconds(d.every), seconds(d.for_)
+            for k in range(1, 200):
+                ev += [(k * every, "cut", regs, None), (k * every + length, "restore", regs, None)]
+        return sorted(ev, key=lambda e: e[0])
+
+    def run(self) -> None:
+        for t, what, regions, loss in self.events():
+            while not self.stop_flag.is_set() and time.time() < self.start_at + t:
+                time.sleep(0.2)
+            if self.stop_flag.is_set():
+                return
+            (self._cut(regions, loss) if what == "cut" else self._restore(regions))
+            self.log.append({"at_s": t, "event": what, "regions": regions, "extra_loss_pct": loss})
+
+
+class LabRun:
+    def __init__(self, out: Path, live: Live, shaper: str = "auto", work: Path | None = None):
+        self.out = out
+        self.live = live
+        self.shaper = shaper
+        self.work = work or Path(os.environ.get("WANWIDE_LAB_WORK", "/var/tmp/wanwide-lab"))
+
+    def trial(self, i: int, p: TrialPlan, attempt: int) -> TrialOutcome:
+        if p.backend == "cockroachdb" and not shutil.which("cockroach"):
+            raise LabError("backend cockroachdb needs the Kubernetes provider (or a `cockroach` binary on PATH); "
+                           "use mariadb or galera in the lab")
+        say = lambda phase, detail="": self.live.say(i, p, phase, detail)  # noqa: E731
+        say("Provisioning", f"{len(p.regions)} namespaces, shaper {self.shaper}")
+        net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False)
+        run_dir = self.work / f"{p.benchmark}-{p.id}-{net.tag}"
+        svc = Services(net, run_dir)
+        player: FaultPlayer | None = None
+        try:
+            rows, off = verify_network(net, p)
+            (self.out / "network").mkdir(parents=True, exist_ok=True)
+            (self.out / "network" / f"{p.id}.json").write_text(json.dumps(
+                {"shaper": net.shaper, "pairs": rows}, indent=1))
+            say("VerifyingNetwork", f"{len(rows)} pairs measured; shaper {net.shaper}")
+            if off:
+                raise LabError("emulated network off by more than max(1 ms, 5 %): " + "; ".join(off))
+            db = self._database(svc, p)
+            ks = self._keystones(svc, p, db, say)
+            say("Loading", f"Rally in {', '.join(p.load_regions)} ({p.load} load)")
+            start = datetime.now(UTC) + timedelta(seconds=max(5.0, seconds(p.spec.workload.start_delay)))
+            player = FaultPlayer(net, p, start.timestamp())
+            player.start()
+            results = self._load(net, p, ks, db, start, attempt, say, net.shaper)
+            player.stop_flag.set()
+            failed = [r for r, rc in results.items() if rc != 0]
+            say("Collecting", "bundles written" + (f"; runner failed in {', '.join(failed)}" if failed else ""))
+            if failed:
+                return TrialOutcome(p.id, "failed", f"runner failed in {', '.join(failed)}")
+            found = bundles_complete(self.out, p) or []
+            return TrialOutcome(p.id, "succeeded", "", [str(b) for b in found], {"pairs": rows})
+        finally:
+            if player:
+                player.stop_flag.set()
+            say("CleaningUp")
+            svc.stop_all()
+            net.destroy()
+
+    def _database(self, svc: Services, p: TrialPlan) -> dict[str, Service]:
+        """Region → the database endpoint its Keystone uses."""
+        grant = (f"CREATE USER IF NOT EXISTS 'root'@'%' IDENTIFIED BY '{ROOT_PASSWORD}'; "
+                 "GRANT ALL PRIVILEGES ON *.* TO 'root'@'%'; FLUSH PRIVILEGES;")
+        in_mem = p.spec.database.in_memory
+        if p.backend == "mariadb":
+            db = svc.start_mariadb(p.primary_region, in_memory=in_mem)
+            svc.create_database(db, "keystone", "keystone", DB_PASSWORD)
+            svc.sql(db, grant)
+            return {r: db for r in p.region_names}
+        members = svc.start_galera(p.region_names, in_memory=in_mem, provider_options=p.galera_options)
+        svc.create_database(members[0], "keystone", "keystone", DB_PASSWORD)
+        svc.sql(members[0], grant)
+        return dict(zip(p.region_names, members, strict=True))
+
+    def _keystones(self, svc: Services, p: TrialPlan, db: dict[str, Service], say) -> dict[str, Service]:
+        out = {}
+        for k, r in enumerate(p.region_names):
+            mc = svc.start_memcached(r) if p.spec.openstack.keystone.cache else None
+            out[r] = svc.start_keystone(r, db_host=db[r].host, db_port=db[r].port, db_password=DB_PASSWORD,
+                                        memcached=mc, admin_password=ADMIN_PASSWORD, db_sync=k == 0)
+            say("Provisioning", f"keystone {r} up ({k + 1}/{len(p.regions)}, {out[r].start_s:.0f}s)")
+        return out
+
+    def _load(self, net: Network, p: TrialPlan, ks: dict[str, Service], db: dict[str, Service],
+              start: datetime, attempt: int, say, shaper: str) -> dict[str, int]:
+        procs: dict[str, subprocess.Popen] = {}
+        logs = self.out / "logs" / p.id
+        logs.mkdir(parents=True, exist_ok=True)
+        wanwide = str(Path(sys.executable).with_name("wanwide"))
+        for r in p.load_regions:
+            targets = []
+            for o in p.region_names:
+                if o == r:
+                    continue
+                targets.append({"region": o, "kind": "keystone", "host": ks[o].host, "port": ks[o].port})
+                if db[o].host != db[r].host:
+                    targets.append({"region": o, "kind": "database", "host": db[o].host, "port": db[o].port})
+            cfg = runner_config(p, r, start_at=start.strftime("%Y-%m-%dT%H:%M:%SZ"), attempt=attempt,
+                                keystone_url=ks[r].url, rtt_targets=targets, db_host=db[r].host,
+                                db_port=db[r].port, local_dir=str(self.out / "bundles"))
+            cfg["results"]["s3"] = None
+            cfg["keystone"]["cache"] = ks[r].info["cache"]
+            cfg["versions"]["lab-shaper"] = shaper
+            cfg["namespace"] = "lab"
+            path = logs / f"runner-{r}.json"
+            path.write_text(json.dumps(cfg, indent=1))
+            env = dict(os.environ, OS_PASSWORD=ADMIN_PASSWORD, DB_ROOT_PASSWORD=ROOT_PASSWORD,
+                       WANWIDE_RALLY=str(paths.rally_bin()))
+            fh = open(logs / f"runner-{r}.log", "w")  # noqa: SIM115 - closed after wait
+            procs[r] = net.popen_in(r, [wanwide, "runner", "run", "--config", str(path)], env=env,
+                                    stdout=fh, stderr=subprocess.STDOUT)
+        budget = seconds(p.spec.timeouts.loading)
+        t0 = time.monotonic()
+        last = ""
+        while any(pr.poll() is None for pr in procs.values()):
+            if time.monotonic() - t0 > budget:
+                for pr in procs.values():
+                    pr.kill()
+                raise LabError(f"load took longer than spec.timeouts.loading ({p.spec.timeouts.loading})")
+            line = _last_progress(logs / f"runner-{p.load_regions[0]}.log")
+            if line and line != last:
+                say("Loading", line)
+                last = line
+            time.sleep(2)
+        return {r: pr.returncode for r, pr in procs.items()}
+
+
+def _last_progress(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.startswith("[runner]")]
+    except OSError:
+        return ""
+    return lines[-1][len("[runner] "):][:150] if lines else ""
+
+
+def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = True) -> int:
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    missing = paths.missing()
+    if missing:
+        print("error: the lab needs: " + ", ".join(missing) + " — run hack/install-lab.sh", file=sys.stderr)
+        return 2
+    docs = load_documents([Path(f).read_text() for f in files])
+    trials: list[TrialPlan] = []
+    for b in docs.benchmarks:
+        trials += plan(b, docs.topology_for(b))
+    live = Live(len(trials))
+    runner = LabRun(out, live, shaper)
+    outcomes: list[TrialOutcome] = []
+    interrupted = False
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        for i, p in enumerate(trials):
+            if bundles_complete(out, p):
+                live.say(i, p, "Skipped", "complete bundles already in the output")
+                outcomes.append(TrialOutcome(p.id, "skipped"))
+                continue
+            attempts = p.spec.runner.max_attempts
+            for attempt in range(1, attempts + 1):
+                try:
+                    o = runner.trial(i, p, attempt)
+                except LabError as e:
+                    o = TrialOutcome(p.id, "failed", str(e)[:2000])
+                if o.result == "succeeded":
+                    break
+                live.say(i, p, "Failed" if attempt == attempts else "Retrying",
+                         f"attempt {attempt}/{attempts}: {o.reason[:300]}")
+            outcomes.append(o)
+            live.say(i, p, o.result.capitalize())
+    except KeyboardInterrupt:
+        interrupted = True
+        print("interrupted: cleaning up", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        (out / "trials.json").write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
+    if interrupted:
+        return 130
+    failed = [o for o in outcomes if o.result == "failed"]
+    if report and (out / "bundles").exists():
+        from ..results.report import build_report
+
+        res = build_report([out / "bundles"], out / "report")
+        index = getattr(res, "index", None) or out / "report" / "index.html"
+        print(f"report: {index}")
+        print(f"summary: {out / 'report' / 'summary.csv'}")
+    print(f"{len(outcomes) - len(failed)}/{len(outcomes)} trials done, {len(failed)} failed; bundles in {out / 'bundles'}")
+    return 1 if failed else 0
