@@ -21,7 +21,8 @@ hack/testcluster.sh build >"$log/build.log" 2>&1 &
 build_pid=$!
 
 stamp "lab packages (Debian + PyPI)"
-hack/install-lab.sh 2>&1 | tee "$log/install-lab.log" | sed 's/^/  /'
+# versitygw comes from the control-plane build above (same cache path)
+WANWIDE_LAB_SKIP_S3=1 hack/install-lab.sh 2>&1 | tee "$log/install-lab.log" | sed 's/^/  /'
 
 stamp "lint"
 "$root/.venv/bin/ruff" check operator tests bench
@@ -48,5 +49,7 @@ stamp "cluster tests (real kube-apiserver, kwok nodes)"
 cluster=$?
 set -e
 hack/testcluster.sh down >/dev/null 2>&1 || true
+# a marker with nothing selected (e.g. -k filtering) is not a failure
+for v in unit lab cluster; do [ "${!v}" = 5 ] && [ $# -gt 0 ] && printf -v "$v" 0; done
 stamp "done: unit=$unit lab=$lab cluster=$cluster"
 [ "$unit" = 0 ] && [ "$lab" = 0 ] && [ "$cluster" = 0 ]

@@ -1,0 +1,107 @@
+"""`wanwide lab run` end to end on this machine (reduced: 2 regions), and clean-up on Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+WANWIDE = str(Path(sys.executable).with_name("wanwide"))
+
+
+def _spec(tmp: Path, rtt: str = "40ms") -> Path:
+    docs = [
+        {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "ci-lab"},
+         "spec": {"generate": {"count": 2}, "network": {"default": {"rtt": rtt}}}},
+        {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "ci-lab"},
+         "spec": {"topologyRef": "ci-lab",
+                  "workload": {"load": "light", "loadRegion": "r2", "startDelay": "3s",
+                               "scenarios": [{"name": "authenticate_user_and_validate_token", "times": 4,
+                                              "concurrency": 2}]},
+                  "timeouts": {"loading": "6m"}}},
+    ]
+    f = tmp / "ci-lab.yaml"
+    f.write_text(yaml.safe_dump_all(docs))
+    return f
+
+
+def _leftovers(state_dir: Path) -> list[str]:
+    out = []
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    states = [json.loads(p.read_text()) for p in state_dir.glob("*.json")]
+    for st in states:
+        out += [n for n in st.get("netns", []) if n in ns]
+        for p in st.get("processes", []):
+            pid = p.get("pid") if isinstance(p, dict) else p
+            if pid and Path(f"/proc/{pid}").exists():
+                status = Path(f"/proc/{pid}/status").read_text()
+                if "State:\tZ" not in status:
+                    out.append(f"pid {pid}")
+    return out
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    work = Path("/var/tmp") / f"wanwide-test-{os.getpid()}"
+    return dict(os.environ, WANWIDE_LAB_WORK=str(work))
+
+
+def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
+    out = tmp_path / "out"
+    f = _spec(tmp_path)
+    p = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out)], capture_output=True, text=True,
+                       timeout=1200, env=_env(tmp_path))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "trial 1/1 t000" in p.stdout and "Loading" in p.stdout  # live status
+    # the network was verified and recorded
+    net = json.loads((out / "network" / "t000.json").read_text())
+    assert net["shaper"] in ("netem", "wirefilter")
+    (pair,) = net["pairs"]
+    assert pair["ok"] and abs(pair["measured_rtt_ms"] - 40) <= 2
+    # one complete bundle, self-describing
+    (manifest,) = list((out / "bundles" / "ci-lab" / "t000" / "r2").glob("attempt-1-*/manifest.json"))
+    m = json.loads(manifest.read_text())
+    assert m["status"]["result"] == "succeeded"
+    assert m["trial"]["parameters"]["rtt"] == "40ms"
+    assert m["keystone"]["cache"]["enabled"] is True
+    assert m["database"]["reads"] > 0 and m["database"]["writes"] >= 0
+    # the report, with the atomic actions of the scenario
+    rows = list(csv.DictReader((out / "report" / "summary.csv").open()))
+    actions = {r["action"] for r in rows}
+    assert "keystone_v3.fetch_token" in actions and "Total" in actions
+    total = next(r for r in rows if r["action"] == "Total")
+    assert int(float(total["count"])) == 4 and float(total["failure_rate"]) == 0.0
+    assert _leftovers(lab_state_dir) == []
+    # a rerun skips the trial whose bundles are complete
+    t0 = time.monotonic()
+    again = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out), "--no-report"],
+                           capture_output=True, text=True, timeout=300, env=_env(tmp_path))
+    assert again.returncode == 0 and "Skipped" in again.stdout
+    assert time.monotonic() - t0 < 60
+
+
+def test_ctrl_c_leaves_nothing_behind(tmp_path, lab_state_dir):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([WANWIDE, "lab", "run", "-f", str(_spec(tmp_path)), "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(tmp_path))
+    seen = ""
+    deadline = time.time() + 300
+    assert proc.stdout is not None
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        seen += line
+        if "VerifyingNetwork" in line:  # namespaces, links and soon services exist
+            time.sleep(8)
+            break
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 130, seen + rest
+    assert _leftovers(lab_state_dir) == []
