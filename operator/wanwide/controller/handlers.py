@@ -119,6 +119,7 @@ def schedule(body: kopf.Body, spec: kopf.Spec, status: kopf.Status, patch: kopf.
         t.setdefault("status", {})["phase"] = "Provisioning"
         kopf.info(body, reason="TrialStarted", message=f"{t['metadata']['name']} started")
     s = bm.summary(bench, ts)
+    metrics.record_trials(f"{body['metadata']['namespace']}/{body['metadata']['name']}", s["trials"])
     for k, v in s.items():
         if status.get(k) != v:
             patch.status[k] = v
@@ -130,6 +131,7 @@ def schedule(body: kopf.Body, spec: kopf.Spec, status: kopf.Status, patch: kopf.
 @kopf.on.delete(GROUP, VERSION, "benchmarks")
 def teardown(body: kopf.Body, **_: Any) -> None:
     left = bm.teardown(RUNTIME.kube, dict(body))
+    metrics.forget(f"{body['metadata']['namespace']}/{body['metadata']['name']}")
     if left:
         raise kopf.TemporaryError(f"waiting for {len(left)} to go: {', '.join(left[:5])}", delay=3)
 

@@ -13,3 +13,17 @@ PHASE_CHANGES = Counter("wanwide_trial_phase_changes_total", "Trial phase transi
 
 def serve(port: int) -> None:
     start_http_server(port)
+
+
+_BY_BENCHMARK: dict[str, dict[str, int]] = {}
+
+
+def record_trials(benchmark: str, counts: dict[str, int]) -> None:
+    """Keep ``wanwide_trials{phase}`` the sum over every Benchmark this operator saw."""
+    _BY_BENCHMARK[benchmark] = {k: v for k, v in counts.items() if k != "total"}
+    for phase in ("pending", "running", "succeeded", "failed"):
+        TRIALS.labels(phase).set(sum(c.get(phase, 0) for c in _BY_BENCHMARK.values()))
+
+
+def forget(benchmark: str) -> None:
+    _BY_BENCHMARK.pop(benchmark, None)
