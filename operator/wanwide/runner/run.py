@@ -36,7 +36,7 @@ from wanwide.runner.bundle import (
 )
 from wanwide.runner.config import RunnerConfig
 from wanwide.runner.rally import ProgressCounter, Rally, RallyError, find_rally, rally_versions
-from wanwide.runner.upload import CredentialsMissing, UploadError, credentials, upload_bundle
+from wanwide.runner.upload import CredentialsMissing, UploadError, credentials, join_key, upload_bundle
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -265,7 +265,7 @@ def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float =
         try:
             keys = upload_bundle(bundle_dir, cfg.results.s3, rel)
             _say(f"uploaded {len(keys)} file(s) to {cfg.results.s3.endpoint} bucket {cfg.results.s3.bucket} "
-                 f"under {keys[0].rsplit('/', 1)[0] if keys else '?'}/")
+                 f"under {join_key(cfg.results.s3.prefix, rel)}/")
         except UploadError as e:
             _say(f"ERROR: {e}")
             message = str(e)
