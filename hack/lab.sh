@@ -7,5 +7,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 file=${1:-$root/manifests/examples/lab-quickstart.yaml}
 out=${2:-$root/out/quickstart}
 "$root/hack/python-env.sh"
-"$root/hack/install-lab.sh"
+# the lab writes bundles locally (S3 only when the Benchmark names an endpoint)
+WANWIDE_LAB_SKIP_S3=1 "$root/hack/install-lab.sh"
 exec "$root/.venv/bin/wanwide" lab run -f "$file" -o "$out"
