@@ -60,7 +60,14 @@ def _iterations(n: int, actions, rng: random.Random, t0: float) -> list[dict]:
 
 def generate(root: Path, iterations: int, bundles: int, seed: int = 1) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
-    from wanwide.runner.bundle import KeystoneInfo, Manifest, Status, TrialInfo, bundle_relpath, write_manifest
+    from wanwide.runner.bundle import (
+        KeystoneInfo,
+        Manifest,
+        Status,
+        TrialInfo,
+        bundle_relpath,
+        write_manifest,
+    )
 
     rng = random.Random(seed)
     per = iterations // bundles

@@ -18,8 +18,16 @@ def make_bundle(root: Path, rally_json: Path | None, *, trial: str = "t0", regio
                 params: dict | None = None, attempt: int = 1, run_id: str = "20261122t100000z-000000000001",
                 database: dict | None = None, network: dict | None = None, scenarios=None) -> Path:
     """A bundle as the runner writes it (manifest through the runner's own model)."""
-    from wanwide.runner.bundle import (DatabaseInfo, KeystoneInfo, Manifest, NetworkInfo, Status,
-                                       TrialInfo, bundle_relpath, write_manifest)
+    from wanwide.runner.bundle import (
+        DatabaseInfo,
+        KeystoneInfo,
+        Manifest,
+        NetworkInfo,
+        Status,
+        TrialInfo,
+        bundle_relpath,
+        write_manifest,
+    )
 
     d = root / bundle_relpath("bench", trial, region, attempt, run_id)
     (d / "logs").mkdir(parents=True)

@@ -75,7 +75,7 @@ def test_summary_against_raw(report):
 
 def test_summary_columns_and_points(report):
     r, _, out = report
-    header = next(csv.reader(open(out / "summary.csv")))
+    header = next(csv.reader((out / "summary.csv").read_text().splitlines()))
     assert header[:4] == ["backend", "regions", "latency_ms", "load"]
     assert header[-11:] == ["count", "mean", "std", "min", "p25", "p50", "p75", "max",
                             "iterations", "failures", "failure_rate"]
@@ -107,10 +107,10 @@ def test_bundles_read_write_and_rtt(tmp_path, data_dir, bundle_factory):
     bundle_factory(tmp_path / "b", data_dir / V12, params={"backend": "mariadb", "regions": 3},
                    database=db, network=net)
     r = build_report([tmp_path / "b"], tmp_path / "out", progress=False, store_parquet_beside=False)
-    rw = list(csv.DictReader(open(tmp_path / "out" / "read_write.csv")))
+    rw = list(csv.DictReader((tmp_path / "out" / "read_write.csv").read_text().splitlines()))
     assert rw[0]["scenario"] == AUTH and float(rw[0]["read_pct"]) == 96.5
     assert float(rw[0]["study_read_pct"]) == 96.46
-    rtt = list(csv.DictReader(open(tmp_path / "out" / "rtt.csv")))
+    rtt = list(csv.DictReader((tmp_path / "out" / "rtt.csv").read_text().splitlines()))
     far = next(x for x in rtt if x["dst"] == "r2")
     assert float(far["requested_rtt_ms"]) == 100.0 and float(far["measured_median_ms"]) == 101.2
     assert (tmp_path / "out" / "rtt.png").is_file()

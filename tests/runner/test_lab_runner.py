@@ -126,4 +126,4 @@ def test_runner_rally_s3_ingest_report(lab, tmp_path):
     assert int(tot["iterations"].iloc[0]) == 4
     assert set(rep.summary["action"]) >= {"Total", "keystone_v3.fetch_token", "keystone_v3.validate_token"}
     assert (out / "index.html").is_file() and list(out.glob("cdf-*.png"))
-    assert len(open(out / "read_write.csv").read().splitlines()) == 2
+    assert len((out / "read_write.csv").read_text().splitlines()) == 2

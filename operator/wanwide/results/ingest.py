@@ -488,10 +488,7 @@ def discover(paths: Iterable[str | Path]) -> list[Source]:
         if not p.exists():
             raise IngestError(f"{p}: no such file or directory")
         if p.is_file():
-            if p.name == MANIFEST:
-                src = Source("bundle", p.parent)
-            else:
-                src = Source("file", p)
+            src = Source("bundle", p.parent) if p.name == MANIFEST else Source("file", p)
             if src.path not in seen:
                 seen.add(src.path)
                 out.append(src)

@@ -7,6 +7,7 @@ wait for ``start_at`` → ``rally task start`` → gauges again → ``rally task
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,7 +37,13 @@ from wanwide.runner.bundle import (
 )
 from wanwide.runner.config import RunnerConfig
 from wanwide.runner.rally import ProgressCounter, Rally, RallyError, find_rally, rally_versions
-from wanwide.runner.upload import CredentialsMissing, UploadError, credentials, join_key, upload_bundle
+from wanwide.runner.upload import (
+    CredentialsMissing,
+    UploadError,
+    credentials,
+    join_key,
+    upload_bundle,
+)
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -249,10 +256,8 @@ def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float =
         status = Status(result="failed", reason="InternalError", message=f"{type(e).__name__}: {e}")
         (logs / "runner-traceback.txt").write_text(traceback.format_exc())
 
-    try:
+    with contextlib.suppress(OSError):
         host_info.loadavg_after = list(os.getloadavg())
-    except OSError:
-        pass
     m = manifest()
     write_manifest(bundle_dir, m)
     shutil.rmtree(work, ignore_errors=True)
