@@ -151,3 +151,42 @@ def testcluster() -> Iterator[TestCluster]:
     finally:
         if started_here and os.environ.get("WANWIDE_TESTCLUSTER_KEEP") != "1":
             subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=120)
+
+
+# ---- the operator under test (shared by the operator test modules) -----------------------
+
+@pytest.fixture(scope="session")
+def env(testcluster, tmp_path_factory):
+    import contextlib
+
+    from tests.cluster.operator_env import (
+        BUCKET,
+        Operator,
+        RallyStandIn,
+        install_crds,
+        install_rbac,
+        s3_client,
+    )
+
+    tc = testcluster
+    subprocess.run([str(REPO / "hack" / "testcluster.sh"), "nodes", "9"], check=True, capture_output=True)
+    ns = tc.namespace("bench")
+    install_crds(tc)
+    kubeconfig = install_rbac(tc, [ns])
+    s3 = s3_client(tc)
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
+        s3.create_bucket(Bucket=BUCKET)
+    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", ns,
+               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
+               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    op = Operator(tc, kubeconfig, [ns], log)
+    op.start()
+    standin = RallyStandIn(tc, BUCKET)
+    standin.start()
+    yield {"tc": tc, "ns": ns, "op": op, "standin": standin, "log": log}
+    standin.stop_flag.set()
+    op.stop()
+    print(log.read_text()[-5000:])
+
+

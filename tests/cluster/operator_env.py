@@ -29,6 +29,7 @@ BUNDLE = REPO / "tests" / "data" / "bundles" / "runner-real"
 SYSTEM_NS = "wanwide-system"
 SA = "wanwide-wanwide"
 RELEASE = "wanwide"
+BUCKET = "wanwide-e2e"
 
 
 def free_port() -> int:

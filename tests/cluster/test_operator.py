@@ -2,55 +2,19 @@
 
 from __future__ import annotations
 
-import base64
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from tests.cluster.operator_env import BUCKET, FIXTURE_CHART
 
-from tests.cluster.operator_env import (
-    FIXTURE_CHART,
-    Operator,
-    RallyStandIn,
-    install_crds,
-    install_rbac,
-    s3_client,
-)
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
 from wanwide.render import render_trial
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
-BUCKET = "wanwide-e2e"
-
-
-@pytest.fixture(scope="module")
-def env(testcluster, tmp_path_factory):
-    tc = testcluster
-    subprocess.run([str(REPO / "hack" / "testcluster.sh"), "nodes", "9"], check=True, capture_output=True)
-    ns = tc.namespace("bench")
-    install_crds(tc)
-    kubeconfig = install_rbac(tc, [ns])
-    s3 = s3_client(tc)
-    try:
-        s3.create_bucket(Bucket=BUCKET)
-    except s3.exceptions.BucketAlreadyOwnedByYou:
-        pass
-    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", ns,
-               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
-               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
-    log = tmp_path_factory.mktemp("operator") / "operator.log"
-    op = Operator(tc, kubeconfig, [ns], log)
-    op.start()
-    standin = RallyStandIn(tc, BUCKET)
-    standin.start()
-    yield {"tc": tc, "ns": ns, "op": op, "standin": standin, "log": log}
-    standin.stop_flag.set()
-    op.stop()
-    print(log.read_text()[-5000:])
 
 
 def example(tc, name: str, *, cleanup: str = "Always", extra: dict | None = None) -> str:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from tests.cluster.test_operator import BUCKET, env, example, wait_phase  # noqa: F401  (fixture)
+from tests.cluster.test_operator import example, wait_phase
 from tests.plan.bad_inputs import CASES
 
 pytestmark = pytest.mark.cluster
