@@ -9,11 +9,13 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from prometheus_client import Counter
 
 from .. import FIELD_MANAGER
 from ..plan import names
 
 log = logging.getLogger(__name__)
+API_REQUESTS = Counter("wanwide_api_requests_total", "Requests to the API server (helm's not counted)", ["verb"])
 
 
 class MissingSource(RuntimeError):
@@ -65,6 +67,7 @@ class Kube:
             obj = self.materialise_secret(obj)
         res = self.resource(obj["apiVersion"], obj["kind"])
         self.calls += 1
+        API_REQUESTS.labels("apply").inc()
         out = res.server_side_apply(
             body=obj,
             name=obj["metadata"]["name"],
@@ -76,6 +79,7 @@ class Kube:
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         self.calls += 1
+        API_REQUESTS.labels("get").inc()
         try:
             return self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
         except NotFoundError:
@@ -84,6 +88,7 @@ class Kube:
     def list(self, api_version: str, kind: str, selector: dict[str, str] | None = None,
              namespace: str | None = None) -> list[dict[str, Any]]:
         self.calls += 1
+        API_REQUESTS.labels("list").inc()
         label_selector = ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or None
         out = self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector)
         return [i.to_dict() for i in out.items]
@@ -92,6 +97,7 @@ class Kube:
                propagation: str = "Background") -> bool:
         """Delete; False when it was already gone."""
         self.calls += 1
+        API_REQUESTS.labels("delete").inc()
         try:
             self.resource(api_version, kind).delete(
                 name=name, namespace=namespace, body={"propagationPolicy": propagation})
@@ -101,6 +107,7 @@ class Kube:
 
     def patch_status(self, api_version: str, kind: str, name: str, namespace: str, status: dict[str, Any]) -> None:
         self.calls += 1
+        API_REQUESTS.labels("patch").inc()
         self.resource(api_version, kind).status.patch(
             name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json")
 
