@@ -39,7 +39,9 @@ def timed_out(phase: str, phase_start: str | None, timeouts: Timeouts, at: dt.da
 
 
 def forward(current: str | None, nxt: str) -> bool:
-    """Phases only move forward."""
+    """Phases only move forward; a terminal phase never changes."""
+    if current in TERMINAL:
+        return False
     cur = PHASES.index(current or "Pending")
     return PHASES.index(nxt) > cur
 
