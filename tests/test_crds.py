@@ -57,3 +57,9 @@ def test_benchmark_columns_show_phase_progress_backend():
     cols = {c["name"]: c["jsonPath"] for c in bench["spec"]["versions"][0]["additionalPrinterColumns"]}
     assert cols["Phase"] == ".status.phase" and cols["Progress"] == ".status.progress"
     assert cols["Backend"] == ".spec.database.backend"
+
+
+def test_field_reference_is_up_to_date():
+    from wanwide.docs import reference
+
+    assert (ROOT / "docs" / "reference.md").read_text() == reference(), "docs/reference.md is stale: run hack/gen.sh"
