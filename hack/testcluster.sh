@@ -39,8 +39,9 @@ pid_of() { # component -> pid if alive
   [[ -f $f ]] || return 1
   p=$(<"$f")
   [[ -n $p ]] && kill -0 "$p" 2>/dev/null || return 1
-  # guard against a recycled pid: the process must run our binary
-  [[ $(readlink -f "/proc/$p/exe" 2>/dev/null) == "$(readlink -f "$(bin_path "$1")")" ]] || return 1
+  # guard against a recycled pid: the process must run a cached <component>-<version>
+  local exe; exe=$(readlink "/proc/$p/exe" 2>/dev/null) || return 1
+  [[ ${exe##*/} == "$1"-* ]] || return 1
   echo "$p"
 }
 
@@ -252,12 +253,12 @@ start_kwok() {
 }
 
 start_versitygw() {
-  mkdir -p "$STATE/s3" "$STATE/s3-meta"
+  mkdir -p "$STATE/s3" "$STATE/meta-s3"
   # shellcheck disable=SC1091
   source "$STATE/s3.env"
   ROOT_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID ROOT_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY \
     start_bg versitygw --port "127.0.0.1:$S3_PORT" --region us-east-1 --health /health --quiet \
-    posix --sidecar "$STATE/s3-meta" "$STATE/s3"
+    posix --sidecar "$STATE/meta-s3" "$STATE/s3"
 }
 
 install_crds() {
@@ -328,13 +329,18 @@ no_notready_taints() {
 }
 
 # ---------------------------------------------------------------- commands
+take_lock() { # one up/down at a time per state dir (tests of several people may share it)
+  mkdir -p "$STATE/run"
+  exec 8>"$STATE/run/lock"
+  if ! flock -n 8; then log "another up/down runs on $STATE; waiting for it…"; flock 8; fi
+}
+
 cmd_up() {
   local t0=$SECONDS
-  build_all
   KUBECTL=${KUBECTL:-$(command -v kubectl || true)}
   [[ -n $KUBECTL ]] || die "kubectl not found"
-  mkdir -p "$STATE/run"
-  exec 8>"$STATE/run/up.lock"; flock 8
+  take_lock
+  build_all
   ensure_ports
   ensure_pki
   ensure_kubeconfigs
@@ -371,6 +377,7 @@ stop_one() { # component
 
 cmd_down() {
   [[ -d $STATE/run ]] || { log "nothing to stop"; return 0; }
+  take_lock
   local c i
   # reverse start order: clients first, etcd last
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
