@@ -34,15 +34,23 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-pid_of() { # component -> pid if alive
-  local f="$STATE/run/$1.pid" p
-  [[ -f $f ]] || return 1
-  p=$(<"$f")
-  [[ -n $p ]] && kill -0 "$p" 2>/dev/null || return 1
-  # guard against a recycled pid: the process must run a cached <component>-<version>
-  local exe; exe=$(readlink "/proc/$p/exe" 2>/dev/null) || return 1
+is_ours() { # component pid: runs a cached <component>-<version> on this state dir
+  local exe; exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
   [[ ${exe##*/} == "$1"-* ]] || return 1
-  echo "$p"
+  tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null | grep -qF -- "$STATE/"
+}
+
+pid_of() { # component -> pid if alive
+  local f="$STATE/run/$1.pid" p=""
+  [[ -f $f ]] && p=$(<"$f")
+  if [[ -n $p ]] && is_ours "$1" "$p"; then echo "$p"; return 0; fi
+  # pid file lost (e.g. two runs raced): adopt the running process
+  local d
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    if is_ours "$1" "$p"; then mkdir -p "$STATE/run"; echo "$p" >"$f"; echo "$p"; return 0; fi
+  done
+  return 1
 }
 
 start_bg() { # component args... (binary from cache, log in run/<c>.log)
