@@ -59,7 +59,8 @@ start_bg() { # component args... (binary from cache, log in run/<c>.log)
   if pid_of "$c" >/dev/null; then return 0; fi
   log "starting $c"
   # setsid: own session, so `down` can stop it without touching anything else
-  setsid "$b" "$@" >>"$STATE/run/$c.log" 2>&1 </dev/null &
+  # close the lock fds (8, 9): a daemon holding them would keep the locks forever
+  setsid "$b" "$@" >>"$STATE/run/$c.log" 2>&1 </dev/null 8>&- 9>&- &
   echo $! >"$STATE/run/$c.pid"
 }
 
@@ -270,15 +271,22 @@ start_versitygw() {
 }
 
 install_crds() {
-  log "installing CRDs (Chaos Mesh, prometheus-operator, stand-ins)"
   local files=() f
   files+=("$("$REPO/hack/upstream-crds.sh" chaos-mesh)")
   while IFS= read -r f; do files+=("$f"); done < <("$REPO/hack/upstream-crds.sh" prometheus-operator)
   files+=("$HERE"/crds/*.yaml)
+  local sum; sum=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
+  if [[ -f $STATE/crds.sha256 && $(<"$STATE/crds.sha256") == "$sum" ]] &&
+     kc get crd networkchaos.chaos-mesh.org servicemonitors.monitoring.coreos.com \
+       mariadbs.k8s.mariadb.com crdbclusters.crdb.cockroachlabs.com >/dev/null 2>&1; then
+    log "CRDs already installed (unchanged)"; return 0
+  fi
+  log "installing CRDs (Chaos Mesh, prometheus-operator, stand-ins)"
   local args=()
   for f in "${files[@]}"; do args+=(-f "$f"); done
   kc apply --server-side --force-conflicts --field-manager=wanwide-testcluster "${args[@]}" >/dev/null
   kc wait --for condition=established --timeout=60s crd --all >/dev/null
+  echo "$sum" >"$STATE/crds.sha256"
 }
 
 # ---------------------------------------------------------------- nodes
@@ -340,7 +348,10 @@ no_notready_taints() {
 take_lock() { # one up/down at a time per state dir (tests of several people may share it)
   mkdir -p "$STATE/run"
   exec 8>"$STATE/run/lock"
-  if ! flock -n 8; then log "another up/down runs on $STATE; waiting for it…"; flock 8; fi
+  if ! flock -n 8; then
+    log "another up/down runs on $STATE; waiting for it…"
+    flock -w 600 8 || die "lock $STATE/run/lock still held after 600 s (see: fuser $STATE/run/lock)"
+  fi
 }
 
 cmd_up() {
