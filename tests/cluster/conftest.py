@@ -146,11 +146,35 @@ def testcluster() -> Iterator[TestCluster]:
         bin_dir=bin_dir,
         env=env,
     )
+    # Several pytest sessions (people, CI) may share one cluster: each registers
+    # itself, and the one that started it stops it only when no other is left.
+    users = state / "run" / "users"
+    users.mkdir(parents=True, exist_ok=True)
+    me = users / str(os.getpid())
+    me.touch()
     try:
         yield tc
     finally:
-        if started_here and os.environ.get("WANWIDE_TESTCLUSTER_KEEP") != "1":
-            subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=120)
+        me.unlink(missing_ok=True)
+        if (
+            started_here
+            and os.environ.get("WANWIDE_TESTCLUSTER_KEEP") != "1"
+            and not _other_live_users(users)
+        ):
+            subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=180)
+
+
+def _other_live_users(users: Path) -> bool:
+    alive = False
+    for f in users.iterdir():
+        try:
+            os.kill(int(f.name), 0)
+            alive = True
+        except (ValueError, ProcessLookupError):
+            f.unlink(missing_ok=True)
+        except PermissionError:
+            alive = True
+    return alive
 
 
 # ---- the operator under test (shared by the operator test modules) -----------------------
