@@ -182,9 +182,10 @@ class LabRun:
             db = self._database(svc, p)
             ks = self._keystones(svc, p, db, say)
             say("Loading", f"Rally in {', '.join(p.load_regions)} ({p.load} load)")
-            # Each runner first creates Rally's database and environment (10–20 s, more on a
-            # busy machine): the shared start leaves room for that.
-            lead = max(seconds(p.spec.workload.start_delay), 25.0 + 3.0 * len(p.load_regions))
+            # Each runner first creates Rally's database and environment (10–45 s, depending on
+            # the machine's load); they are released together (SIGUSR1) once every one of them
+            # waits, and at the latest at this deadline.
+            lead = max(seconds(p.spec.workload.start_delay), 300.0)
             start = datetime.now(UTC) + timedelta(seconds=lead)
             player = FaultPlayer(net, p, start.timestamp())
             player.start()
@@ -256,6 +257,8 @@ class LabRun:
                                 db_port=db[r].port, local_dir=str(self.out / "bundles"))
             cfg["results"]["s3"] = None
             cfg["keystone"]["cache"] = ks[r].info["cache"]
+            cfg["versions"].pop("keystone-chart", None)  # the Kubernetes provider's chart: not run here
+            cfg["versions"].update(lab_versions())
             cfg["versions"]["lab-shaper"] = shaper
             cfg["namespace"] = "lab"
             path = logs / f"runner-{r}.json"
@@ -268,7 +271,15 @@ class LabRun:
         budget = seconds(p.spec.timeouts.loading)
         t0 = time.monotonic()
         last = ""
+        released = False
         while any(pr.poll() is None for pr in procs.values()):
+            if not released and all("waiting for start_at" in _text(logs / f"runner-{r}.log") or procs[r].poll() is not None
+                                    for r in p.load_regions):
+                for pr in procs.values():
+                    if pr.poll() is None:
+                        pr.send_signal(signal.SIGUSR1)
+                released = True
+                say("Loading", f"all {len(procs)} runner(s) ready: released together")
             if time.monotonic() - t0 > budget:
                 for pr in procs.values():
                     pr.kill()
@@ -279,6 +290,36 @@ class LabRun:
                 last = line
             time.sleep(2)
         return {r: pr.returncode for r, pr in procs.items()}
+
+
+_VERSIONS: dict[str, str] = {}
+
+
+def lab_versions() -> dict[str, str]:
+    """Versions of what the lab runs (Keystone from its venv, MariaDB, Galera), for the bundles."""
+    if not _VERSIONS:
+        site = sorted(paths.keystone_venv().glob("lib/python3*/site-packages"))
+        for dist in ("keystone", "oslo_db", "pymysql"):
+            for d in (site[-1].glob(f"{dist}-*.dist-info") if site else []):
+                _VERSIONS[dist.replace("_", ".")] = d.name[len(dist) + 1:-len(".dist-info")]
+        for key, argv in (("mariadb", ["mariadbd", "--version"]),
+                          ("galera", ["dpkg-query", "-W", "-f", "${Version}", "galera-4"])):
+            try:
+                out = subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
+            except (OSError, subprocess.SubprocessError):
+                continue
+            words = out.split()
+            ver = words[words.index("Ver") + 1] if "Ver" in words[:-1] else out.strip()
+            if ver:
+                _VERSIONS[key] = ver
+    return dict(_VERSIONS)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _last_progress(path: Path) -> str:

@@ -11,7 +11,9 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -89,16 +91,27 @@ def check_start(cfg: RunnerConfig, now: datetime) -> None:
         )
 
 
-def wait_until(start: datetime, report_every_s: float = 10.0) -> None:
+RELEASE = threading.Event()  # set by SIGUSR1: a coordinator releases every waiting runner at once
+
+
+def _on_release(_signum: int, _frame: object) -> None:
+    RELEASE.set()
+
+
+def wait_until(start: datetime, report_every_s: float = 10.0) -> datetime:
+    """Wait for ``start`` (or an earlier SIGUSR1 release); returns the instant the wait ended for."""
     last = 0.0
     while True:
+        if RELEASE.is_set():
+            _say("released by the coordinator (SIGUSR1)")
+            return now_utc()
         left = (start - now_utc()).total_seconds()
         if left <= 0:
-            return
+            return start
         if time.monotonic() - last >= report_every_s or left < 0.5:
             _say(f"waiting for start_at {iso(start)}: {left:.1f}s to go")
             last = time.monotonic()
-        time.sleep(min(left, 1.0, report_every_s))
+        RELEASE.wait(min(left, 0.2, report_every_s))
 
 
 def _expected_iterations(task: dict) -> int | None:
@@ -130,6 +143,12 @@ def _summarise_rally_json(path: Path) -> RallyInfo:
 
 
 def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
+    with contextlib.suppress(ValueError):  # only the main thread may install handlers
+        signal.signal(signal.SIGUSR1, _on_release)
+    return _run(cfg, run_id=run_id, task_timeout_s=task_timeout_s)
+
+
+def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
     """Do one run; never raises for run failures, returns the outcome with an exit code."""
     run_id = run_id or new_run_id()
     rel = bundle_relpath(cfg.benchmark, cfg.trial.id, cfg.region, cfg.attempt, run_id)
@@ -200,7 +219,8 @@ def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float =
         start = cfg.start_time()
         if start is not None:
             check_start(cfg, now_utc())
-            wait_until(start)
+            start = wait_until(start)
+            start_info.scheduled = iso(start)
         actual = now_utc()
         start_info.actual = iso(actual)
         if start is not None:
