@@ -76,7 +76,7 @@ def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:
     return found
 
 
-def verify_network(net: Network, p: TrialPlan, samples: int = 10) -> tuple[list[dict[str, Any]], list[str]]:
+def verify_network(net: Network, p: TrialPlan, samples: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
     """Measured RTT of every region pair against the request; the pairs that are off."""
     rows, off = [], []
     names = p.region_names
@@ -173,8 +173,9 @@ class LabRun:
         player: FaultPlayer | None = None
         try:
             rows, off = verify_network(net, p)
-            (self.out / "network").mkdir(parents=True, exist_ok=True)
-            (self.out / "network" / f"{p.id}.json").write_text(json.dumps(
+            # per Benchmark: a file may hold several, whose trial ids (t000…) repeat
+            (self.out / "network" / p.benchmark).mkdir(parents=True, exist_ok=True)
+            (self.out / "network" / p.benchmark / f"{p.id}.json").write_text(json.dumps(
                 {"shaper": net.shaper, "pairs": rows}, indent=1))
             say("VerifyingNetwork", f"{len(rows)} pairs measured; shaper {net.shaper}")
             if off:
@@ -241,7 +242,7 @@ class LabRun:
     def _load(self, net: Network, p: TrialPlan, ks: dict[str, Service], db: dict[str, Service],
               start: datetime, attempt: int, say, shaper: str) -> dict[str, int]:
         procs: dict[str, subprocess.Popen] = {}
-        logs = self.out / "logs" / p.id
+        logs = self.out / "logs" / p.benchmark / p.id
         logs.mkdir(parents=True, exist_ok=True)
         wanwide = str(Path(sys.executable).with_name("wanwide"))
         for r in p.load_regions:
