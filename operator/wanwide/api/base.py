@@ -43,10 +43,14 @@ def cel(rule: str, message: str, field_path: str | None = None) -> dict[str, str
     return entry
 
 
-class ObjectMeta(Model):
-    """The part of ``metadata`` the planner reads."""
+class Observed(Model):
+    """Base of what is read back from the API server (status, whole documents): extra fields ignored."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+
+class ObjectMeta(Observed):
+    """The part of ``metadata`` the planner reads."""
 
     name: str
     namespace: str = "default"

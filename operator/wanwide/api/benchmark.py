@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .base import DNS_LABEL_RE, Model, ObjectMeta, RegionName, cel
+from .base import DNS_LABEL_RE, Model, ObjectMeta, Observed, RegionName, cel
 from .scenarios import FULL_NAME_RE, SHORT_NAMES
 from .topology import Condition, TopologySpec
 from .units import Duration, Percent
@@ -305,9 +305,7 @@ class BenchmarkSpec(Model):
         return self
 
 
-class TrialCounts(Model):
-    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
-                              populate_by_name=True, frozen=True)
+class TrialCounts(Observed):
     total: int = 0
     pending: int = 0
     running: int = 0
@@ -315,9 +313,7 @@ class TrialCounts(Model):
     failed: int = 0
 
 
-class BenchmarkStatus(Model):
-    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
-                              populate_by_name=True, frozen=True)
+class BenchmarkStatus(Observed):
     phase: str | None = None
     progress: str | None = None
     observed_generation: int | None = None
@@ -329,10 +325,7 @@ class BenchmarkStatus(Model):
     completion_time: str | None = None
 
 
-class Benchmark(Model):
-    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
-                              populate_by_name=True, frozen=True)
-
+class Benchmark(Observed):
     api_version: Literal["wanwide.io/v1alpha1"] = "wanwide.io/v1alpha1"
     kind: Literal["Benchmark"] = "Benchmark"
     metadata: ObjectMeta

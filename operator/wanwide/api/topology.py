@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .base import Model, ObjectMeta, RegionName, cel
+from .base import Model, ObjectMeta, Observed, RegionName, cel
 from .units import Duration, Percent, Rate
 
 
@@ -132,11 +132,8 @@ class TopologySpec(Model):
         return self
 
 
-class Condition(Model):
+class Condition(Observed):
     """A Kubernetes-style condition."""
-
-    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
-                              populate_by_name=True, frozen=True)
 
     type: str
     status: Literal["True", "False", "Unknown"]
@@ -146,10 +143,7 @@ class Condition(Model):
     last_transition_time: str | None = None
 
 
-class TopologyStatus(Model):
-    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
-                              populate_by_name=True, frozen=True)
-
+class TopologyStatus(Observed):
     regions: int | None = None
     groups: int | None = None
     matrix: str | None = Field(None, description="Summary of the resolved RTT matrix.")
@@ -157,11 +151,8 @@ class TopologyStatus(Model):
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class Topology(Model):
+class Topology(Observed):
     """A Topology document."""
-
-    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
-                              populate_by_name=True, frozen=True)
 
     api_version: Literal["wanwide.io/v1alpha1"] = "wanwide.io/v1alpha1"
     kind: Literal["Topology"] = "Topology"

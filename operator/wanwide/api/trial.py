@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
-from .base import Model, ObjectMeta
+from .base import Model, ObjectMeta, Observed
 from .topology import Condition
 
 PHASES = (
@@ -31,9 +31,7 @@ class TrialSpec(Model):
     plan_generation: int = Field(0, ge=0, description="Benchmark generation this trial was planned from.")
 
 
-class TrialStatus(Model):
-    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
-                              populate_by_name=True, frozen=True)
+class TrialStatus(Observed):
     phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
     phase_start_time: str | None = None
     attempt: int = 0
@@ -47,9 +45,7 @@ class TrialStatus(Model):
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class Trial(Model):
-    model_config = ConfigDict(extra="ignore", alias_generator=Model.model_config["alias_generator"],
-                              populate_by_name=True, frozen=True)
+class Trial(Observed):
     api_version: Literal["wanwide.io/v1alpha1"] = "wanwide.io/v1alpha1"
     kind: Literal["Trial"] = "Trial"
     metadata: ObjectMeta
