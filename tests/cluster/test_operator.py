@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.cluster.operator_env import BUCKET, FIXTURE_CHART
 
+from tests.cluster.operator_env import BUCKET, FIXTURE_CHART
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
 from wanwide.render import render_trial

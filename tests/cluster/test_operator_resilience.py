@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from tests.cluster.test_operator import example, wait_phase
 from tests.plan.bad_inputs import CASES
 
