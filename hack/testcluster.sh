@@ -356,10 +356,9 @@ take_lock() { # one up/down at a time per state dir (tests of several people may
 
 cmd_up() {
   local t0=$SECONDS
-  KUBECTL=${KUBECTL:-$(command -v kubectl || true)}
-  [[ -n $KUBECTL ]] || die "kubectl not found"
   take_lock
   build_all
+  resolve_kubectl
   ensure_ports
   ensure_pki
   ensure_kubeconfigs
@@ -428,18 +427,31 @@ cmd_status() {
     fi
   done
   if [[ -f $STATE/kubeconfig ]] && pid_of kube-apiserver >/dev/null; then
-    KUBECTL=${KUBECTL:-kubectl}
+    resolve_kubectl
     kc version 2>/dev/null | sed 's/^/  /' || true
     kc get nodes -L topology.kubernetes.io/region 2>/dev/null | sed 's/^/  /' || true
   fi
   return "$rc"
 }
 
+# kubectl from PATH, else a cached one built from k8s.io/kubernetes (same version)
+resolve_kubectl() {
+  [[ -n ${KUBECTL:-} ]] && return 0
+  KUBECTL=$(command -v kubectl || true)
+  if [[ -z $KUBECTL ]]; then
+    build_kube kubectl
+    KUBECTL=$(bin_path kubectl)
+  fi
+}
+
 # handy names for the cached binaries (helm, kwok …) without versions
 link_bins() {
   mkdir -p "$BIN/links"
   local n
-  for n in "${ALL_BINARIES[@]}"; do ln -sfn "$(bin_path "$n")" "$BIN/links/$n"; done
+  for n in "${ALL_BINARIES[@]}" kubectl; do
+    [[ -x $(bin_path "$n") ]] && ln -sfn "$(bin_path "$n")" "$BIN/links/$n"
+  done
+  return 0
 }
 
 main() {
@@ -452,7 +464,7 @@ main() {
     env) cmd_env ;;
     status) cmd_status ;;
     nodes)
-      KUBECTL=${KUBECTL:-$(command -v kubectl)}
+      resolve_kubectl
       ensure_ports
       ensure_nodes "${1:?usage: $0 nodes N}" ;;
     bin) bin_path "${1:?usage: $0 bin NAME}" ;;

@@ -22,7 +22,7 @@ log() { printf '[testcluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 bin_path() {
   case "$1" in
     etcd) echo "$BIN/etcd-$ETCD_VERSION" ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler) echo "$BIN/$1-$KUBE_VERSION" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) echo "$BIN/$1-$KUBE_VERSION" ;;
     kwok) echo "$BIN/kwok-$KWOK_VERSION" ;;
     helm) echo "$BIN/helm-$HELM_VERSION" ;;
     versitygw) echo "$BIN/versitygw-$VERSITYGW_VERSION" ;;
@@ -84,7 +84,7 @@ prepare_kube_module() {
   echo "$mod"
 }
 
-build_kube() { # kube-apiserver|kube-controller-manager|kube-scheduler
+build_kube() { # kube-apiserver|kube-controller-manager|kube-scheduler|kubectl
   local name=$1 dst; dst=$(bin_path "$name"); [[ -x $dst ]] && return 0
   local mod hint=3; mod=$(prepare_kube_module)
   [[ $name == kube-apiserver ]] && hint=10
