@@ -35,6 +35,11 @@ class Model(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+def cel_matches(regex: str) -> str:
+    """A CEL ``self.matches('…')`` rule; backslashes escaped for CEL's string literal."""
+    return "self.matches('" + regex.replace("\\", "\\\\") + "')"
+
+
 def cel(rule: str, message: str, field_path: str | None = None) -> dict[str, str]:
     """One ``x-kubernetes-validations`` entry."""
     entry = {"rule": rule, "message": message}

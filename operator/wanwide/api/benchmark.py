@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .base import DNS_LABEL_RE, Model, ObjectMeta, Observed, RegionName, cel
+from .base import DNS_LABEL_RE, Model, ObjectMeta, Observed, RegionName, cel, cel_matches
 from .scenarios import FULL_NAME_RE, SHORT_NAMES
 from .topology import Condition, TopologySpec
 from .units import Duration, Percent
@@ -17,7 +17,7 @@ Load = Literal["light", "high"]
 CleanupPolicy = Literal["Always", "OnSuccess", "Never"]
 
 _SCENARIO_RULE = (
-    "self in [" + ", ".join(f"'{s}'" for s in SHORT_NAMES) + f"] || self.matches('{FULL_NAME_RE}')"
+    "self in [" + ", ".join(f"'{s}'" for s in SHORT_NAMES) + "] || " + cel_matches(FULL_NAME_RE)
 )
 _SCENARIO_MSG = (
     "unknown scenario: use a short name (" + ", ".join(SHORT_NAMES) + ") or a full Rally name such as KeystoneBasic.create_and_list_users"

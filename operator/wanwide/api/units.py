@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, WithJsonSchema
 
+from .base import cel_matches
+
 DURATION_RE = r"^[0-9]+(\.[0-9]+)?(us|ms|s|m|h)$"
 PERCENT_RE = r"^(100(\.0+)?|[0-9]{1,2}(\.[0-9]+)?)%$"
 RATE_RE = r"^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|tbit)$"
@@ -41,7 +43,7 @@ def _schema(regex: str, hint: str) -> dict[str, Any]:
         "type": "string",
         "maxLength": 32,
         "x-kubernetes-validations": [
-            {"rule": f"self.matches('{regex}')", "message": hint},
+            {"rule": cel_matches(regex), "message": hint},
         ],
     }
 
