@@ -73,6 +73,12 @@ spec:
     metadata: {{labels: {{app: web}}}}
     spec:
       nodeSelector: {{type: kwok}}
+      affinity:  # other tests may add nodes (hack/testcluster.sh nodes N): stay on r1..r3
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - {{key: wanwide.io/region, operator: In, values: [r1, r2, r3]}}
       topologySpreadConstraints:
       - maxSkew: 1
         topologyKey: topology.kubernetes.io/region
