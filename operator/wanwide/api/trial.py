@@ -35,6 +35,8 @@ class TrialStatus(Observed):
     phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
     phase_start_time: str | None = None
     attempt: int = 0
+    done: list[str] = Field(default_factory=list, description="Steps of the current phase already carried out.")
+    outcome: Literal["Succeeded", "Failed"] | None = Field(None, description="Result decided before clean-up.")
     reason: str | None = None
     message: str | None = None
     load_start_at: str | None = None
