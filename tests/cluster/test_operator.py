@@ -79,8 +79,9 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     for reason in ("Injecting", "Loading", "Collecting", "Succeeded"):
         assert reason in events
     # a keystone release per region, installed by helm
-    rels = tc.helm("list", "-A", "-o", "json").stdout
-    assert rels.count('"name":"keystone"') == 9
+    rels = json.loads(tc.helm("list", "-A", "-o", "json").stdout)
+    mine = [r for r in rels if r["namespace"] in {p.namespace(x) for x in p.region_names}]
+    assert len(mine) == 9 and all(r["name"] == "keystone" and r["status"] == "deployed" for r in mine)
     # deleting the Benchmark removes namespaces (cleanup: Never keeps them until then)
     tc.kubectl("delete", "benchmark", "uniform-9", "-n", ns, "--timeout=180s")
     nss = tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=uniform-9")["items"]
