@@ -150,3 +150,12 @@ class RallyStandIn(threading.Thread):
             if f.is_file():
                 body = json.dumps(manifest).encode() if f.name == "manifest.json" else f.read_bytes()
                 self.s3.put_object(Bucket=self.bucket, Key=base + str(f.relative_to(BUNDLE)), Body=body)
+
+
+def owned(tc, kind: str, bench_ns: str, bench: str) -> list[dict[str, Any]]:
+    """Objects of ``kind`` (cluster-wide) that belong to this Benchmark (not a namesake elsewhere)."""
+    from wanwide.plan.names import short_hash
+
+    tag = f"-{short_hash(f'{bench_ns}/{bench}')}-t"
+    items = tc.kubectl_json("get", kind, "-A", "-l", f"wanwide.io/benchmark={bench}")["items"]
+    return [i for i in items if tag in (i["metadata"].get("namespace") or i["metadata"]["name"])]

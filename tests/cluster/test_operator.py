@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.operator_env import BUCKET, FIXTURE_CHART
+from tests.cluster.operator_env import BUCKET, FIXTURE_CHART, owned
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
 from wanwide.render import render_trial
@@ -74,8 +74,7 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     trial = tc.kubectl_json("get", "trial", "uniform-9-t000", "-n", ns)
     assert trial["metadata"]["ownerReferences"][0]["name"] == "uniform-9"
     assert trial["status"]["phase"] == "Succeeded"
-    left = tc.kubectl_json("get", "networkchaos", "-A", "-l", "wanwide.io/benchmark=uniform-9")["items"]
-    assert left == []
+    assert owned(tc, "networkchaos", ns, "uniform-9") == []
     events = tc.kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.name=uniform-9-t000").stdout
     for reason in ("Injecting", "Loading", "Collecting", "Succeeded"):
         assert reason in events
@@ -85,7 +84,8 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     assert len(mine) == 9 and all(r["name"] == "keystone" and r["status"] == "deployed" for r in mine)
     # deleting the Benchmark removes namespaces (cleanup: Never keeps them until then)
     tc.kubectl("delete", "benchmark", "uniform-9", "-n", ns, "--timeout=180s")
-    nss = tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=uniform-9")["items"]
+    nss = [n for n in tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=uniform-9")["items"]
+           if n["metadata"]["name"] in p.namespaces]
     assert all(n["metadata"].get("deletionTimestamp") for n in nss)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.cluster.operator_env import owned
 from tests.cluster.test_operator import example, wait_phase
 from tests.plan.bad_inputs import CASES
 
@@ -57,10 +58,8 @@ def test_killed_operator_resumes_each_trial_exactly_once(env):
     assert sorted(s["trial"] for s in mine) == ["t000", "t001"], mine
     assert all(s["attempt"] == 1 for s in mine)
     # nothing orphaned
-    assert tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=kills")["items"] == [] or all(
-        n["metadata"].get("deletionTimestamp") for n in
-        tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=kills")["items"])
-    assert tc.kubectl_json("get", "networkchaos", "-A", "-l", "wanwide.io/benchmark=kills")["items"] == []
+    assert all(n["metadata"].get("deletionTimestamp") for n in owned(tc, "namespaces", ns, "kills"))
+    assert owned(tc, "networkchaos", ns, "kills") == []
     tc.kubectl("delete", "benchmark", "kills", "-n", ns, "--timeout=120s")
 
 
@@ -74,12 +73,12 @@ def test_delete_mid_load_leaves_no_chaos(env):
     while _trial_phase(tc, ns, "hierarchical-9-t000") != "Loading":
         assert time.time() < deadline, "never reached Loading"
         time.sleep(2)
-    chaos = tc.kubectl_json("get", "networkchaos", "-A", "-l", "wanwide.io/benchmark=hierarchical-9")["items"]
+    chaos = owned(tc, "networkchaos", ns, "hierarchical-9")
     assert len(chaos) > 0
     tc.kubectl("delete", "benchmark", "hierarchical-9", "-n", ns, "--timeout=240s")
-    assert tc.kubectl_json("get", "networkchaos", "-A", "-l", "wanwide.io/benchmark=hierarchical-9")["items"] == []
+    assert owned(tc, "networkchaos", ns, "hierarchical-9") == []
     deadline = time.time() + 120
-    while tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=hierarchical-9")["items"]:
+    while owned(tc, "namespaces", ns, "hierarchical-9"):
         assert time.time() < deadline, "trial namespaces not gone"
         time.sleep(2)
 
