@@ -65,8 +65,9 @@ class Background:
     again (it is idempotent), and a release left pending by a killed helm is reset first.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_running: int = 4) -> None:
         self.procs: dict[str, tuple[subprocess.Popen[str], str, str]] = {}
+        self.max_running = max_running
 
     @staticmethod
     def key(rel: HelmRelease) -> str:
@@ -76,6 +77,8 @@ class Background:
         """'running', 'done', or raises HelmError."""
         k = self.key(rel)
         if k not in self.procs:
+            if sum(p.poll() is None for p, _, _ in self.procs.values()) >= self.max_running:
+                return "running"  # queued: at most max_running helm processes at once
             st = status(rel.name, rel.namespace, kubeconfig)
             if st == "deployed":
                 return "done"
