@@ -116,6 +116,7 @@ class RallyStandIn(threading.Thread):
         super().__init__(daemon=True)
         self.tc, self.bucket = tc, bucket
         self.seen: dict[str, dict[str, Any]] = {}  # job uid -> info
+        self.hold: set[str] = set()  # benchmarks whose Rally "never finishes" (no bundle uploaded)
         self.stop_flag = threading.Event()
         self.s3 = s3_client(tc)
 
@@ -133,6 +134,8 @@ class RallyStandIn(threading.Thread):
                 ns = job["metadata"]["namespace"]
                 cm = self.tc.kubectl_json("get", "configmap", "rally-config", "-n", ns)
                 cfg = json.loads(cm["data"]["runner.json"])
+                if cfg["benchmark"] in self.hold:
+                    continue
                 self.seen[uid] = {"namespace": ns, "trial": cfg["trial"]["id"], "region": cfg["region"],
                                   "attempt": cfg["attempt"], "benchmark": cfg["benchmark"]}
                 self.upload(cfg)
