@@ -99,6 +99,8 @@ def test_45_regions_reconcile(env, record_property):
     text = example(tc, "regions-sweep.yaml", extra={"matrix": {"backend": ["galera"], "regions": [45], "load": ["high"]}})
     docs = list(yaml.safe_load_all(text))
     docs[1]["spec"]["workload"]["scenarios"] = docs[1]["spec"]["workload"]["scenarios"][:1]
+    docs[1]["spec"]["timeouts"]["provisioning"] = "20m"  # 45 helm releases, 4 at a time
+    docs[1]["spec"]["timeouts"]["cleaningUp"] = "10m"
     t0 = time.time()
     tc.apply(yaml.safe_dump_all(docs), ns)
     b = wait_phase(tc, ns, "regions-sweep", ("Succeeded", "Failed"), 900)

@@ -37,6 +37,7 @@ class TrialStatus(Observed):
     attempt: int = 0
     done: list[str] = Field(default_factory=list, description="Steps of the current phase already carried out.")
     outcome: Literal["Succeeded", "Failed"] | None = Field(None, description="Result decided before clean-up.")
+    outcome_message: str | None = Field(None, description="Why the trial failed (kept through clean-up).")
     reason: str | None = None
     message: str | None = None
     load_start_at: str | None = None

@@ -169,6 +169,8 @@ def trial(body: kopf.Body, status: kopf.Status, patch: kopf.Patch, **_: Any) -> 
         patch.status["phase"] = res.phase
         patch.status["phaseStartTime"] = at
         patch.status["reason"] = res.reason
+        if res.phase == "CleaningUp" and res.status.get("outcome") == "Failed":
+            patch.status["outcomeMessage"] = res.message
         if res.phase in trialstate.TERMINAL:
             patch.status["completionTime"] = at
         metrics.PHASE_CHANGES.labels(res.phase).inc()

@@ -339,7 +339,7 @@ def cleaning_up(ctx: TrialContext) -> Step:
             step.message = f"deleting {len(left)} namespace(s)"
             return step
     reason = ctx.status.get("reason") if outcome == "Failed" else "Completed"
-    message = ctx.status.get("message") if outcome == "Failed" else "chaos removed; results stored"
+    message = ctx.status.get("outcomeMessage") if outcome == "Failed" else "chaos removed; results stored"
     return Step(outcome, reason or outcome, message or "")
 
 
