@@ -54,7 +54,8 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     bench = wait_phase(tc, ns, "uniform-9", ("Succeeded", "Failed"), 420)
     assert bench["status"]["phase"] == "Succeeded", bench["status"]
     assert bench["status"]["progress"] == "1/1"
-    assert bench["status"]["resultsURI"].startswith(f"s3://{BUCKET}/e2e/uniform-9/")
+    uid8 = bench["metadata"]["uid"][:8]
+    assert bench["status"]["resultsURI"] == f"s3://{BUCKET}/e2e/{ns}/{uid8}/uniform-9/"
     # every object the planner promised exists, with its labels, in its namespace
     docs = load_documents([text.replace("namespace: default", f"namespace: {ns}")])
     b = docs.benchmarks[0].model_copy(update={"metadata": docs.benchmarks[0].metadata.model_copy(update={"namespace": ns})})

@@ -127,7 +127,7 @@ def summary(bench: dict[str, Any], ts: list[dict[str, Any]]) -> dict[str, Any]:
     for t in ts:
         u = (t.get("status") or {}).get("resultsURI")
         if u:
-            uri = u.rsplit("/", 2)[0] + "/"  # the benchmark's prefix
+            uri = u.rstrip("/").rsplit("/", 1)[0] + "/"  # the benchmark's prefix (…/<benchmark>/)
             break
     return {
         "trials": c,

@@ -9,8 +9,19 @@ from ..plan.trial import TrialPlan
 from ..render.rally import ResultsTarget, results_target
 
 
-def target(kube: Kube, plan: TrialPlan) -> ResultsTarget | None:
-    """results.s3, or the endpoint/bucket an ObjectBucketClaim's ConfigMap gives."""
+def target(kube: Kube, plan: TrialPlan, instance: str | None = None) -> ResultsTarget | None:
+    """results.s3, or the endpoint/bucket an ObjectBucketClaim's ConfigMap gives.
+
+    ``instance`` (the Benchmark's uid) goes into the prefix with the namespace, so a
+    Benchmark re-created under the same name never meets an earlier run's bundles.
+    """
+    t = _target(kube, plan)
+    if t is None or not instance:
+        return t
+    return ResultsTarget(t.endpoint, t.bucket, f"{t.prefix.strip('/')}/{plan.bench_namespace}/{instance[:8]}", t.region)
+
+
+def _target(kube: Kube, plan: TrialPlan) -> ResultsTarget | None:
     t = results_target(plan)
     if t is not None:
         return t
@@ -40,9 +51,9 @@ def _credentials(kube: Kube, plan: TrialPlan) -> tuple[str | None, str | None]:
     return None, None
 
 
-def bundles(kube: Kube, plan: TrialPlan, attempt: int) -> tuple[list[str], list[str], str]:
+def bundles(kube: Kube, plan: TrialPlan, attempt: int, instance: str | None = None) -> tuple[list[str], list[str], str]:
     """(regions with a bundle manifest for this attempt, regions without, URI of the trial's results)."""
-    t = target(kube, plan)
+    t = target(kube, plan, instance)
     if t is None:
         return list(plan.load_regions), [], ""
     base = f"{t.prefix.strip('/')}/{plan.benchmark}/{plan.id}/"

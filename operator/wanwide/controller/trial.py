@@ -82,6 +82,12 @@ class TrialContext:
         return self.trial.get("status") or {}
 
     @property
+    def instance(self) -> str | None:
+        """The owning Benchmark's uid (part of the results prefix)."""
+        owners = self.trial["metadata"].get("ownerReferences") or []
+        return owners[0]["uid"] if owners else None
+
+    @property
     def plan(self) -> TrialPlan:
         if self._plan is None:
             self._plan = trial_plan(self.trial)
@@ -95,7 +101,7 @@ class TrialContext:
                 start_at=st.get("loadStartAt"),
                 attempt=max(1, int(st.get("attempt") or 1)),
                 passwords=passwords,
-                results=results.target(self.kube, self.plan),
+                results=results.target(self.kube, self.plan, self.instance),
                 plan_generation=int(self.trial["spec"].get("planGeneration", 0)),
             )
         return self._rendered
@@ -309,7 +315,7 @@ def _faults(ctx: TrialContext, step: Step) -> None:
 def collecting(ctx: TrialContext) -> Step:
     p = ctx.plan
     attempt = max(1, int(ctx.status.get("attempt") or 1))
-    found, missing, uri = results.bundles(ctx.kube, p, attempt)
+    found, missing, uri = results.bundles(ctx.kube, p, attempt, ctx.instance)
     if missing:
         return Step(message=f"waiting for result bundles of {', '.join(missing)} in {uri}")
     return Step("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}", {"resultsURI": uri, "outcome": "Succeeded"})
