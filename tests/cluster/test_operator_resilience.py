@@ -30,6 +30,7 @@ def test_killed_operator_resumes_each_trial_exactly_once(env):
     docs = list(yaml.safe_load_all(text))
     for d in docs:
         d["metadata"]["name"] = "kills"
+    docs[0]["spec"]["generate"]["count"] = 3  # several kills per trial, not a scale test
     docs[1]["spec"]["topologyRef"] = "kills"
     tc.apply(yaml.safe_dump_all(docs), ns)
     rng = random.Random(7)
@@ -104,7 +105,7 @@ def test_45_regions_reconcile(env, record_property):
     text = example(tc, "regions-sweep.yaml", extra={"matrix": {"backend": ["galera"], "regions": [45], "load": ["high"]}})
     docs = list(yaml.safe_load_all(text))
     docs[1]["spec"]["workload"]["scenarios"] = docs[1]["spec"]["workload"]["scenarios"][:1]
-    docs[1]["spec"]["timeouts"]["provisioning"] = "20m"  # 45 helm releases, 4 at a time
+    docs[1]["spec"]["timeouts"]["provisioning"] = "20m"  # 45 helm releases, 8 at a time
     docs[1]["spec"]["timeouts"]["cleaningUp"] = "10m"
     before = _api_requests(env)
     t0 = time.time()

@@ -65,7 +65,7 @@ class Background:
     again (it is idempotent), and a release left pending by a killed helm is reset first.
     """
 
-    def __init__(self, max_running: int = 4) -> None:
+    def __init__(self, max_running: int = 8) -> None:
         self.procs: dict[str, tuple[subprocess.Popen[str], str, str]] = {}
         self.max_running = max_running
 
