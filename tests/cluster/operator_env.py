@@ -132,13 +132,19 @@ class RallyStandIn(threading.Thread):
                 if uid in self.seen:
                     continue
                 ns = job["metadata"]["namespace"]
-                cm = self.tc.kubectl_json("get", "configmap", "rally-config", "-n", ns)
-                cfg = json.loads(cm["data"]["runner.json"])
+                cm = self.tc.kubectl("get", "configmap", "rally-config", "-n", ns, "-o", "json", check=False)
+                if cm.returncode != 0:  # namespace being deleted; nothing would run there
+                    continue
+                cfg = json.loads(json.loads(cm.stdout)["data"]["runner.json"])
                 if cfg["benchmark"] in self.hold:
                     continue
                 self.seen[uid] = {"namespace": ns, "trial": cfg["trial"]["id"], "region": cfg["region"],
                                   "attempt": cfg["attempt"], "benchmark": cfg["benchmark"]}
-                self.upload(cfg)
+                try:
+                    self.upload(cfg)
+                except Exception as e:  # noqa: BLE001 - a storage hiccup must not stop the stand-in
+                    self.seen.pop(uid, None)
+                    print(f"stand-in upload failed, will retry: {e}")
             time.sleep(0.5)
 
     def upload(self, cfg: dict[str, Any]) -> None:

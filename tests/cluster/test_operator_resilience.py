@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import time
@@ -20,8 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _trial_phase(tc, ns, name):
-    t = tc.kubectl_json("get", "trial", name, "-n", ns, check=False)
-    return (t.get("status") or {}).get("phase")
+    p = tc.kubectl("get", "trial", name, "-n", ns, "-o", "json", check=False)
+    if p.returncode != 0:
+        return None
+    return (json.loads(p.stdout).get("status") or {}).get("phase")
 
 
 def test_killed_operator_resumes_each_trial_exactly_once(env):
