@@ -351,6 +351,8 @@ def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = Tru
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, on_signal)
+    # Also when started in the background, where the shell leaves SIGINT ignored.
+    old_int = signal.signal(signal.SIGINT, on_signal)
     try:
         for i, p in enumerate(trials):
             if bundles_complete(out, p):
@@ -374,6 +376,7 @@ def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = Tru
         print("interrupted: cleaning up", file=sys.stderr)
     finally:
         signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGINT, old_int)
         (out / "trials.json").write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
     if interrupted:
         return 130
