@@ -8,12 +8,12 @@ from typing import Any
 from ..api.benchmark import Benchmark, BenchmarkSpec, Scenario
 from ..api.scenarios import KEYSTONE_SCENARIOS, resolve
 from ..api.topology import Link, Network, TopologySpec
-from ..api.units import ms, seconds
+from ..api.units import seconds
 from . import latency, names
 from . import topology as topo
 from .errors import Problem, Problems
 from .links import LinkMap
-from .matrix import Point, expand, swept_axes
+from .matrix import Point, expand
 
 
 @dataclass(frozen=True)
@@ -271,8 +271,6 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
         problems.add("spec", "set exactly one of spec.topologyRef or spec.topology")
     if topology.regions is not None and topology.generate is not None:
         problems.add("spec.topology", "set exactly one of regions or generate")
-    if bench.spec.matrix.regions and topology.regions is not None and topology.generate is None:
-        pass  # explicit lists are truncated to the first N; plan_point checks N
     plans: list[TrialPlan] = []
     seen_problem_sets: set[str] = set()
     where = f"Benchmark/{bench.metadata.name}: "
@@ -291,4 +289,4 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
     return plans
 
 
-__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point", "galera_provider_options", "swept_axes", "ms"]
+__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point", "galera_provider_options"]
