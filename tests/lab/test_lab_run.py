@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 WANWIDE = str(Path(sys.executable).with_name("wanwide"))
 
 
-def _spec(tmp: Path, rtt: str = "50ms") -> Path:
+def _spec(tmp: Path, rtt: str = "50ms", matrix: dict | None = None) -> Path:
     docs = [
         {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "ci-lab"},
          "spec": {"generate": {"count": 2}, "network": {"default": {"rtt": rtt}}}},
@@ -27,7 +27,7 @@ def _spec(tmp: Path, rtt: str = "50ms") -> Path:
                   "workload": {"load": "light", "loadRegion": "r2", "startDelay": "3s",
                                "scenarios": [{"name": "authenticate_user_and_validate_token", "times": 4,
                                               "concurrency": 2}]},
-                  "timeouts": {"loading": "6m"}}},
+                  "timeouts": {"loading": "6m"}, **({"matrix": matrix} if matrix else {})}},
     ]
     f = tmp / "ci-lab.yaml"
     f.write_text(yaml.safe_dump_all(docs))
@@ -55,19 +55,35 @@ def _env(tmp: Path) -> dict[str, str]:
 
 
 def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
+    """Two trials (0 and 50 ms) on one deployment, re-shaped between them."""
     out = tmp_path / "out"
-    f = _spec(tmp_path)
+    f = _spec(tmp_path, matrix={"rtt": ["0ms", "50ms"]})
     p = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out)], capture_output=True, text=True,
-                       timeout=1200, env=_env(tmp_path))
+                       timeout=1500, env=_env(tmp_path))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert "trial 1/1 t000" in p.stdout and "Loading" in p.stdout  # live status
-    # the network was verified and recorded
-    net = json.loads((out / "network" / "ci-lab" / "t000.json").read_text())
-    assert net["shaper"] in ("netem", "wirefilter")
-    (pair,) = net["pairs"]
+    assert "trial 2/2 t001" in p.stdout and "Loading" in p.stdout  # live status
+    assert "re-shaping the links of deployment" in p.stdout
+    # the network was verified before each trial and recorded: 0 ms, then 50 ms on the same links
+    nets = [json.loads((out / "network" / "ci-lab" / f"{t}.json").read_text()) for t in ("t000", "t001")]
+    assert {n["shaper"] for n in nets} <= {"netem", "wirefilter"}
+    (zero,), (pair,) = nets[0]["pairs"], nets[1]["pairs"]
+    assert zero["ok"] and zero["measured_rtt_ms"] < 1.5
     assert pair["ok"] and abs(pair["measured_rtt_ms"] - 50) <= 2.5
+    assert nets[0]["deployment"]["id"] == nets[1]["deployment"]["id"]
+    # each bundle says which deployment it ran on and what ran there before
+    deps = []
+    for t in ("t000", "t001"):
+        (mf,) = list((out / "bundles" / "ci-lab" / t / "r2").glob("attempt-1-*/manifest.json"))
+        deps.append(json.loads(mf.read_text())["deployment"])
+    assert deps[0]["id"] == deps[1]["id"] and deps[0]["shared"] is True
+    assert (deps[0]["trial_index"], deps[1]["trial_index"]) == (0, 1)
+    assert deps[1]["previous_trials"] == ["t000"]
+    # the runner's own gauge saw the re-shaped WAN during the second trial
+    (mf,) = list((out / "bundles" / "ci-lab" / "t001" / "r2").glob("attempt-1-*/manifest.json"))
+    measured = json.loads(mf.read_text())["network"]["measured"]
+    assert measured and all(45 <= m["median_ms"] <= 60 for m in measured), measured
     # one complete bundle, self-describing
-    (manifest,) = list((out / "bundles" / "ci-lab" / "t000" / "r2").glob("attempt-1-*/manifest.json"))
+    (manifest,) = list((out / "bundles" / "ci-lab" / "t001" / "r2").glob("attempt-1-*/manifest.json"))
     m = json.loads(manifest.read_text())
     assert m["status"]["result"] == "succeeded"
     assert m["trial"]["parameters"]["rtt"] == "50ms"
@@ -77,8 +93,10 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     rows = list(csv.DictReader((out / "report" / "summary.csv").open()))
     actions = {r["action"] for r in rows}
     assert "keystone_v3.fetch_token" in actions and "Total" in actions
-    total = next(r for r in rows if r["action"] == "Total")
-    assert int(float(total["count"])) == 4 and float(total["failure_rate"]) == 0.0
+    totals = {r["rtt"]: r for r in rows if r["action"] == "Total"}
+    assert set(totals) == {"0ms", "50ms"}
+    for total in totals.values():
+        assert int(float(total["count"])) == 4 and float(total["failure_rate"]) == 0.0
     assert _leftovers(lab_state_dir) == []
     # a rerun skips the trial whose bundles are complete
     t0 = time.monotonic()

@@ -9,6 +9,7 @@ import pytest
 
 from wanwide.lab import netns, paths, procs, services
 from wanwide.plan.links import OneWay
+from wanwide.plan.trial import GALERA_DYNAMIC_OPTIONS, galera_provider_options
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("need_services")]
 
@@ -71,7 +72,7 @@ def test_galera_three_members_synced(leftovers) -> None:
     try:
         svc = _services(net)
         members = svc.start_galera(regions, in_memory=True,
-                                   provider_options=services.galera_wan_options(50))
+                                   provider_options=galera_provider_options(50))
         print("galera start s:", {m.region: round(m.start_s, 1) for m in members})
         for m in members:
             st = svc.status(m, "wsrep_%")
@@ -82,6 +83,13 @@ def test_galera_three_members_synced(leftovers) -> None:
         svc.sql(members[2], "CREATE DATABASE t; CREATE TABLE t.x (i INT PRIMARY KEY); "
                             "INSERT INTO t.x VALUES (42)")
         assert svc.sql(members[0], "SELECT i FROM t.x").strip() == "42"
+        # The send windows change at run time (a shared lab deployment re-tunes them per trial).
+        lan = {k: v for k, v in galera_provider_options(0).items() if k in GALERA_DYNAMIC_OPTIONS}
+        wan = {k: galera_provider_options(50)[k] for k in GALERA_DYNAMIC_OPTIONS}
+        svc.set_provider_options(members, {"evs.send_window": "4", "evs.user_send_window": "2"} | lan)
+        assert "evs.send_window = 4;" in svc.sql(members[1], "SELECT @@wsrep_provider_options")
+        svc.set_provider_options(members, wan)
+        assert "evs.send_window = 512;" in svc.sql(members[1], "SELECT @@wsrep_provider_options")
         shm = [m.info["datadir"] for m in members]
         assert all(d.startswith("/dev/shm/") for d in shm)
     finally:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from wanwide.lab import services, shaping
+from wanwide.lab import shaping
 from wanwide.plan.links import OneWay
+from wanwide.plan.trial import galera_provider_options
 
 
 def test_netem_args() -> None:
@@ -27,13 +28,14 @@ def test_wirefilter_delay_compensates_whole_ms() -> None:
 
 
 def test_galera_wan_options_scale_with_rtt() -> None:
-    lan = services.galera_wan_options(0)
+    lan = galera_provider_options(0)
     assert lan["evs.suspect_timeout"] == "PT5S"
     assert lan["evs.inactive_timeout"] == "PT15S"
     assert "evs.send_window" not in lan
-    wan = services.galera_wan_options(300)
+    assert galera_provider_options(150) == {**lan, "evs.send_window": "512", "evs.user_send_window": "256"}
+    wan = galera_provider_options(300)
     assert wan["evs.suspect_timeout"] == "PT9S"
     assert wan["evs.inactive_timeout"] == "PT18S"
-    assert wan["evs.send_window"] == "512"
+    assert int(wan["evs.user_send_window"]) < int(wan["evs.send_window"])
     for k in ("evs.suspect_timeout", "evs.inactive_timeout", "gmcast.peer_timeout"):
         assert float(wan[k][2:-1]) >= float(lan[k][2:-1])

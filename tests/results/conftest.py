@@ -16,7 +16,8 @@ def data_dir() -> Path:
 
 def make_bundle(root: Path, rally_json: Path | None, *, trial: str = "t0", region: str = "r1",
                 params: dict | None = None, attempt: int = 1, run_id: str = "20261122t100000z-000000000001",
-                database: dict | None = None, network: dict | None = None, scenarios=None) -> Path:
+                database: dict | None = None, network: dict | None = None, scenarios=None,
+                benchmark: str = "bench") -> Path:
     """A bundle as the runner writes it (manifest through the runner's own model)."""
     from wanwide.runner.bundle import (
         DatabaseInfo,
@@ -29,13 +30,13 @@ def make_bundle(root: Path, rally_json: Path | None, *, trial: str = "t0", regio
         write_manifest,
     )
 
-    d = root / bundle_relpath("bench", trial, region, attempt, run_id)
+    d = root / bundle_relpath(benchmark, trial, region, attempt, run_id)
     (d / "logs").mkdir(parents=True)
     (d / "logs" / "01-task-start.log").write_text("ok\n")
     if rally_json is not None:
         shutil.copy(rally_json, d / "rally.json")
     m = Manifest(
-        benchmark="bench", namespace="lab",
+        benchmark=benchmark, namespace="lab",
         trial=TrialInfo(id=trial, index=0, repetition=0, parameters=params or {}),
         region=region, role="load", attempt=attempt, run_id=run_id,
         scenarios=scenarios or ["KeystoneBasic.authenticate_user_and_validate_token"],

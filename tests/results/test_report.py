@@ -119,6 +119,24 @@ def test_bundles_read_write_and_rtt(tmp_path, data_dir, bundle_factory):
     assert not (tmp_path / "b" / "results.parquet").exists()
 
 
+def test_two_benchmarks_not_pooled(tmp_path, data_dir, bundle_factory):
+    """Equal parameter points of two Benchmarks (e.g. t000 of each) stay apart in summary.csv and rtt.csv."""
+    net = {"requested": [{"src": "r1", "dst": "r2", "delay_ms": 50.0}, {"src": "r2", "dst": "r1", "delay_ms": 50.0}],
+           "measured": [{"src": "r1", "dst": "r2", "kind": "keystone", "median_ms": 100.9, "p95_ms": 101.0,
+                         "samples_ms": [100.9]}]}
+    for name in ("delay", "delay-300"):
+        bundle_factory(tmp_path / "b", data_dir / V12, trial="t000", params={"backend": "mariadb", "rtt": "100ms"},
+                       network=net, benchmark=name)
+    build_report([tmp_path / "b"], tmp_path / "out", progress=False, store_parquet_beside=False)
+    rows = _rows(tmp_path / "out")
+    assert list(rows[0])[:3] == ["benchmark", "backend", "rtt"]
+    totals = [x for x in rows if x["scenario"] == AUTH and x["action"] == "Total"]
+    assert sorted(x["benchmark"] for x in totals) == ["delay", "delay-300"]
+    assert all(int(x["iterations"]) == 4 for x in totals)  # not 8: one bundle each
+    rtt = list(csv.DictReader((tmp_path / "out" / "rtt.csv").read_text().splitlines()))
+    assert sorted((x["benchmark"], x["trial"]) for x in rtt) == [("delay", "t000"), ("delay-300", "t000")]
+
+
 def test_summarize_failed_only_action(data_dir):
     from wanwide.results.ingest import ingest_file
 

@@ -8,7 +8,7 @@ import argparse
 def _run(args: argparse.Namespace) -> int:
     from .run import run
 
-    return run(args.file, args.out, shaper=args.shaper, report=not args.no_report)
+    return run(args.file, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh)
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -29,6 +29,9 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-o", "--out", required=True, help="output directory (bundles/, report/)")
     r.add_argument("--shaper", choices=["auto", "netem", "wirefilter"], default="auto")
     r.add_argument("--no-report", action="store_true")
+    r.add_argument("--fresh", action="store_true",
+                   help="deploy anew for every trial (default: trials that differ only in the network, "
+                        "faults or load share one deployment, re-shaped between them)")
     r.set_defaults(func=_run)
     c = lab.add_parser("clean", help="remove namespaces, links and processes a killed run left")
     c.set_defaults(func=_clean)

@@ -106,6 +106,7 @@ class Network:
     block: int
     sock_dir: Path
     host_links: bool = True
+    shapeable: bool = False
     pairs: dict[tuple[str, str], shaping.Link] = field(default_factory=dict)
     destroyed: bool = False
     _old_handlers: dict[int, Any] = field(default_factory=dict)
@@ -280,13 +281,16 @@ def build(
     state_dir: Path | None = None,
     host_links: bool = True,
     handle_signals: bool = True,
+    shapeable: bool = False,
 ) -> Network:
     """Create the namespaces, addresses, shaped links and host links of ``regions``.
 
     ``links`` gives the OneWay for each ordered pair of distinct regions
     (missing pairs are unshaped). ``shaper``: ``auto`` (netem if the kernel has
     it, else wirefilter), ``netem`` or ``wirefilter``; the one used is
-    ``Network.shaper``. On failure everything created so far is removed.
+    ``Network.shaper``. ``shapeable``: every link goes through the shaper, even
+    one with nothing to shape yet, so that :meth:`Network.set_link` can change
+    it later. On failure everything created so far is removed.
     """
     regions = list(regions)
     if len(set(regions)) != len(regions) or not regions:
@@ -317,7 +321,7 @@ def build(
     sock_dir = Path(tempfile.gettempdir()) / f"ww-{tag}"
     state.add_dir(sock_dir)
     net = Network(regions=regions, links=dict(links), tag=tag, shaper=used, state=state,
-                  block=block, sock_dir=sock_dir, host_links=host_links)
+                  block=block, sock_dir=sock_dir, host_links=host_links, shapeable=shapeable)
     if handle_signals:
         net._install_signals()
     try:
@@ -350,7 +354,7 @@ def _build(net: Network) -> None:
                 a_to_b=net.links.get((a, b), zero), b_to_a=net.links.get((b, a), zero),
                 sock_dir=net.sock_dir / f"{net.index(a)}-{net.index(b)}",
             )
-            shaping.connect(link, net.shaper, net.state)
+            shaping.connect(link, net.shaper, net.state, shapeable=net.shapeable)
             net.pairs[(a, b)] = link
             for reg, peer, ifname in ((a, b, link.if_a), (b, a, link.if_b)):
                 ns = net.netns(reg)

@@ -25,6 +25,7 @@ from ..plan.load import load_documents
 from ..plan.trial import TrialPlan, plan
 from ..render.rally import runner_config
 from . import netns, paths
+from .deployment import Deployment, galera_dynamic, groups
 from .netns import Network
 from .procs import LabError
 from .services import Service, Services
@@ -161,49 +162,67 @@ class LabRun:
         self.shaper = shaper
         self.work = work or Path(os.environ.get("WANWIDE_LAB_WORK", "/var/tmp/wanwide-lab"))
 
-    def trial(self, i: int, p: TrialPlan, attempt: int) -> TrialOutcome:
+    def trial(self, i: int, p: TrialPlan, attempt: int, dep: Deployment | None,
+              shared: bool = False) -> tuple[TrialOutcome, Deployment | None]:
+        """Run trial ``p`` on ``dep`` (deployed first when None).
+
+        Returns the outcome and the deployment, still running when the trial
+        succeeded (the caller closes it after its last trial), else removed.
+        """
         if p.backend == "cockroachdb" and not shutil.which("cockroach"):
             raise LabError("backend cockroachdb needs the Kubernetes provider (or a `cockroach` binary on PATH); "
                            "use mariadb or galera in the lab")
         say = lambda phase, detail="": self.live.say(i, p, phase, detail)  # noqa: E731
-        say("Provisioning", f"{len(p.regions)} namespaces, shaper {self.shaper}")
-        net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False)
-        run_dir = self.work / f"{p.benchmark}-{p.id}-{net.tag}"
-        svc = Services(net, run_dir)
         player: FaultPlayer | None = None
+        ok = False
         try:
-            rows, off = verify_network(net, p)
+            if dep is None:
+                say("Provisioning", f"{len(p.regions)} namespaces, shaper {self.shaper}"
+                    + (" (a deployment shared by this Benchmark's trials)" if shared else ""))
+                net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False,
+                                  shapeable=shared)
+                dep = Deployment(net, Services(net, self.work / f"{p.benchmark}-{net.tag}"), {}, {}, shared)
+            else:
+                say("Provisioning", f"re-shaping the links of deployment {dep.id} "
+                    f"(trial {len(dep.trials) + 1} on it)")
+                dep.adapt(p)
+            rows, off = verify_network(dep.net, p)
             # per Benchmark: a file may hold several, whose trial ids (t000…) repeat
             (self.out / "network" / p.benchmark).mkdir(parents=True, exist_ok=True)
             (self.out / "network" / p.benchmark / f"{p.id}.json").write_text(json.dumps(
-                {"shaper": net.shaper, "pairs": rows}, indent=1))
-            say("VerifyingNetwork", f"{len(rows)} pairs measured; shaper {net.shaper}")
+                {"shaper": dep.net.shaper, "deployment": dep.describe(p), "pairs": rows}, indent=1))
+            say("VerifyingNetwork", f"{len(rows)} pairs measured; shaper {dep.net.shaper}")
             if off:
                 raise LabError("emulated network off by more than max(1 ms, 5 %): " + "; ".join(off))
-            db = self._database(svc, p)
-            ks = self._keystones(svc, p, db, say)
+            if not dep.ks:
+                dep.db = self._database(dep.svc, p)
+                dep.galera_dynamic = galera_dynamic(p)
+                dep.ks = self._keystones(dep.svc, p, dep.db, say)
             say("Loading", f"Rally in {', '.join(p.load_regions)} ({p.load} load)")
             # Each runner first creates Rally's database and environment (10–45 s, depending on
             # the machine's load); they are released together (SIGUSR1) once every one of them
             # waits, and at the latest at this deadline.
             lead = max(seconds(p.spec.workload.start_delay), 300.0)
             start = datetime.now(UTC) + timedelta(seconds=lead)
-            player = FaultPlayer(net, p, start.timestamp())
+            player = FaultPlayer(dep.net, p, start.timestamp())
             player.start()
-            results = self._load(net, p, ks, db, start, attempt, say, net.shaper)
+            results = self._load(dep, p, start, attempt, say)
             player.stop_flag.set()
+            player.join(timeout=30)
+            dep.trials.append(p.id)
             failed = [r for r, rc in results.items() if rc != 0]
             say("Collecting", "bundles written" + (f"; runner failed in {', '.join(failed)}" if failed else ""))
             if failed:
-                return TrialOutcome(p.id, "failed", f"runner failed in {', '.join(failed)}")
+                return TrialOutcome(p.id, "failed", f"runner failed in {', '.join(failed)}"), None
             found = bundles_complete(self.out, p) or []
-            return TrialOutcome(p.id, "succeeded", "", [str(b) for b in found], {"pairs": rows})
+            ok = True
+            return TrialOutcome(p.id, "succeeded", "", [str(b) for b in found], {"pairs": rows}), dep
         finally:
             if player:
                 player.stop_flag.set()
-            say("CleaningUp")
-            svc.stop_all()
-            net.destroy()
+            if not ok and dep is not None:
+                say("CleaningUp", f"deployment {dep.id}")
+                dep.close()
 
     def _database(self, svc: Services, p: TrialPlan) -> dict[str, Service]:
         """Region → the database endpoint its Keystone uses."""
@@ -239,8 +258,8 @@ class LabRun:
                 out[r] = f.result()
         return out
 
-    def _load(self, net: Network, p: TrialPlan, ks: dict[str, Service], db: dict[str, Service],
-              start: datetime, attempt: int, say, shaper: str) -> dict[str, int]:
+    def _load(self, dep: Deployment, p: TrialPlan, start: datetime, attempt: int, say) -> dict[str, int]:
+        net, ks, db = dep.net, dep.ks, dep.db
         procs: dict[str, subprocess.Popen] = {}
         logs = self.out / "logs" / p.benchmark / p.id
         logs.mkdir(parents=True, exist_ok=True)
@@ -260,7 +279,8 @@ class LabRun:
             cfg["keystone"]["cache"] = ks[r].info["cache"]
             cfg["versions"].pop("keystone-chart", None)  # the Kubernetes provider's chart: not run here
             cfg["versions"].update(lab_versions())
-            cfg["versions"]["lab-shaper"] = shaper
+            cfg["versions"]["lab-shaper"] = net.shaper
+            cfg["deployment"] = dep.describe(p)
             cfg["namespace"] = "lab"
             path = logs / f"runner-{r}.json"
             path.write_text(json.dumps(cfg, indent=1))
@@ -331,7 +351,7 @@ def _last_progress(path: Path) -> str:
     return lines[-1][len("[runner] "):][:150] if lines else ""
 
 
-def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = True) -> int:
+def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False) -> int:
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     missing = [m for m in paths.missing() if "versitygw" not in m]  # S3 is optional here
@@ -353,24 +373,37 @@ def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = Tru
     old = signal.signal(signal.SIGTERM, on_signal)
     # Also when started in the background, where the shell leaves SIGINT ignored.
     old_int = signal.signal(signal.SIGINT, on_signal)
+    index = {id(p): i for i, p in enumerate(trials)}
     try:
-        for i, p in enumerate(trials):
-            if bundles_complete(out, p):
-                live.say(i, p, "Skipped", "complete bundles already in the output")
-                outcomes.append(TrialOutcome(p.id, "skipped"))
-                continue
-            attempts = p.spec.runner.max_attempts
-            for attempt in range(1, attempts + 1):
-                try:
-                    o = runner.trial(i, p, attempt)
-                except LabError as e:
-                    o = TrialOutcome(p.id, "failed", str(e)[:2000])
-                if o.result == "succeeded":
-                    break
-                live.say(i, p, "Failed" if attempt == attempts else "Retrying",
-                         f"attempt {attempt}/{attempts}: {o.reason[:300]}")
-            outcomes.append(o)
-            live.say(i, p, o.result.capitalize())
+        for group in groups(trials, fresh):
+            todo = []
+            for p in group:
+                if bundles_complete(out, p):
+                    live.say(index[id(p)], p, "Skipped", "complete bundles already in the output")
+                    outcomes.append(TrialOutcome(p.id, "skipped"))
+                else:
+                    todo.append(p)
+            dep: Deployment | None = None
+            try:
+                for p in todo:
+                    i = index[id(p)]
+                    attempts = p.spec.runner.max_attempts
+                    for attempt in range(1, attempts + 1):
+                        try:
+                            o, dep = runner.trial(i, p, attempt, dep, shared=len(todo) > 1)
+                        except LabError as e:
+                            o, dep = TrialOutcome(p.id, "failed", str(e)[:2000]), None
+                        if o.result == "succeeded":
+                            break
+                        live.say(i, p, "Failed" if attempt == attempts else "Retrying",
+                                 f"attempt {attempt}/{attempts}: {o.reason[:300]}"
+                                 + ("" if attempt == attempts else "; on a new deployment"))
+                    outcomes.append(o)
+                    live.say(i, p, o.result.capitalize())
+            finally:
+                if dep is not None:
+                    live.say(index[id(todo[-1])], todo[-1], "CleaningUp", f"deployment {dep.id}")
+                    dep.close()
     except KeyboardInterrupt:
         interrupted = True
         print("interrupted: cleaning up", file=sys.stderr)

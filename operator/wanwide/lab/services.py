@@ -63,33 +63,6 @@ class Service:
         return self.proc.running()
 
 
-def galera_wan_options(rtt_ms: float) -> dict[str, str]:
-    """evs/gmcast provider options scaled to the largest RTT between members.
-
-    Galera's defaults (suspect 5 s, inactive 15 s, peer 3 s, send windows 4/2)
-    suit a LAN; on a WAN, members are declared dead during long pauses and the
-    windows throttle replication. Floors are the defaults.
-    """
-    r = max(0.0, rtt_ms) / 1000.0
-
-    def iso(seconds: float) -> str:
-        return f"PT{seconds:g}S"
-
-    suspect = max(5.0, round(30 * r, 1))
-    inactive = max(15.0, round(2 * suspect, 1))
-    install = max(7.5, round(1.5 * suspect, 1))
-    opts = {
-        "evs.keepalive_period": iso(max(1.0, round(3 * r, 1))),
-        "evs.suspect_timeout": iso(suspect),
-        "evs.inactive_timeout": iso(inactive),
-        "evs.install_timeout": iso(install),
-        "gmcast.peer_timeout": iso(max(3.0, round(10 * r, 1))),
-    }
-    if rtt_ms >= 20:
-        opts |= {"evs.send_window": "512", "evs.user_send_window": "512"}
-    return opts
-
-
 class Services:
     """Starts and tracks the services of one lab run; :meth:`stop_all` undoes them."""
 
@@ -253,7 +226,7 @@ class Services:
         Each joiner is waited for until ``wsrep_local_state_comment=Synced``
         (rsync state transfer); at the end every member must see the full
         cluster size. ``provider_options`` are evs/gmcast settings, e.g. from
-        :func:`galera_wan_options`.
+        :func:`wanwide.plan.trial.galera_provider_options`.
         """
         if not regions:
             raise LabError("galera: no regions")
@@ -310,6 +283,20 @@ class Services:
                 lambda svc=svc: self.status(svc, "wsrep_cluster_size").get("wsrep_cluster_size")
                 == str(n), 60, f"{svc.name} cluster size {n}", svc.dir / "error.log")
         return out
+
+    def set_provider_options(self, members: Iterable[Service], options: Mapping[str, str]) -> None:
+        """Change dynamic Galera provider options on running members (read back to check)."""
+        if not options:
+            return
+        text = ";".join(f"{k}={v}" for k, v in options.items())
+        for m in members:
+            self.sql(m, f"SET GLOBAL wsrep_provider_options='{text}'")
+            now = dict(kv.strip().split(" = ", 1) for kv in self.sql(
+                m, "SELECT @@wsrep_provider_options").strip().split(";") if " = " in kv)
+            wrong = {k: now.get(k) for k, v in options.items() if now.get(k) != v}
+            if wrong:
+                raise LabError(f"{m.name}: provider options not applied: {wrong}")
+            m.info["provider_options"] = {**m.info.get("provider_options", {}), **options}
 
     # ------------------------------------------------------------ memcached
     def start_memcached(self, region: str | None, *, port: int = 11211, memory_mb: int = 64,

@@ -294,9 +294,10 @@ def shaper_for(name: str) -> NetemShaper | WirefilterShaper:
     return NetemShaper() if name == "netem" else WirefilterShaper()
 
 
-def connect(link: Link, shaper: str, state: Any = None) -> None:
-    """Create ``link`` with ``shaper``; a link with nothing to shape is a plain veth pair."""
-    if link.a_to_b.is_noop and link.b_to_a.is_noop:
+def connect(link: Link, shaper: str, state: Any = None, shapeable: bool = False) -> None:
+    """Create ``link`` with ``shaper``; a link with nothing to shape is a plain veth pair
+    unless ``shapeable`` (it will be shaped later: a deployment shared by trials)."""
+    if link.a_to_b.is_noop and link.b_to_a.is_noop and not shapeable:
         _veth(link)
         link.kind = "veth"
         return

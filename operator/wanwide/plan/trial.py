@@ -79,14 +79,22 @@ class TrialPlan:
         return names.labels(self.benchmark, self.index, region, role)
 
 
+GALERA_DYNAMIC_OPTIONS = ("evs.send_window", "evs.user_send_window")
+"""Provider options Galera changes at run time (SET GLOBAL wsrep_provider_options)."""
+
+
 def galera_provider_options(max_rtt_ms: float) -> dict[str, str]:
-    """evs/gmcast timeouts that survive the largest RTT (Galera's defaults assume a LAN)."""
+    """evs/gmcast timeouts that survive the largest RTT (Galera's defaults assume a LAN).
+
+    From 20 ms on, wider send windows too (the defaults, 4 and 2 packets in
+    flight, throttle replication over a WAN); they are dynamic options.
+    """
     rtt_s = max_rtt_ms / 1000.0
 
     def iso(s: float) -> str:
         return f"PT{max(s, 0.5):g}S"
 
-    return {
+    opts = {
         "evs.keepalive_period": iso(max(1.0, 3 * rtt_s)),
         "evs.suspect_timeout": iso(max(5.0, 30 * rtt_s)),
         "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s)),
@@ -95,6 +103,9 @@ def galera_provider_options(max_rtt_ms: float) -> dict[str, str]:
         "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s)),
         "pc.wait_prim_timeout": iso(max(30.0, 100 * rtt_s)),
     }
+    if max_rtt_ms >= 20:
+        opts |= {"evs.send_window": "512", "evs.user_send_window": "256"}
+    return opts
 
 
 def _network_for(net: Network, point: Point) -> Network:

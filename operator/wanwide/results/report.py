@@ -109,6 +109,10 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (parameter point, scenario, action): count, mean, std, min, p25, p50,
     p75, max of successful iterations' durations (s) and the per-iteration failure rate."""
     pcols = _ordered_params(param_columns(df))
+    if "benchmark" in df.columns and df["benchmark"].nunique(dropna=True) > 1:
+        # several Benchmarks: their equal parameter points are not pooled
+        df = df.assign(**{PARAM_PREFIX + "benchmark": df["benchmark"]})
+        pcols = [PARAM_PREFIX + "benchmark", *pcols]
     keys = [*pcols, "scenario"]
     ok = df[df["error_type"].isna() & df["action_duration"].notna()]
     g = ok.groupby([*keys, "action"], observed=True, dropna=False, sort=True)["action_duration"]
@@ -293,11 +297,11 @@ def rtt_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
                 requested = req.get((src, dst), 0.0) + req.get((dst, src), 0.0)
             else:
                 requested = np.nan
-            rows.append({"trial": (m.get("trial") or {}).get("id"), "src": src, "dst": dst, "kind": r.get("kind"),
+            rows.append({"benchmark": m.get("benchmark"), "trial": (m.get("trial") or {}).get("id"), "src": src, "dst": dst, "kind": r.get("kind"),
                          "requested_rtt_ms": requested, "measured_median_ms": r.get("median_ms"),
                          "measured_p95_ms": r.get("p95_ms"), "samples": len(r.get("samples_ms") or []),
                          "errors": r.get("errors")})
-    return pd.DataFrame(rows, columns=["trial", "src", "dst", "kind", "requested_rtt_ms", "measured_median_ms",
+    return pd.DataFrame(rows, columns=["benchmark", "trial", "src", "dst", "kind", "requested_rtt_ms", "measured_median_ms",
                                        "measured_p95_ms", "samples", "errors"])
 
 

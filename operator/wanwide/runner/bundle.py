@@ -97,6 +97,7 @@ class Manifest(BaseModel):
     run_id: str
     scenarios: list[str] = Field(default_factory=list)
     versions: dict[str, str] = Field(default_factory=dict)
+    deployment: dict[str, Any] = Field(default_factory=dict)
     keystone: KeystoneInfo
     start: StartInfo = Field(default_factory=StartInfo)
     end: str | None = None

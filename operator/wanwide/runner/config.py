@@ -98,6 +98,9 @@ class RunnerConfig(_Model):
     network_requested: list[LinkRequested] = Field(default_factory=list)
     results: Results
     versions: dict[str, str] = Field(default_factory=dict)
+    # How the trial's services were deployed (the lab: shared deployment id and
+    # this trial's place on it); empty when deployed for this trial alone.
+    deployment: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("start_at")
     @classmethod

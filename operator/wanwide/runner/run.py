@@ -177,6 +177,7 @@ def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float 
             benchmark=cfg.benchmark, namespace=cfg.namespace,
             trial=TrialInfo(**cfg.trial.model_dump()), region=cfg.region, role=cfg.role,
             attempt=cfg.attempt, run_id=run_id, scenarios=cfg.scenarios(), versions=versions,
+            deployment=cfg.deployment,
             keystone=KeystoneInfo(url=cfg.keystone.url, region_name=cfg.keystone.region_name,
                                   cache=cfg.keystone.cache),
             start=start_info, end=iso(now_utc()), network=network, database=db_info,
