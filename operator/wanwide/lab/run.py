@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -393,6 +394,9 @@ def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = Tru
                             o, dep = runner.trial(i, p, attempt, dep, shared=len(todo) > 1)
                         except LabError as e:
                             o, dep = TrialOutcome(p.id, "failed", str(e)[:2000]), None
+                        except Exception as e:  # a bug: this trial fails, the others still run
+                            traceback.print_exc()
+                            o, dep = TrialOutcome(p.id, "failed", f"internal error: {type(e).__name__}: {e}"), None
                         if o.result == "succeeded":
                             break
                         live.say(i, p, "Failed" if attempt == attempts else "Retrying",

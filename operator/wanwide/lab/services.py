@@ -291,8 +291,8 @@ class Services:
         text = ";".join(f"{k}={v}" for k, v in options.items())
         for m in members:
             self.sql(m, f"SET GLOBAL wsrep_provider_options='{text}'")
-            now = dict(kv.strip().split(" = ", 1) for kv in self.sql(
-                m, "SELECT @@wsrep_provider_options").strip().split(";") if " = " in kv)
+            now = {k.strip(): v.strip() for k, _, v in (
+                kv.partition("=") for kv in self.sql(m, "SELECT @@wsrep_provider_options").split(";"))}
             wrong = {k: now.get(k) for k, v in options.items() if now.get(k) != v}
             if wrong:
                 raise LabError(f"{m.name}: provider options not applied: {wrong}")

@@ -37,6 +37,8 @@ class KeystoneInfo(BaseModel):
     url: str
     region_name: str
     cache: dict[str, Any] = Field(default_factory=dict)
+    # the existing user Rally's default users context used (None: Rally made its own)
+    rally_user: str | None = None
 
 
 class StartInfo(BaseModel):

@@ -34,6 +34,9 @@ class KeystoneSettings(_Model):
     project_name: str = "admin"
     user_domain_name: str = "Default"
     project_domain_name: str = "Default"
+    # A user (project and user wanwide-rally-<region>) made before the task for
+    # Rally's default users context, instead of Rally making one per subtask.
+    rally_user: bool = True
     # oslo.cache settings as deployed (enabled, backend, memcache_servers, ...):
     # recorded in every bundle because caching decides the result.
     cache: dict[str, Any] = Field(default_factory=dict)

@@ -148,7 +148,8 @@ class Rally:
     def db_create(self) -> None:
         self.run("db-ensure", "db", "ensure", timeout=120)
 
-    def env_create(self, ks: KeystoneSettings, password: str, insecure: bool = True) -> None:
+    def env_create(self, ks: KeystoneSettings, password: str, insecure: bool = True,
+                   users: list[dict[str, str]] | None = None) -> None:
         spec = {
             "existing@openstack": {
                 "auth_url": ks.url,
@@ -162,6 +163,7 @@ class Rally:
                     "project_name": ks.project_name,
                     "project_domain_name": ks.project_domain_name,
                 },
+                **({"users": users} if users else {}),
             }
         }
         spec_path = self.workdir / "env-spec.json"  # holds the password: never in the bundle

@@ -46,6 +46,7 @@ from wanwide.runner.upload import (
     join_key,
     upload_bundle,
 )
+from wanwide.runner.users import KeystoneError, ensure_user
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -170,6 +171,7 @@ def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float 
     host_info = HostInfo(hostname=host["hostname"], cpu_count=host["cpu_count"], loadavg_before=host["loadavg"])
     network = NetworkInfo(requested=[link.model_dump() for link in cfg.network_requested])
     rally_info = RallyInfo()
+    rally_user: str | None = None
     status = Status(result="failed", reason="InternalError", message="run did not finish")
 
     def manifest() -> Manifest:
@@ -179,7 +181,7 @@ def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float 
             attempt=cfg.attempt, run_id=run_id, scenarios=cfg.scenarios(), versions=versions,
             deployment=cfg.deployment,
             keystone=KeystoneInfo(url=cfg.keystone.url, region_name=cfg.keystone.region_name,
-                                  cache=cfg.keystone.cache),
+                                  cache=cfg.keystone.cache, rally_user=rally_user),
             start=start_info, end=iso(now_utc()), network=network, database=db_info,
             host=host_info, rally=rally_info, status=status,
         )
@@ -195,8 +197,16 @@ def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float 
         _say(f"rally {exe}: creating database, environment for {cfg.keystone.url} ({cfg.keystone.region_name})")
         try:
             rally.db_create()
-            rally.env_create(cfg.keystone, password)
+            users = []
+            if cfg.keystone.rally_user:
+                users = [ensure_user(cfg.keystone, password, f"wanwide-rally-{cfg.region}")]
+                rally_user = users[0]["username"]
+                _say(f"user {rally_user} for Rally's users context (Rally makes none per subtask)")
+            rally.env_create(cfg.keystone, password, users=users)
             rally.env_check()
+        except KeystoneError as e:
+            status = Status(result="failed", reason="RallySetupFailed", message=f"Rally's user: {e}")
+            raise RallyError(str(e)) from None
         except RallyError as e:
             status = Status(result="failed", reason="RallySetupFailed", message=str(e))
             raise
