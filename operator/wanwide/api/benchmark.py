@@ -272,6 +272,13 @@ class Timeouts(Model):
 class Runner(Model):
     image: str = Field("ghcr.io/wanwide/wanwide:0.1.0", description="Image of the Rally runner (wanwide's image).")
     max_attempts: int = Field(2, ge=1, le=10, description="Attempts of a trial before it is marked Failed.")
+    rally_users: Literal["Prepared", "PerSubtask"] = Field(
+        "Prepared",
+        description="Users of Rally's default users context. Prepared: the runner makes one project and user "
+        "per load region before the task (fast over a WAN). PerSubtask: Rally creates and deletes its own for "
+        "the validation and every subtask, as the studies' runs did (seconds per RTT-bound call). Outside the "
+        "measured iterations either way; it changes the trial's length and the database counters.",
+    )
 
 
 class BenchmarkSpec(Model):

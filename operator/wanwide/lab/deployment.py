@@ -62,7 +62,8 @@ class Deployment:
         return self.net.tag
 
     def adapt(self, p: TrialPlan) -> None:
-        """Shape every link as ``p`` asks and set the trial's dynamic Galera options."""
+        """Shape every link as ``p`` asks, set the trial's dynamic Galera options and empty
+        the Keystone caches (each trial starts cold, as on a new deployment)."""
         zero = OneWay()
         for a in p.region_names:
             for b in p.region_names:
@@ -73,6 +74,9 @@ class Deployment:
         if dyn and dyn != self.galera_dynamic:
             self.svc.set_provider_options(list(self.db.values()), dyn)
             self.galera_dynamic = dyn
+        for s in self.svc.started:
+            if s.kind == "memcached":
+                self.svc.flush_memcached(s)
 
     def describe(self, p: TrialPlan) -> dict[str, Any]:
         """For the bundle: which deployment, and how many trials ran on it before this one."""

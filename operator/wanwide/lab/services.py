@@ -315,6 +315,14 @@ class Services:
         svc.start_s = time.monotonic() - t0
         return svc
 
+    def flush_memcached(self, svc: Service, timeout: float = 5.0) -> None:
+        """Empty a memcached (``flush_all``), as a new deployment's cache would be."""
+        with socket.create_connection((svc.host, svc.port), timeout) as c:
+            c.sendall(b"flush_all\r\n")
+            answer = c.recv(64)
+        if not answer.startswith(b"OK"):
+            raise LabError(f"{svc.name}: flush_all answered {answer!r}")
+
     # ------------------------------------------------------------ Keystone
     def keystone_keys(self) -> Path:
         """Fernet and credential key repositories, made once per run, shared by all regions."""

@@ -113,6 +113,7 @@ def runner_config(
             "user_domain_name": "Default",
             "project_domain_name": "Default",
             "cache": cache_settings(plan, region),
+            "rally_user": plan.spec.runner.rally_users == "Prepared",
         },
         "task": task(plan, region, raw_task),
         "start_at": start_at,

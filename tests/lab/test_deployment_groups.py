@@ -1,0 +1,53 @@
+"""Which trials the lab runs on one deployment (pure: no root needed)."""
+
+from __future__ import annotations
+
+import yaml
+
+from wanwide.lab.deployment import deployment_key, galera_dynamic, groups
+from wanwide.plan.load import load_documents
+from wanwide.plan.trial import plan
+
+TOPOLOGY = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "t"},
+            "spec": {"generate": {"count": 3}}}
+
+
+def _trials(matrix: dict, **spec) -> list:
+    bench = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "b"},
+             "spec": {"topologyRef": "t", "matrix": matrix,
+                      "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token"}]}, **spec}}
+    docs = load_documents([yaml.safe_dump_all([TOPOLOGY, bench])])
+    (b,) = docs.benchmarks
+    return plan(b, docs.topology_for(b))
+
+
+def _ids(gs: list) -> list[list[str]]:
+    return [[p.id for p in g] for g in gs]
+
+
+def test_network_and_load_share_backend_does_not() -> None:
+    trials = _trials({"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms"], "load": ["light", "high"]})
+    gs = groups(trials)
+    assert [{p.backend for p in g} for g in gs] == [{"mariadb"}, {"galera"}]
+    assert sorted(len(g) for g in gs) == [4, 4]
+    # groups in order of first appearance, trials in plan order inside each
+    assert [g[0].index for g in gs] == sorted(g[0].index for g in gs)
+    assert all([p.index for p in g] == sorted(p.index for p in g) for g in gs)
+    assert _ids(groups(trials, fresh=True)) == [[p.id] for p in trials]
+
+
+def test_region_count_and_restart_options_split() -> None:
+    trials = _trials({"regions": [2, 3], "rtt": ["0ms", "50ms"]})
+    assert sorted(len(g) for g in groups(trials)) == [2, 2]
+    # Galera timeouts need a restart above 150 ms RTT: 300 ms gets its own deployment
+    gal = _trials({"rtt": ["0ms", "50ms", "300ms"]}, database={"backend": "galera"})
+    gs = groups(gal)
+    assert [[p.parameters["rtt"] for p in g] for g in gs] == [["0ms", "50ms"], ["300ms"]]
+    assert deployment_key(gal[0]) == deployment_key(gal[1])
+
+
+def test_send_windows_follow_the_trial() -> None:
+    gal = _trials({"rtt": ["0ms", "50ms"]}, database={"backend": "galera"})
+    assert galera_dynamic(gal[0]) == {"evs.send_window": "4", "evs.user_send_window": "2"}
+    assert galera_dynamic(gal[1]) == {"evs.send_window": "512", "evs.user_send_window": "256"}
+    assert galera_dynamic(_trials({"rtt": ["50ms"]})[0]) == {}
