@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from wanwide.lab import paths, services
+
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 WANWIDE = str(Path(sys.executable).with_name("wanwide"))
 
 
-def _spec(tmp: Path, rtt: str = "50ms", matrix: dict | None = None) -> Path:
+def _spec(tmp: Path, rtt: str = "50ms", matrix: dict | None = None, results: dict | None = None) -> Path:
     docs = [
         {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "ci-lab"},
          "spec": {"generate": {"count": 2}, "network": {"default": {"rtt": rtt}}}},
@@ -27,7 +29,8 @@ def _spec(tmp: Path, rtt: str = "50ms", matrix: dict | None = None) -> Path:
                   "workload": {"load": "light", "loadRegion": "r2", "startDelay": "3s",
                                "scenarios": [{"name": "authenticate_user_and_validate_token", "times": 4,
                                               "concurrency": 2}]},
-                  "timeouts": {"loading": "6m"}, **({"matrix": matrix} if matrix else {})}},
+                  "timeouts": {"loading": "6m"}, **({"matrix": matrix} if matrix else {}),
+                  **({"results": results} if results else {})}},
     ]
     f = tmp / "ci-lab.yaml"
     f.write_text(yaml.safe_dump_all(docs))
@@ -55,11 +58,27 @@ def _env(tmp: Path) -> dict[str, str]:
 
 
 def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
-    """Two trials (0 and 50 ms) on one deployment, re-shaped between them."""
+    """Two trials (0 and 50 ms) on one deployment, re-shaped between them; bundles also to S3."""
+    boto3 = pytest.importorskip("boto3")
+    if not paths.versitygw().exists():
+        pytest.skip("versitygw not built (hack/install-lab.sh without WANWIDE_LAB_SKIP_S3)")
     out = tmp_path / "out"
-    f = _spec(tmp_path, matrix={"rtt": ["0ms", "50ms"]})
-    p = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out)], capture_output=True, text=True,
-                       timeout=1500, env=_env(tmp_path))
+    s3svc = services.Services(None, tmp_path / "s3")
+    s3 = s3svc.start_s3(port=17073)
+    client = boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=s3.info["access_key"],
+                          aws_secret_access_key=s3.info["secret_key"], region_name="us-east-1",
+                          config=boto3.session.Config(s3={"addressing_style": "path"}))
+    client.create_bucket(Bucket="lab-results")
+    f = _spec(tmp_path, matrix={"rtt": ["0ms", "50ms"]},
+              results={"s3": {"endpoint": s3.info["url"], "bucket": "lab-results", "prefix": "ci",
+                              "secretRef": {"name": "lab-keys"}}})
+    env = dict(_env(tmp_path), AWS_ACCESS_KEY_ID=s3.info["access_key"], AWS_SECRET_ACCESS_KEY=s3.info["secret_key"])
+    try:
+        p = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out)], capture_output=True, text=True,
+                           timeout=1500, env=env)
+        keys = [o["Key"] for o in client.list_objects_v2(Bucket="lab-results").get("Contents", [])]
+    finally:
+        s3svc.stop_all()
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "trial 2/2 t001" in p.stdout and "Loading" in p.stdout  # live status
     assert "re-shaping the links of deployment" in p.stdout
@@ -82,6 +101,10 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     (mf,) = list((out / "bundles" / "ci-lab" / "t001" / "r2").glob("attempt-1-*/manifest.json"))
     measured = json.loads(mf.read_text())["network"]["measured"]
     assert measured and all(45 <= m["median_ms"] <= 60 for m in measured), measured
+    # the same bundles in S3, under the Benchmark's prefix
+    for t in ("t000", "t001"):
+        (mf,) = list((out / "bundles" / "ci-lab" / t / "r2").glob("attempt-1-*/manifest.json"))
+        assert f"ci/{mf.relative_to(out / 'bundles')}" in keys, keys
     # one complete bundle, self-describing
     (manifest,) = list((out / "bundles" / "ci-lab" / "t001" / "r2").glob("attempt-1-*/manifest.json"))
     m = json.loads(manifest.read_text())
@@ -101,7 +124,7 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     # a rerun skips the trial whose bundles are complete
     t0 = time.monotonic()
     again = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out), "--no-report"],
-                           capture_output=True, text=True, timeout=300, env=_env(tmp_path))
+                           capture_output=True, text=True, timeout=300, env=env)
     assert again.returncode == 0 and "Skipped" in again.stdout
     assert time.monotonic() - t0 < 60
 

@@ -285,12 +285,26 @@ class Services:
         return out
 
     def set_provider_options(self, members: Iterable[Service], options: Mapping[str, str]) -> None:
-        """Change dynamic Galera provider options on running members (read back to check)."""
-        if not options:
-            return
-        text = ";".join(f"{k}={v}" for k, v in options.items())
+        """Change dynamic Galera provider options on running members (read back to check).
+
+        One option per statement, retried after the others when refused: Galera
+        checks each against the current values (``evs.user_send_window`` may
+        not exceed ``evs.send_window``), so the order depends on the direction.
+        """
         for m in members:
-            self.sql(m, f"SET GLOBAL wsrep_provider_options='{text}'")
+            pending, last = dict(options), ""
+            while pending:
+                done = []
+                for k, v in pending.items():
+                    try:
+                        self.sql(m, f"SET GLOBAL wsrep_provider_options='{k}={v}'")
+                        done.append(k)
+                    except LabError as e:
+                        last = str(e).strip().splitlines()[-1]
+                if not done:
+                    raise LabError(f"{m.name}: Galera refused provider options {pending}: {last}")
+                for k in done:
+                    pending.pop(k)
             now = {k.strip(): v.strip() for k, _, v in (
                 kv.partition("=") for kv in self.sql(m, "SELECT @@wsrep_provider_options").split(";"))}
             wrong = {k: now.get(k) for k, v in options.items() if now.get(k) != v}
