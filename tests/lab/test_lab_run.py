@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,7 +64,8 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     if not paths.versitygw().exists():
         pytest.skip("versitygw not built (hack/install-lab.sh without WANWIDE_LAB_SKIP_S3)")
     out = tmp_path / "out"
-    s3svc = services.Services(None, tmp_path / "s3")
+    s3dir = Path("/var/tmp") / f"wanwide-test-s3-{os.getpid()}"  # traversable (tmp_path is 0700)
+    s3svc = services.Services(None, s3dir)
     s3 = s3svc.start_s3(port=17073)
     client = boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=s3.info["access_key"],
                           aws_secret_access_key=s3.info["secret_key"], region_name="us-east-1",
@@ -79,6 +81,7 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
         keys = [o["Key"] for o in client.list_objects_v2(Bucket="lab-results").get("Contents", [])]
     finally:
         s3svc.stop_all()
+        shutil.rmtree(s3dir, ignore_errors=True)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "trial 2/2 t001" in p.stdout and "Loading" in p.stdout  # live status
     assert "re-shaping the links of deployment" in p.stdout
