@@ -135,6 +135,9 @@ def test_two_benchmarks_not_pooled(tmp_path, data_dir, bundle_factory):
     assert all(int(x["iterations"]) == 4 for x in totals)  # not 8: one bundle each
     rtt = list(csv.DictReader((tmp_path / "out" / "rtt.csv").read_text().splitlines()))
     assert sorted((x["benchmark"], x["trial"]) for x in rtt) == [("delay", "t000"), ("delay-300", "t000")]
+    # one describe table per Benchmark's point
+    tables = sorted(p.name for p in (tmp_path / "out" / "tables").glob("*authenticate*"))
+    assert len(tables) == 2 and any("delay-300" in t for t in tables), tables
 
 
 def test_summarize_failed_only_action(data_dir):

@@ -99,20 +99,26 @@ def param_columns(df: pd.DataFrame) -> list[str]:
     return [c for c in df.columns if c.startswith(PARAM_PREFIX)]
 
 
+def with_benchmark_param(df: pd.DataFrame) -> pd.DataFrame:
+    """With results of several Benchmarks, the Benchmark is a parameter (first): equal
+    parameter points of different Benchmarks are not pooled in tables or figures."""
+    col = PARAM_PREFIX + "benchmark"
+    if col in df.columns or "benchmark" not in df.columns or df["benchmark"].nunique(dropna=True) <= 1:
+        return df
+    return df.assign(**{col: df["benchmark"]})
+
+
 def _ordered_params(pcols: list[str]) -> list[str]:
     names = [c[len(PARAM_PREFIX):] for c in pcols]
-    first = [n for n in ["backend", *SWEEP_ORDER] if n in names]
+    first = [n for n in ["benchmark", "backend", *SWEEP_ORDER] if n in names]
     return [PARAM_PREFIX + n for n in first + [n for n in names if n not in first]]
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (parameter point, scenario, action): count, mean, std, min, p25, p50,
     p75, max of successful iterations' durations (s) and the per-iteration failure rate."""
+    df = with_benchmark_param(df)
     pcols = _ordered_params(param_columns(df))
-    if "benchmark" in df.columns and df["benchmark"].nunique(dropna=True) > 1:
-        # several Benchmarks: their equal parameter points are not pooled
-        df = df.assign(**{PARAM_PREFIX + "benchmark": df["benchmark"]})
-        pcols = [PARAM_PREFIX + "benchmark", *pcols]
     keys = [*pcols, "scenario"]
     ok = df[df["error_type"].isna() & df["action_duration"].notna()]
     g = ok.groupby([*keys, "action"], observed=True, dropna=False, sort=True)["action_duration"]
@@ -187,11 +193,19 @@ def trimmed_means(df: pd.DataFrame, keys: list[str], q: float = 0.95) -> pd.Data
     return kept.groupby(keys, observed=True, dropna=False)["action_duration"].mean().reset_index()
 
 
+def _split_constant(df: pd.DataFrame, pcols: list[str]) -> tuple[list[str], str]:
+    """Parameters that vary (for labels) and a note of those equal everywhere."""
+    varying = [c for c in pcols if df[c].nunique(dropna=False) > 1]
+    const = [f"{c[len(PARAM_PREFIX):]}={df[c].iloc[0]}" for c in pcols if c not in varying and len(df)]
+    return varying, (f"all: {', '.join(const)}" if const else "")
+
+
 def plot_stacked_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     plt = _plt()
     pcols = _ordered_params(param_columns(df))
     facet = PARAM_PREFIX + "backend" if PARAM_PREFIX + "backend" in pcols else None
-    xcols = [c for c in pcols if c != facet]
+    varying, const = _split_constant(df, pcols)
+    xcols = [c for c in varying if c != facet]
     ok = df[df["error_type"].isna() & df["action_duration"].notna() & (df["action_depth"] == 0) & (df["action"] != TOTAL)]
     files: list[Path] = []
     for scen, sdf in ok.groupby("scenario", observed=True):
@@ -222,7 +236,7 @@ def plot_stacked_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
             ax.grid(axis="y", alpha=0.3)
         axes[0][0].set_ylabel("mean time per action (s), values > p95 dropped")
         axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-        fig.suptitle(scen, fontsize=11)
+        fig.suptitle(scen + (f"\n{const}" if const else ""), fontsize=11 if not const else 10)
         fig.tight_layout()
         p = out_dir / f"bars-{_slug(scen)}.png"
         fig.savefig(p, dpi=110)
@@ -234,25 +248,26 @@ def plot_stacked_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
 def plot_cdfs(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     plt = _plt()
     pcols = _ordered_params(param_columns(df))
-    names = [c[len(PARAM_PREFIX):] for c in pcols]
+    varying, const = _split_constant(df, pcols)
+    names = [c[len(PARAM_PREFIX):] for c in varying]
     tot = df[(df["action"] == TOTAL) & df["error_type"].isna()]
     files: list[Path] = []
     for scen, sdf in tot.groupby("scenario", observed=True):
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        groups = sdf.groupby(pcols, observed=True, dropna=False) if pcols else [((), sdf)]
+        groups = sdf.groupby(varying, observed=True, dropna=False) if varying else [((), sdf)]
         for key, g in groups:
             key = key if isinstance(key, tuple) else (key,)
             v = np.sort(g["action_duration"].to_numpy())
             if not len(v):
                 continue
             y = np.arange(1, len(v) + 1) / len(v)
-            ax.step(v, y, where="post", label=point_label(dict(zip(names, key, strict=True)), names) if pcols else "all")
+            ax.step(np.r_[v[0], v], np.r_[0.0, y], where="post", label=point_label(dict(zip(names, key, strict=True)), names) if varying else "all")
         ax.set_xlabel("total iteration time (s)")
         ax.set_ylabel("CDF")
         ax.set_ylim(0, 1.01)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        ax.set_title(f"{scen}: successful iterations", fontsize=10)
+        ax.set_title(f"{scen}: successful iterations" + (f"\n{const}" if const else ""), fontsize=10)
         fig.tight_layout()
         p = out_dir / f"cdf-{_slug(scen)}.png"
         fig.savefig(p, dpi=110)
@@ -400,6 +415,7 @@ def build_report(
                 except OSError as e:
                     print(f"warning: could not store {p / 'results.parquet'}: {e}", file=sys.stderr)
 
+    df = with_benchmark_param(df)
     summary = summarize(df)
     summary.to_csv(out / "summary.csv", index=False)
     files.append(out / "summary.csv")
