@@ -448,20 +448,20 @@ def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = Tru
     old = signal.signal(signal.SIGTERM, on_signal)
     # Also when started in the background, where the shell leaves SIGINT ignored.
     old_int = signal.signal(signal.SIGINT, on_signal)
-    index = {id(p): i for i, p in enumerate(trials)}
+    position = {id(p): i for i, p in enumerate(trials)}
     try:
         for group in groups(trials, fresh):
             todo = []
             for p in group:
                 if bundles_complete(out, p):
-                    live.say(index[id(p)], p, "Skipped", "complete bundles already in the output")
+                    live.say(position[id(p)], p, "Skipped", "complete bundles already in the output")
                     outcomes.append(TrialOutcome(p.id, "skipped"))
                 else:
                     todo.append(p)
             dep: Deployment | None = None
             try:
                 for p in todo:
-                    i = index[id(p)]
+                    i = position[id(p)]
                     attempts = p.spec.runner.max_attempts
                     earlier: list[str] = []
                     for attempt in range(1, attempts + 1):
@@ -483,7 +483,7 @@ def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = Tru
                     live.say(i, p, o.result.capitalize())
             finally:
                 if dep is not None:
-                    live.say(index[id(todo[-1])], todo[-1], "CleaningUp", f"deployment {dep.id}")
+                    live.say(position[id(todo[-1])], todo[-1], "CleaningUp", f"deployment {dep.id}")
                     dep.close()
     except KeyboardInterrupt:
         interrupted = True
