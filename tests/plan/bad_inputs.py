@@ -82,6 +82,7 @@ CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
                                                      {"from": "rennes", "to": "paris", "rtt": "7ms"}]}),
      "overrides[1]", "already set", False),
     ("unknown-backend", _b(database={"backend": "postgres"}), "database.backend", "mariadb", True),
+    ("unknown-rally-users", _b(runner={"rallyUsers": "Sometimes"}), "runner.rallyUsers", "PerSubtask", True),
     ("unknown-load", _b(workload__load="medium"), "workload.load", "light", True),
     ("load-region-with-high", _b(workload__loadRegion="paris", workload__load="high"), "workload",
      "only applies to load: light", True),

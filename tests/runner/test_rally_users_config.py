@@ -1,0 +1,22 @@
+"""spec.runner.rallyUsers reaches the runner's config (pure: no Rally needed)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.plan.specs import benchmark
+from wanwide.plan.load import load_documents
+from wanwide.plan.trial import plan
+from wanwide.render.rally import runner_config
+from wanwide.runner.config import RunnerConfig
+
+
+@pytest.mark.parametrize(("setting", "prepared"), [(None, True), ("Prepared", True), ("PerSubtask", False)])
+def test_rally_users_setting(setting: str | None, prepared: bool) -> None:
+    spec = {"runner": {"rallyUsers": setting}} if setting else {}
+    docs = load_documents([yaml.safe_dump(benchmark("mariadb", "uniform", **spec))])
+    (b,) = docs.benchmarks
+    p = plan(b, docs.topology_for(b))[0]
+    cfg = RunnerConfig.model_validate(runner_config(p, p.load_regions[0], start_at="2026-11-22T10:00:00Z"))
+    assert cfg.keystone.rally_user is prepared
