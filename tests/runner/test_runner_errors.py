@@ -120,3 +120,24 @@ def test_runner_parser_mounts():
     assert a.func.__name__ == "cmd_run"
     a = ap.parse_args(["report", "d1", "s3://b/p", "-o", "out"])
     assert a.sources == ["d1", "s3://b/p"] and a.output == "out"
+
+
+@pytest.mark.lab
+def test_keystone_unreachable_names_url_and_fix(tmp_path, capsys, monkeypatch):
+    """Preparing Rally's user fails clearly (before any task) when Keystone cannot be reached."""
+    from wanwide.runner.rally import RallyError, find_rally
+
+    try:
+        find_rally()
+    except RallyError:
+        pytest.skip("Rally not installed (hack/install-lab.sh)")
+    monkeypatch.setenv("WW_TEST_KS_PASSWORD", "x")
+    port = _closed_port()
+    ks = {"url": f"http://127.0.0.1:{port}/v3", "region_name": "r1", "password_env": "WW_TEST_KS_PASSWORD"}
+    p = _cfg(tmp_path, keystone=ks, start_at=None)
+    rc = runner_main(["run", "--config", str(p)])
+    assert rc == 1
+    [b] = _bundles(tmp_path)
+    st = json.loads((b / "manifest.json").read_text())["status"]
+    assert st["reason"] == "RallySetupFailed"
+    assert f"127.0.0.1:{port}" in st["message"] and "spec.runner.rallyUsers: PerSubtask" in st["message"]

@@ -474,11 +474,12 @@ def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = Tru
                             o, dep = TrialOutcome(p.id, "failed", f"internal error: {type(e).__name__}: {e}"), None
                         if o.result == "succeeded":
                             break
-                        earlier.append(f"attempt {attempt}: {o.reason}")
+                        if attempt < attempts:
+                            earlier.append(f"attempt {attempt}: {o.reason}")
                         live.say(i, p, "Failed" if attempt == attempts else "Retrying",
                                  f"attempt {attempt}/{attempts}: {o.reason[:300]}"
                                  + ("" if attempt == attempts else "; on a new deployment"))
-                    o.earlier_attempts = earlier[:-1] if o.result == "failed" else earlier
+                    o.earlier_attempts = earlier
                     outcomes.append(o)
                     live.say(i, p, o.result.capitalize())
             finally:

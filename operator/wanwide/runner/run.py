@@ -205,7 +205,9 @@ def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float 
             rally.env_create(cfg.keystone, password, users=users)
             rally.env_check()
         except KeystoneError as e:
-            status = Status(result="failed", reason="RallySetupFailed", message=f"Rally's user: {e}")
+            status = Status(result="failed", reason="RallySetupFailed",
+                            message=f"preparing the user for Rally's users context: {e} "
+                                    "(or set spec.runner.rallyUsers: PerSubtask to let Rally make its own)")
             raise RallyError(str(e)) from None
         except RallyError as e:
             status = Status(result="failed", reason="RallySetupFailed", message=str(e))
