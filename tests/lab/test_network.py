@@ -43,15 +43,33 @@ def net3(leftovers):
     assert leftovers(tag) == []
 
 
-@pytest.mark.timeout(120)
+def within(measure, want: float, tol: float) -> tuple[float, list[list[float]]]:
+    """Median of ``measure()`` against ``want``, measured once more when off.
+
+    The same rule as the lab's network check (``lab/run.verify_network``):
+    on a virtual machine, steal time delays the user-space shaper now and
+    then, and one hiccup is not the network. Returns the last median and
+    every sample set for the assertion message.
+    """
+    seen = []
+    for _ in range(2):
+        s = measure()
+        seen.append(s)
+        med = statistics.median(s) if s else float("nan")
+        if abs(med - want) <= tol:
+            break
+    return med, seen
+
+
+@pytest.mark.timeout(180)
 def test_rtt_matches_request(net3: netns.Network) -> None:
     got = {}
     for (a, b), want in RTT.items():
         for src, dst in ((a, b), (b, a)):
-            s = net3.measure_rtt(src, dst, samples=15)
-            assert len(s) >= 14, (src, dst, s)
-            got[(src, dst)] = med = statistics.median(s)
-            assert abs(med - want) <= tolerance(want), (src, dst, want, s)
+            med, seen = within(lambda s=src, d=dst: net3.measure_rtt(s, d, samples=15), want, tolerance(want))
+            assert len(seen[-1]) >= 14, (src, dst, seen)
+            got[(src, dst)] = med
+            assert abs(med - want) <= tolerance(want), (src, dst, want, seen)
     print(json.dumps({f"{a}->{b}": round(v, 2) for (a, b), v in got.items()}))
 
 
@@ -62,24 +80,25 @@ def test_intra_region_unshaped(net3: netns.Network) -> None:
         assert statistics.median(s) < 1.0, s
 
 
-@pytest.mark.timeout(60)
+def one_way(net: netns.Network, src: str, dst: str, n: int = 20) -> list[float]:
+    """One-way delays src→dst of ``n`` UDP datagrams stamped with the (shared) clock."""
+    rx = net.popen_in(dst, [*netns.rt_prefix(), sys.executable, "-c", _UDP_RX, net.address(dst), str(n)],
+                      stdout=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    net.exec_in(src, [*netns.rt_prefix(), sys.executable, "-c", _UDP_TX, net.address(dst), str(n)])
+    out, _ = rx.communicate(timeout=20)
+    return json.loads(out)
+
+
+@pytest.mark.timeout(120)
 def test_one_way_delays_per_direction(net3: netns.Network) -> None:
-    """r1→r3 10 ms and r3→r1 40 ms: UDP datagrams stamped with the (shared) clock."""
-    rx = net3.popen_in("r3", [*netns.rt_prefix(), sys.executable, "-c", _UDP_RX, net3.address("r3"), "10"],
-                       stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    net3.exec_in("r1", [*netns.rt_prefix(), sys.executable, "-c", _UDP_TX, net3.address("r3"), "10"])
-    out, _ = rx.communicate(timeout=20)
-    one_way = json.loads(out)
-    assert len(one_way) >= 9
-    assert abs(statistics.median(one_way) - 10) <= 1.0, one_way
-    rx = net3.popen_in("r1", [*netns.rt_prefix(), sys.executable, "-c", _UDP_RX, net3.address("r1"), "10"],
-                       stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    net3.exec_in("r3", [*netns.rt_prefix(), sys.executable, "-c", _UDP_TX, net3.address("r1"), "10"])
-    out, _ = rx.communicate(timeout=20)
-    back = json.loads(out)
-    assert abs(statistics.median(back) - 40) <= 2.0, back
+    """r1→r3 10 ms and r3→r1 40 ms: each direction gets its own delay."""
+    out, seen = within(lambda: one_way(net3, "r1", "r3"), 10, 1.0)
+    assert len(seen[-1]) >= 18, seen
+    assert abs(out - 10) <= 1.0, seen
+    back, seen = within(lambda: one_way(net3, "r3", "r1"), 40, 2.0)
+    assert len(seen[-1]) >= 18, seen
+    assert abs(back - 40) <= 2.0, seen
 
 
 @pytest.mark.timeout(90)
@@ -157,5 +176,5 @@ _UDP_TX = r"""
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for _ in range(int(sys.argv[2])):
-    s.sendto(repr(time.time()).encode(), (sys.argv[1], 9999)); time.sleep(0.05)
+    s.sendto(repr(time.time()).encode(), (sys.argv[1], 9999)); time.sleep(0.03)
 """
