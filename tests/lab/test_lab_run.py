@@ -125,12 +125,12 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
         assert int(float(total["count"])) == 4 and float(total["failure_rate"]) == 0.0
     assert _leftovers(lab_state_dir) == []
     # a rerun skips the trial whose bundles are complete
-    before = sorted(p.relative_to(out) for p in (out / "bundles").rglob("manifest.json"))
+    before = sorted(mf.relative_to(out) for mf in (out / "bundles").rglob("manifest.json"))
     again = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out), "--no-report"],
                            capture_output=True, text=True, timeout=300, env=env)
     assert again.returncode == 0 and "Skipped" in again.stdout
     assert "Provisioning" not in again.stdout and "Loading" not in again.stdout
-    assert sorted(p.relative_to(out) for p in (out / "bundles").rglob("manifest.json")) == before
+    assert sorted(mf.relative_to(out) for mf in (out / "bundles").rglob("manifest.json")) == before
 
 
 def test_ctrl_c_leaves_nothing_behind(tmp_path, lab_state_dir):
