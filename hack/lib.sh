@@ -1,0 +1,90 @@
+# shellcheck shell=bash
+# Helpers shared by the set-up scripts (sourced, never run):
+#   log MSG             timestamped line on stderr, prefixed with $LOG_TAG
+#   step NAME / step_end
+#                       announce a step; a failure inside it names the step
+#   on_error_report     ERR trap: which step, which command, which log to read
+#   apt_missing PKG...  prints the packages not installed (never fails on "absent")
+#   apt_ensure PKG...   installs the missing ones (root), output in $APT_LOG
+# Every function works when nothing is installed: no pipeline here fails because
+# a package, a file or a command is absent.
+
+: "${LOG_TAG:=wanwide}"
+_lib_t0=$(date +%s)
+STEP_NAME=""
+STEP_LOG=""
+
+log() { printf '[%s %4ss] %s\n' "$LOG_TAG" "$(($(date +%s) - _lib_t0))" "$*" >&2; }
+
+step() { # step NAME [LOG]: the step that a failure will be blamed on
+  STEP_NAME=$1 STEP_LOG=${2:-}
+  _step_t0=$(date +%s)
+  log "$STEP_NAME: start"
+}
+step_end() {
+  log "$STEP_NAME: done in $(($(date +%s) - _step_t0)) s"
+  STEP_NAME="" STEP_LOG=""
+}
+
+on_error_report() { # installed as: trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
+  local rc=$1 cmd=$2 line=$3
+  printf '%s: FAILED%s: command `%s` exited %s (%s line %s)\n' "$LOG_TAG" \
+    "${STEP_NAME:+ in step \"$STEP_NAME\"}" "$cmd" "$rc" "${BASH_SOURCE[1]:-$0}" "$line" >&2
+  if [[ -n $STEP_LOG && -s $STEP_LOG ]]; then
+    printf '%s: last lines of %s:\n' "$LOG_TAG" "$STEP_LOG" >&2
+    tail -n 20 "$STEP_LOG" | sed 's/^/    /' >&2
+  fi
+}
+
+apt_missing() { # PKG...: the ones dpkg does not report "install ok installed"
+  local status p
+  # dpkg-query exits 1 when any package is unknown: that is an answer, not an error
+  status=$(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null || true)
+  for p in "$@"; do
+    # names may carry an architecture (pkg:amd64); compare the bare name
+    if ! grep -q "^${p%%:*}\(:[a-z0-9]*\)\{0,1\} install ok installed$" <<<"$status"; then
+      printf '%s\n' "$p"
+    fi
+  done
+}
+
+APT_POLICY_RC_D=${APT_POLICY_RC_D:-/usr/sbin/policy-rc.d}
+
+apt_ensure() { # PKG...: install what is missing; no service is started by the packages
+  local missing=() p
+  while IFS= read -r p; do [[ -n $p ]] && missing+=("$p"); done < <(apt_missing "$@")
+  if ((${#missing[@]} == 0)); then
+    log "apt: all ${#} package(s) present (${*}), skip"
+    return 0
+  fi
+  if [[ $(id -u) != 0 ]]; then
+    log "ERROR: need root for apt-get (missing: ${missing[*]}); run as root or install them first"
+    return 1
+  fi
+  : "${APT_LOG:=${TMPDIR:-/tmp}/wanwide-apt.log}"
+  local prev_name=$STEP_NAME prev_log=$STEP_LOG
+  step "apt-get install ${missing[*]}" "$APT_LOG"
+  local created_policy=""
+  if [[ ! -e $APT_POLICY_RC_D ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$APT_POLICY_RC_D"
+    chmod +x "$APT_POLICY_RC_D"
+    created_policy=1
+  fi
+  local rc=0
+  {
+    # refresh the lists when they look absent or older than a day
+    if [[ -z $(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null || true) ]]; then
+      apt-get -o DPkg::Lock::Timeout=900 update -qq
+    fi &&
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
+      --no-install-recommends "${missing[@]}"
+  } >>"$APT_LOG" 2>&1 || rc=$?
+  if [[ -n $created_policy ]]; then rm -f "$APT_POLICY_RC_D"; fi
+  if ((rc != 0)); then
+    log "ERROR: apt-get install ${missing[*]} failed (exit $rc); last lines of $APT_LOG:"
+    tail -n 20 "$APT_LOG" | sed 's/^/    /' >&2
+    return "$rc"
+  fi
+  step_end
+  STEP_NAME=$prev_name STEP_LOG=$prev_log
+}
