@@ -13,15 +13,19 @@ ENV PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates iputils-ping \
  && rm -rf /var/lib/apt/lists/*
-# Rally lives in its own virtualenv (its pins clash with the operator's).
+# Rally lives in its own virtualenv (its pins clash with the operator's); the same
+# pins and lock as the lab's (requirements/rally.txt, requirements/rally.lock).
+COPY requirements/rally.txt requirements/rally.lock /tmp/rally/
 RUN python -m venv /opt/rally \
- && /opt/rally/bin/pip install rally-openstack==4.1.0 \
- && ln -s /opt/rally/bin/rally /usr/local/bin/rally
+ && /opt/rally/bin/pip install -r /tmp/rally/rally.txt -c /tmp/rally/rally.lock \
+ && ln -s /opt/rally/bin/rally /usr/local/bin/rally \
+ && rm -rf /tmp/rally
 COPY --from=helm /out/helm /usr/local/bin/helm
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY requirements/wanwide.lock ./requirements/
 COPY operator ./operator
-RUN pip install . && rm -rf /src
+RUN pip install -c requirements/wanwide.lock . && rm -rf /src
 RUN useradd --uid 10001 --create-home wanwide
 USER 10001
 ENV WANWIDE_RALLY=/opt/rally/bin/rally HOME=/home/wanwide

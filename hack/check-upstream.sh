@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# ok() always returns 0, so "A && ok … || fail …" is an if-then-else here.
+# shellcheck disable=SC2015
 # Repeat the upstream checks recorded in docs/upstream-checks.md.
 #
 # Needs network (GitHub over git, and the Go module proxy for helm). NOT run in
@@ -97,9 +99,9 @@ export_tree() {
 }
 
 compare() { # compare GENERATED RECORDED
-  if [ "$write" = 1 ]; then cp "$1" "$2"; ok "wrote ${2#$root/}"; return; fi
-  if diff -u "$2" "$1" > "$1.diff"; then ok "${2#$root/} unchanged"
-  else fail "${2#$root/} differs (see $1.diff)"; head -40 "$1.diff"; fi
+  if [ "$write" = 1 ]; then cp "$1" "$2"; ok "wrote ${2#"$root"/}"; return; fi
+  if diff -u "$2" "$1" > "$1.diff"; then ok "${2#"$root"/} unchanged"
+  else fail "${2#"$root"/} differs (see $1.diff)"; head -40 "$1.diff"; fi
 }
 
 # rendered manifest -> "kind<TAB>namespace<TAB>name<TAB>hook<TAB>hook-weight<TAB>hook-delete-policy<TAB>resource-policy"

@@ -3,30 +3,34 @@
 #   - Debian packages: MariaDB + Galera (+ rsync for state transfer), memcached,
 #     VDE (wirefilter, the WAN shaper used when the kernel has no netem),
 #     iproute2, ping, socat;
-#   - venv "keystone": keystone + PyMySQL + memcache clients + gunicorn + openstackclient;
-#   - venv "rally": rally-openstack (+ rally, pinned);
+#   - venv "keystone": requirements/keystone.txt (Keystone, PyMySQL, memcache
+#     clients, gunicorn, openstackclient), constrained by requirements/keystone.lock;
+#   - venv "rally": requirements/rally.txt (rally-openstack, rally), with rally.lock;
 #   - the S3 server versitygw (built with `go install`, cached by version).
-# Debian and PyPI (and the Go module proxy) only. Idempotent: each step leaves a
-# stamp file named after its exact specification and is skipped when it exists,
-# so a warm re-run takes about a second.
+# Debian and PyPI (and the Go module proxy) only. Works when nothing is installed
+# and when everything is. Idempotent: each step leaves a stamp file named after its
+# exact specification and is skipped when it exists (a warm re-run takes ~1 s).
+# A failing step is named with the command and the log to read.
 #
 # Environment: WANWIDE_CACHE (default ~/.cache/wanwide), PYTHON (default python3),
 #   WANWIDE_LAB_SKIP_S3=1 to skip the versitygw build, WANWIDE_LAB_FORCE=1 to redo all.
 set -euo pipefail
 
+root=$(cd "$(dirname "$0")/.." && pwd)
+LOG_TAG=install-lab
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
+trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
+
 cache=${WANWIDE_CACHE:-$HOME/.cache/wanwide}
 py=${PYTHON:-python3}
 stamps="$cache/stamps"
-mkdir -p "$stamps" "$cache/venvs" "$cache/bin"
+logs="$cache/logs"
+mkdir -p "$stamps" "$logs" "$cache/venvs" "$cache/bin"
+export APT_LOG="$logs/apt.log"
 
 APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 iproute2 iputils-ping socat procps psmisc)
-KEYSTONE_PKGS=(keystone==30.0.0 PyMySQL==1.2.4 pymemcache==4.0.0 python-memcached==1.62
-  gunicorn==27.0.1 python-openstackclient==10.5.0)
-RALLY_PKGS=(rally-openstack==4.1.0 rally==5.1.1)
 VERSITYGW_VERSION=v1.8.0
-
-t0=$(date +%s)
-log() { printf '[install-lab %4ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
 
 # stamp NAME SPEC...: path of the stamp for this exact spec
 stamp_path() {
@@ -35,79 +39,51 @@ stamp_path() {
   h=$(printf '%s\n' "$@" | sha256sum | cut -c1-12)
   printf '%s/%s-%s' "$stamps" "$name" "$h"
 }
-done_already() { [ -z "${WANWIDE_LAB_FORCE:-}" ] && [ -f "$1" ]; }
-
-step() { # step NAME: prints start, returns start time in $step_t0
-  step_name=$1; step_t0=$(date +%s); log "$step_name: start"
-}
-step_end() { log "$step_name: done in $(($(date +%s) - step_t0)) s"; }
+done_already() { [[ -z ${WANWIDE_LAB_FORCE:-} && -f $1 ]]; }
 
 # ---------------------------------------------------------------- Debian packages
-apt_stamp=$(stamp_path apt "${APT_PKGS[@]}")
-missing=()
-installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${APT_PKGS[@]}" 2>/dev/null | awk '/install ok installed/{print $1}')
-for p in "${APT_PKGS[@]}"; do
-  grep -qx "$p" <<<"$installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
-  log "apt: all ${#APT_PKGS[@]} packages present, skip"
-  touch "$apt_stamp"
-else
-  step "apt install ${missing[*]}"
-  if [ "$(id -u)" != 0 ]; then
-    echo "install-lab: need root for apt-get (missing: ${missing[*]})" >&2
-    exit 1
-  fi
-  # No service may be started by the packages: the lab starts its own processes.
-  created_policy=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    created_policy=1
-  fi
-  # Refresh the lists only when they look absent or old (a day).
-  if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -1)" ]; then
-    apt-get -o DPkg::Lock::Timeout=900 update -qq
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  [ -n "$created_policy" ] && rm -f /usr/sbin/policy-rc.d
-  touch "$apt_stamp"
-  step_end
-fi
+apt_ensure "${APT_PKGS[@]}"
+
 # ---------------------------------------------------------------- venvs
-make_venv() { # make_venv NAME PKG...
-  local name=$1; shift
-  local venv="$cache/venvs/$name"
-  local st
-  st=$(stamp_path "venv-$name" "$($py -c 'import sys;print(sys.version)')" "$@")
-  if done_already "$st" && [ -x "$venv/bin/python" ]; then
+make_venv() { # make_venv NAME: requirements/NAME.txt constrained by requirements/NAME.lock
+  local name=$1
+  local venv="$cache/venvs/$name" req="$root/requirements/$name.txt" lock="$root/requirements/$name.lock"
+  local st pyver
+  pyver=$("$py" -c 'import sys; print(sys.version)')
+  st=$(stamp_path "venv-$name" "$pyver" "$(cat "$req" "$lock")")
+  if done_already "$st" && [[ -x $venv/bin/python ]]; then
     log "venv $name: present ($venv), skip"
-    return
+    return 0
   fi
-  step "venv $name: pip install $*"
-  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
-  "$venv/bin/pip" install -q --disable-pip-version-check "$@"
+  step "venv $name: pip install -r requirements/$name.txt -c requirements/$name.lock" "$logs/venv-$name.log"
+  [[ -x $venv/bin/python ]] || "$py" -m venv "$venv"
+  "$venv/bin/pip" install --disable-pip-version-check -r "$req" -c "$lock" >"$logs/venv-$name.log" 2>&1
   rm -f "$stamps/venv-$name-"*
   touch "$st"
   step_end
 }
-make_venv keystone "${KEYSTONE_PKGS[@]}"
-make_venv rally "${RALLY_PKGS[@]}"
+make_venv keystone
+make_venv rally
 
 # ---------------------------------------------------------------- versitygw
 gw="$cache/bin/versitygw-$VERSITYGW_VERSION"
-if [ -n "${WANWIDE_LAB_SKIP_S3:-}" ]; then
+if [[ -n ${WANWIDE_LAB_SKIP_S3:-} ]]; then
   log "versitygw: skipped (WANWIDE_LAB_SKIP_S3)"
-elif [ -x "$gw" ]; then
+elif [[ -x $gw ]]; then
   log "versitygw: present ($gw), skip"
 else
-  step "versitygw $VERSITYGW_VERSION: go install"
-  command -v go >/dev/null || { echo "install-lab: go not found (needed for versitygw)" >&2; exit 1; }
+  go=$(command -v go || true)
+  [[ -z $go && -x /usr/local/go/bin/go ]] && go=/usr/local/go/bin/go
+  if [[ -z $go ]]; then
+    log "ERROR: go not found (needed to build versitygw $VERSITYGW_VERSION); install Go or set WANWIDE_LAB_SKIP_S3=1"
+    exit 1
+  fi
+  step "versitygw $VERSITYGW_VERSION: go install" "$logs/versitygw.log"
   tmpbin=$(mktemp -d)
-  GOBIN="$tmpbin" GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  GOBIN="$tmpbin" GOFLAGS=-mod=mod "$go" install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" \
+    >"$logs/versitygw.log" 2>&1
   # Another script (hack/testcluster.sh) may have finished first: keep its copy.
-  if [ ! -x "$gw" ]; then
+  if [[ ! -x $gw ]]; then
     install -m 0755 "$tmpbin/versitygw" "$gw.tmp.$$" && mv -f "$gw.tmp.$$" "$gw"
   fi
   rm -rf "$tmpbin"
@@ -117,10 +93,14 @@ fi
 # ---------------------------------------------------------------- summary
 distver() { # distver VENV DIST: version from the dist-info directory name (no pip start)
   local d
-  d=$(ls -d "$cache/venvs/$1"/lib/python3*/site-packages/"$2"-*.dist-info 2>/dev/null | head -1)
-  d=${d##*/}; d=${d#"$2"-}; echo "${d%.dist-info}"
+  for d in "$cache/venvs/$1"/lib/python3*/site-packages/"$2"-*.dist-info; do
+    [[ -d $d ]] || continue
+    d=${d##*/}; d=${d#"$2"-}; echo "${d%.dist-info}"; return 0
+  done
+  echo "?"
 }
-log "versions: mariadb=$(dpkg-query -W -f='${Version}' mariadb-server) galera=$(dpkg-query -W -f='${Version}' galera-4) \
+debver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"; }
+log "versions: mariadb=$(debver mariadb-server) galera=$(debver galera-4) \
 keystone=$(distver keystone keystone) rally=$(distver rally rally) rally-openstack=$(distver rally rally_openstack) \
 versitygw=$VERSITYGW_VERSION"
-log "done in $(($(date +%s) - t0)) s (cache $cache)"
+log "done (cache $cache)"

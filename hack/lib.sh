@@ -9,6 +9,8 @@
 # Every function works when nothing is installed: no pipeline here fails because
 # a package, a file or a command is absent.
 
+# the ERR trap (on_error_report) must also fire inside functions
+set -o errtrace
 : "${LOG_TAG:=wanwide}"
 _lib_t0=$(date +%s)
 STEP_NAME=""
@@ -28,7 +30,7 @@ step_end() {
 
 on_error_report() { # installed as: trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
   local rc=$1 cmd=$2 line=$3
-  printf '%s: FAILED%s: command `%s` exited %s (%s line %s)\n' "$LOG_TAG" \
+  printf '%s: FAILED%s: command "%s" exited %s (%s line %s)\n' "$LOG_TAG" \
     "${STEP_NAME:+ in step \"$STEP_NAME\"}" "$cmd" "$rc" "${BASH_SOURCE[1]:-$0}" "$line" >&2
   if [[ -n $STEP_LOG && -s $STEP_LOG ]]; then
     printf '%s: last lines of %s:\n' "$LOG_TAG" "$STEP_LOG" >&2

@@ -226,7 +226,7 @@ start_scheduler() {
 
 module_dir() { # module@version -> dir in the module cache (downloads if absent)
   local d
-  d=$(cd "$CACHE/build" && GOFLAGS= GOTOOLCHAIN=local "$GO" mod download -json "$1" |
+  d=$(cd "$CACHE/build" && GOFLAGS="" GOTOOLCHAIN=local "$GO" mod download -json "$1" |
       sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   [[ -d $d ]] || die "cannot find $1 in the Go module cache"
   echo "$d"
@@ -242,11 +242,13 @@ write_kwok_config() {
            "$k/kustomize/stage/node/fast/node-initialize.yaml" \
            "$k"/kustomize/stage/pod/general/pod-*.yaml \
            "$HERE"/stages/*.yaml; do
-    ((first)) || echo "---" >>"$out.tmp"
+    {
+      ((first)) || echo "---"
+      echo "# from ${f#"$k/"}"
+      cat "$f"
+      echo
+    } >>"$out.tmp"
     first=0
-    echo "# from ${f#"$k/"}" >>"$out.tmp"
-    cat "$f" >>"$out.tmp"
-    echo >>"$out.tmp"
   done
   mv "$out.tmp" "$out"
 }
@@ -373,6 +375,7 @@ cmd_up() {
   ensure_nodes "${WANWIDE_TEST_NODES:-3}"
   log "waiting for the default ServiceAccount"
   wait_for "serviceaccount default" 60 kc get serviceaccount default -n default
+  # shellcheck source=/dev/null
   source "$STATE/s3.env"
   wait_for "versitygw" 30 curl -fsS "$S3_ENDPOINT/health"
   log "up in $((SECONDS - t0)) s; KUBECONFIG=$STATE/kubeconfig"

@@ -24,10 +24,10 @@ GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 
 module_dir() { # module version
   local dir
-  dir=$(GOFLAGS= GOTOOLCHAIN=local "$GO" env GOMODCACHE)/$1@$2
+  dir=$(GOFLAGS="" GOTOOLCHAIN=local "$GO" env GOMODCACHE)/$1@$2
   if [[ ! -d $dir ]]; then
     local json
-    json=$(cd "${TMPDIR:-/tmp}" && GOFLAGS= GOTOOLCHAIN=local "$GO" mod download -json "$1@$2") || {
+    json=$(cd "${TMPDIR:-/tmp}" && GOFLAGS="" GOTOOLCHAIN=local "$GO" mod download -json "$1@$2") || {
       echo "upstream-crds: cannot download $1@$2:" >&2; echo "$json" >&2; exit 1; }
     dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$json")
     [[ -d $dir ]] || { echo "upstream-crds: no Dir for $1@$2: $json" >&2; exit 1; }

@@ -15,3 +15,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "wanwide.watch" -}}
 {{- if .Values.watchNamespaces }}{{ join "," .Values.watchNamespaces }}{{ else }}{{ .Release.Namespace }}{{ end -}}
 {{- end -}}
+{{- /* what the operator needs in a namespace it watches (a Role there, or a ClusterRole when clusterWide) */ -}}
+{{- define "wanwide.watchRules" -}}
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, list, watch, create, patch]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch, create, update, patch]
+{{- end -}}

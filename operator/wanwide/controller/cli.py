@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     namespaces = [n for n in (args.namespaces or "").split(",") if n]
     asyncio.run(kopf.operator(
         standalone=True,
-        namespaces=namespaces or None,
+        namespaces=namespaces,  # a list, empty for cluster-wide (kopf iterates it)
         clusterwide=not namespaces,
         liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None,
     ))

@@ -1,0 +1,61 @@
+"""One place defines each Python pin; the locks agree with what they lock."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[1]
+REQ = REPO / "requirements"
+
+
+def pins(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"{path.name}: '{line}' is not an exact pin"
+            out[canonicalize_name(name)] = version
+    return out
+
+
+def test_wanwide_lock_satisfies_pyproject():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    lock = pins(REQ / "wanwide.lock")
+    for spec in project["dependencies"] + project["optional-dependencies"]["test"]:
+        req = Requirement(spec)
+        name = canonicalize_name(req.name)
+        assert name in lock, f"{req.name} is not in requirements/wanwide.lock: run hack/lock.sh wanwide"
+        assert req.specifier.contains(lock[name], prereleases=True), \
+            f"requirements/wanwide.lock has {req.name}=={lock[name]}, pyproject wants {req.specifier}"
+
+
+@pytest.mark.parametrize("name", ["keystone", "rally"])
+def test_lab_lock_holds_the_same_pins(name):
+    top, lock = pins(REQ / f"{name}.txt"), pins(REQ / f"{name}.lock")
+    for pkg, version in top.items():
+        assert lock.get(pkg) == version, f"{name}.lock has {pkg}=={lock.get(pkg)}, {name}.txt pins {version}"
+
+
+def test_no_pin_outside_requirements():
+    """The Dockerfile and the scripts read requirements/, never repeat a version."""
+    pinned = {**pins(REQ / "keystone.txt"), **pins(REQ / "rally.txt")}
+    for path in [REPO / "Dockerfile", *sorted((REPO / "hack").glob("**/*.sh"))]:
+        text = path.read_text().lower()
+        for pkg in pinned:
+            assert not re.search(rf"\b{re.escape(pkg)}[=<>~]=", text), f"{path.name} pins {pkg} itself"
+
+
+def test_every_consumer_uses_the_locks():
+    docker = (REPO / "Dockerfile").read_text()
+    assert "-r /tmp/rally/rally.txt -c /tmp/rally/rally.lock" in docker
+    assert "pip install -c requirements/wanwide.lock ." in docker
+    lab = (REPO / "hack" / "install-lab.sh").read_text()
+    assert '-r "$req" -c "$lock"' in lab and 'requirements/$name.lock' in lab
+    assert "-c \"$lock\" -e" in (REPO / "hack" / "python-env.sh").read_text()

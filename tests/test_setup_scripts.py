@@ -1,0 +1,221 @@
+"""The set-up scripts on a machine that has nothing yet, and on one that has everything.
+
+The system tools they call are stubbed: ``dpkg-query`` answers from a state file
+(nothing installed at first, exit 1 as the real one does for unknown packages),
+``apt-get``, ``go`` and the venvs' ``pip`` record what they are asked and make
+what a real install would leave behind. The scripts themselves run unmodified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LAB_APT = ["mariadb-server", "mariadb-client", "galera-4", "rsync", "memcached", "vde2", "iproute2",
+           "iputils-ping", "socat", "procps", "psmisc"]
+
+STUBS = {
+    "dpkg-query": r"""
+        # dpkg-query -W -f=FORMAT PKG...: answers from $STUB/installed
+        fmt=""; pkgs=()
+        for a in "$@"; do case $a in -W) ;; -f=*) fmt=${a#-f=} ;; *) pkgs+=("$a") ;; esac; done
+        rc=0
+        for p in "${pkgs[@]}"; do
+          if grep -qx "$p" "$STUB/installed" 2>/dev/null; then
+            case $fmt in *Status*) echo "$p install ok installed" ;; *) printf '1.0-stub' ;; esac
+          else
+            echo "dpkg-query: no packages found matching $p" >&2; rc=1
+          fi
+        done
+        exit $rc
+    """,
+    "apt-get": r"""
+        echo "apt-get $*" >>"$STUB/calls"
+        [ -n "${STUB_APT_FAIL:-}" ] && { echo "E: Unable to locate package $STUB_APT_FAIL"; exit 100; }
+        install=0
+        for a in "$@"; do
+          case $a in install) install=1 ;; -*|*=*) ;; *) [ $install = 1 ] && echo "$a" >>"$STUB/installed" ;; esac
+        done
+        exit 0
+    """,
+    "id": r"""[ "${1:-}" = -u ] && { echo 0; exit 0; }; exec /usr/bin/id "$@" """,
+    "go": r"""
+        echo "go $*" >>"$STUB/calls"
+        case "$1" in
+          install) pkg=${!#}; base=${pkg%@*}; base=${base##*/}; mkdir -p "$GOBIN"; : >"$GOBIN/$base"; chmod +x "$GOBIN/$base" ;;
+          build) prev=""; for a in "$@"; do [ "$prev" = -o ] && { : >"$a"; chmod +x "$a"; }; prev=$a; done ;;
+          mod)
+            gm="$STUB/kubernetes.go.mod"
+            printf 'module k8s.io/kubernetes\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n)\n' >"$gm"
+            printf '{"Path": "k8s.io/kubernetes", "Dir": "%s", "GoMod": "%s"}\n' "$STUB" "$gm" ;;
+        esac
+        exit 0
+    """,
+    "python": r"""
+        # a python3 whose -m venv makes a venv of stubs
+        if [ "$1" = -c ]; then echo "3.11.7 (stub)"; exit 0; fi
+        if [ "$1" = -m ] && [ "$2" = venv ]; then
+          mkdir -p "$3/bin"
+          printf '#!/bin/sh\necho "python $*" >>"$STUB/calls"\n' >"$3/bin/python"
+          printf '#!/bin/sh\necho "pip $*" >>"$STUB/calls"\n[ -n "$STUB_PIP_FAIL" ] && { echo "ERROR: $STUB_PIP_FAIL"; exit 1; }\nexit 0\n' >"$3/bin/pip"
+          chmod +x "$3/bin/python" "$3/bin/pip"
+          echo "python -m venv $3" >>"$STUB/calls"
+          exit 0
+        fi
+        echo "unexpected python call: $*" >&2; exit 99
+    """,
+}
+
+
+class Machine:
+    """A stubbed machine: PATH with the stubs first, its own cache and apt state."""
+
+    def __init__(self, tmp: Path, installed: list[str] | None = None):
+        self.stub = tmp / "stub"
+        self.bin = tmp / "bin"
+        self.cache = tmp / "cache"
+        for d in (self.stub, self.bin, self.cache):
+            d.mkdir()
+        for name, body in STUBS.items():
+            f = self.bin / name
+            f.write_text("#!/bin/bash\n" + textwrap.dedent(body).strip() + "\n")
+            f.chmod(0o755)
+        (self.stub / "installed").write_text("".join(f"{p}\n" for p in installed or []))
+        self.env = {
+            "PATH": f"{self.bin}:/usr/bin:/bin", "HOME": str(tmp), "STUB": str(self.stub),
+            "WANWIDE_CACHE": str(self.cache), "PYTHON": str(self.bin / "python"),
+            "APT_POLICY_RC_D": str(tmp / "policy-rc.d"), "TMPDIR": str(tmp),
+            "WANWIDE_VENV": str(tmp / "venv"),
+        }
+
+    def run(self, *cmd: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(list(cmd), env={**self.env, **extra}, capture_output=True, text=True,
+                              timeout=120, cwd=REPO)
+
+    def calls(self) -> list[str]:
+        f = self.stub / "calls"
+        return f.read_text().splitlines() if f.exists() else []
+
+    def take_calls(self) -> list[str]:
+        c = self.calls()
+        (self.stub / "calls").unlink(missing_ok=True)
+        return c
+
+
+def apt_installs(calls: list[str]) -> list[list[str]]:
+    return [[a for a in shlex.split(c)[1:] if not a.startswith("-") and "=" not in a][1:]
+            for c in calls if c.startswith("apt-get ") and " install " in c]
+
+
+def test_install_lab_from_nothing_then_everything(tmp_path):
+    m = Machine(tmp_path)
+    r = m.run(str(REPO / "hack" / "install-lab.sh"))
+    assert r.returncode == 0, r.stderr
+    calls = m.take_calls()
+    # every lab package installed in one apt-get call, no service started meanwhile
+    assert apt_installs(calls) == [LAB_APT]
+    assert not (tmp_path / "policy-rc.d").exists(), "policy-rc.d left behind"
+    # both venvs from their requirements file, constrained by their lock
+    for name in ("keystone", "rally"):
+        venv = m.cache / "venvs" / name
+        assert f"python -m venv {venv}" in calls
+        pip = [c for c in calls if c.startswith("pip install") and f"requirements/{name}.txt" in c]
+        assert len(pip) == 1 and f"-c {REPO}/requirements/{name}.lock" in pip[0], calls
+    assert any(c.startswith("go install github.com/versity/versitygw/cmd/versitygw@v1.8.0") for c in calls)
+    assert os.access(m.cache / "bin" / "versitygw-v1.8.0", os.X_OK)
+
+    # second run: everything there, nothing asked of apt, pip or go
+    r = m.run(str(REPO / "hack" / "install-lab.sh"))
+    assert r.returncode == 0, r.stderr
+    assert m.take_calls() == []
+    assert "all 11 package(s) present" in r.stderr
+    assert "venv keystone: present" in r.stderr and "versitygw: present" in r.stderr
+
+
+def test_install_lab_installs_only_what_is_missing(tmp_path):
+    m = Machine(tmp_path, installed=["mariadb-server", "rsync", "iproute2", "procps"])
+    r = m.run(str(REPO / "hack" / "install-lab.sh"), WANWIDE_LAB_SKIP_S3="1")
+    assert r.returncode == 0, r.stderr
+    want = [p for p in LAB_APT if p not in ("mariadb-server", "rsync", "iproute2", "procps")]
+    calls = m.calls()
+    assert apt_installs(calls) == [want]
+    assert not any(c.startswith("go ") for c in calls)
+
+
+def test_failing_apt_names_the_step_and_shows_the_log(tmp_path):
+    m = Machine(tmp_path)
+    r = m.run(str(REPO / "hack" / "install-lab.sh"), STUB_APT_FAIL="galera-4")
+    assert r.returncode != 0
+    assert "apt-get install mariadb-server" in r.stderr  # which step
+    assert "Unable to locate package galera-4" in r.stderr  # the log's last lines
+    assert str(m.cache / "logs" / "apt.log") in r.stderr  # where to read more
+    assert not (tmp_path / "policy-rc.d").exists()
+
+
+def test_failing_pip_names_the_venv_step_and_its_log(tmp_path):
+    m = Machine(tmp_path, installed=LAB_APT)
+    r = m.run(str(REPO / "hack" / "install-lab.sh"), STUB_PIP_FAIL="No matching distribution for keystone==30.0.0")
+    assert r.returncode != 0
+    assert 'FAILED in step "venv keystone' in r.stderr
+    assert "No matching distribution for keystone==30.0.0" in r.stderr
+    assert "venv-keystone.log" in r.stderr
+    # nothing recorded as done: the next run tries again
+    assert not list((m.cache / "stamps").glob("venv-keystone-*"))
+
+
+def test_python_env_uses_the_lock_with_the_venvs_own_pip(tmp_path):
+    m = Machine(tmp_path)
+    r = m.run(str(REPO / "hack" / "python-env.sh"))
+    assert r.returncode == 0, r.stderr
+    calls = m.take_calls()
+    pip = [c for c in calls if c.startswith("pip ")]
+    assert pip == [f"pip install --disable-pip-version-check -c {REPO}/requirements/wanwide.lock -e {REPO}[test]"]
+    r = m.run(str(REPO / "hack" / "python-env.sh"))
+    assert r.returncode == 0 and m.calls() == []
+
+
+def test_testcluster_build_from_an_empty_cache(tmp_path):
+    m = Machine(tmp_path)
+    r = m.run(str(REPO / "hack" / "testcluster" / "build.sh"), GO=str(m.bin / "go"))
+    assert r.returncode == 0, r.stderr
+    calls = m.take_calls()
+    built = {c.split()[-1] for c in calls if c.startswith("go build")}
+    assert built == {"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
+                     "k8s.io/kubernetes/cmd/kube-scheduler", "go.etcd.io/etcd/server/v3"}
+    installed = {c.split()[-1] for c in calls if c.startswith("go install")}
+    assert installed == {"sigs.k8s.io/kwok/cmd/kwok@v0.8.0", "helm.sh/helm/v3/cmd/helm@v3.22.0",
+                         "github.com/versity/versitygw/cmd/versitygw@v1.8.0"}
+    cached = sorted(p.name for p in (m.cache / "bin").iterdir())
+    assert cached == sorted(["etcd-v3.6.16", "helm-v3.22.0", "kube-apiserver-v1.34.4",
+                             "kube-controller-manager-v1.34.4", "kube-scheduler-v1.34.4", "kwok-v0.8.0",
+                             "versitygw-v1.8.0"])
+    # the version is stamped into the Kubernetes binaries (not v0.0.0-master)
+    kube = [c for c in calls if c.startswith("go build") and "kube-apiserver" in c][0]
+    assert "gitVersion=v1.34.4" in kube
+    # cached: a second build asks go for nothing
+    r = m.run(str(REPO / "hack" / "testcluster" / "build.sh"), GO=str(m.bin / "go"))
+    assert r.returncode == 0 and m.calls() == []
+
+
+def test_stubs_behave_like_the_real_dpkg_query(tmp_path):
+    """The stub's contract, checked against the real tool where it is comparable."""
+    m = Machine(tmp_path)
+    r = m.run("dpkg-query", "-W", "-f=${Package} ${Status}\n", "wanwide-no-such-package")
+    real = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Status}\n", "wanwide-no-such-package"],
+                          capture_output=True, text=True)
+    assert r.returncode == real.returncode == 1
+    assert r.stdout == real.stdout == ""
+    assert json.dumps(r.stderr.split(":")[0]) == json.dumps(real.stderr.split(":")[0])
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "hack").glob("*.sh") if p.name != "lib.sh"))
+def test_scripts_fail_loudly(script):
+    """Every set-up script stops on errors (a silent half-install is the bug this guards)."""
+    assert "set -euo pipefail" in (REPO / "hack" / script).read_text()
