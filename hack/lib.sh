@@ -5,7 +5,8 @@
 #                       announce a step; a failure inside it names the step
 #   on_error_report     ERR trap: which step, which command, which log to read
 #   apt_missing PKG...  prints the packages not installed (never fails on "absent")
-#   apt_ensure PKG...   installs the missing ones (root), output in $APT_LOG
+#   apt_ensure PKG...   installs the missing ones (root), output in $APT_LOG,
+#                       names recorded in $APT_RECORD
 # Every function works when nothing is installed: no pipeline here fails because
 # a package, a file or a command is absent.
 
@@ -51,6 +52,8 @@ apt_missing() { # PKG...: the ones dpkg does not report "install ok installed"
 }
 
 APT_POLICY_RC_D=${APT_POLICY_RC_D:-/usr/sbin/policy-rc.d}
+# every package these scripts installed, one a line (hack/from-scratch.sh --purge reads it)
+APT_RECORD=${APT_RECORD:-/var/lib/wanwide/apt-installed.txt}
 
 apt_ensure() { # PKG...: install what is missing; no service is started by the packages
   local missing=() p
@@ -82,6 +85,9 @@ apt_ensure() { # PKG...: install what is missing; no service is started by the p
       --no-install-recommends "${missing[@]}"
   } >>"$APT_LOG" 2>&1 || rc=$?
   if [[ -n $created_policy ]]; then rm -f "$APT_POLICY_RC_D"; fi
+  if ((rc == 0)) && mkdir -p "$(dirname "$APT_RECORD")" 2>/dev/null; then
+    printf '%s\n' "${missing[@]}" >>"$APT_RECORD" || true
+  fi
   if ((rc != 0)); then
     log "ERROR: apt-get install ${missing[*]} failed (exit $rc); last lines of $APT_LOG:"
     tail -n 20 "$APT_LOG" | sed 's/^/    /' >&2

@@ -92,7 +92,7 @@ class Machine:
             "PATH": f"{self.bin}:/usr/bin:/bin", "HOME": str(tmp), "STUB": str(self.stub),
             "WANWIDE_CACHE": str(self.cache), "PYTHON": str(self.bin / "python"),
             "APT_POLICY_RC_D": str(tmp / "policy-rc.d"), "TMPDIR": str(tmp),
-            "WANWIDE_VENV": str(tmp / "venv"),
+            "WANWIDE_VENV": str(tmp / "venv"), "APT_RECORD": str(tmp / "apt-installed.txt"),
         }
 
     def run(self, *cmd: str, **extra: str) -> subprocess.CompletedProcess:
@@ -122,6 +122,8 @@ def test_install_lab_from_nothing_then_everything(tmp_path):
     # every lab package installed in one apt-get call, no service started meanwhile
     assert apt_installs(calls) == [LAB_APT]
     assert not (tmp_path / "policy-rc.d").exists(), "policy-rc.d left behind"
+    # recorded, so that hack/from-scratch.sh --purge removes exactly these
+    assert (tmp_path / "apt-installed.txt").read_text().split() == LAB_APT
     # both venvs from their requirements file, constrained by their lock
     for name in ("keystone", "rally"):
         venv = m.cache / "venvs" / name
