@@ -53,12 +53,16 @@ def install_rbac(tc, watch: list[str]) -> Path:
     out = tc.helm(*args).stdout
     docs = [d for d in yaml.safe_load_all(out) if d and d["kind"] not in ("Deployment", "Service")]
     tc.apply(yaml.safe_dump_all(docs))
-    token = tc.kubectl("create", "token", SA, "-n", SYSTEM_NS, "--duration=4h").stdout.strip()
+    return sa_kubeconfig(tc, SYSTEM_NS, SA, tc.state / "kubeconfig-operator")
+
+
+def sa_kubeconfig(tc, namespace: str, sa: str, path: Path) -> Path:
+    """A kubeconfig that authenticates as a ServiceAccount (a token, as in a pod)."""
+    token = tc.kubectl("create", "token", sa, "-n", namespace, "--duration=4h").stdout.strip()
     cfg = yaml.safe_load(Path(tc.kubeconfig).read_text())
     cfg["users"] = [{"name": "wanwide-sa", "user": {"token": token}}]
     for c in cfg["contexts"]:
         c["context"]["user"] = "wanwide-sa"
-    path = tc.state / "kubeconfig-operator"
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -66,8 +70,10 @@ def install_rbac(tc, watch: list[str]) -> Path:
 class Operator:
     """``wanwide operator`` as a child process; kill it any time, start it again."""
 
-    def __init__(self, tc, kubeconfig: Path, namespaces: list[str], log: Path):
+    def __init__(self, tc, kubeconfig: Path, namespaces: list[str], log: Path, release: str = RELEASE,
+                 system_ns: str = SYSTEM_NS):
         self.tc, self.kubeconfig, self.namespaces, self.log = tc, kubeconfig, namespaces, log
+        self.release, self.system_ns = release, system_ns
         self.proc: subprocess.Popen | None = None
         self.metrics_port = free_port()
         self.health_port = free_port()
@@ -75,15 +81,18 @@ class Operator:
 
     def start(self) -> None:
         env = dict(self.tc.env)
-        env.update({"KUBECONFIG": str(self.kubeconfig), "WANWIDE_SERVICE_ACCOUNT": f"{SYSTEM_NS}/{SA}",
+        env.update({"KUBECONFIG": str(self.kubeconfig),
+                    "WANWIDE_SERVICE_ACCOUNT": f"{self.system_ns}/{self.release}-wanwide",
                     "WANWIDE_HELM": str(self.tc.bin_dir / "helm")})
         self.starts += 1
         fh = open(self.log, "a")  # noqa: SIM115 - closed with the process
         fh.write(f"\n===== start {self.starts} =====\n")
         fh.flush()
+        # no --namespaces at all for cluster-wide mode: the operator started as documented
+        ns_args = ["--namespaces", ",".join(self.namespaces)] if self.namespaces else []
         self.proc = subprocess.Popen(
             [str(REPO / ".venv" / "bin" / "wanwide"), "operator", "--kubeconfig", str(self.kubeconfig),
-             "--namespaces", ",".join(self.namespaces), "--trial-clusterrole", f"{RELEASE}-wanwide-trial",
+             *ns_args, "--trial-clusterrole", f"{self.release}-wanwide-trial",
              "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
              "--log-format", "plain"],
             stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -168,3 +177,20 @@ def owned(tc, kind: str, bench_ns: str, bench: str) -> list[dict[str, Any]]:
     tag = f"-{short_hash(f'{bench_ns}/{bench}')}-t"
     items = tc.kubectl_json("get", kind, "-A", "-l", f"wanwide.io/benchmark={bench}")["items"]
     return [i for i in items if tag in (i["metadata"].get("namespace") or i["metadata"]["name"])]
+
+
+def example(tc, name: str, *, cleanup: str = "Always", extra: dict | None = None) -> str:
+    """An example file adapted to this cluster: fixture chart, local S3, short timeouts."""
+    docs = list(yaml.safe_load_all((REPO / "manifests" / "examples" / name).read_text()))
+    for d in docs:
+        if d["kind"] == "Benchmark":
+            s = d["spec"]
+            s["openstack"] = {"keystone": {"chartRepo": "", "chart": str(FIXTURE_CHART), "chartVersion": "0.1.0"}}
+            s["results"] = {"s3": {"endpoint": tc.s3["S3_ENDPOINT"], "bucket": BUCKET, "prefix": "e2e",
+                                   "secretRef": {"name": "s3-keys"}}}
+            s["cleanup"] = cleanup
+            s["timeouts"] = {"provisioning": "4m", "verifyingNetwork": "2m", "injecting": "2m", "loading": "3m",
+                             "collecting": "2m", "cleaningUp": "3m"}
+            s["workload"]["startDelay"] = "2s"
+            s.update(extra or {})
+    return yaml.safe_dump_all(docs)

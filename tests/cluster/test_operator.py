@@ -9,30 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.operator_env import BUCKET, FIXTURE_CHART, owned
+from tests.cluster.operator_env import BUCKET, example, owned
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
 from wanwide.render import render_trial
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
-
-
-def example(tc, name: str, *, cleanup: str = "Always", extra: dict | None = None) -> str:
-    """An example file adapted to this cluster: fixture chart, local S3, short timeouts."""
-    docs = list(yaml.safe_load_all((REPO / "manifests" / "examples" / name).read_text()))
-    for d in docs:
-        if d["kind"] == "Benchmark":
-            s = d["spec"]
-            s["openstack"] = {"keystone": {"chartRepo": "", "chart": str(FIXTURE_CHART), "chartVersion": "0.1.0"}}
-            s["results"] = {"s3": {"endpoint": tc.s3["S3_ENDPOINT"], "bucket": BUCKET, "prefix": "e2e",
-                                   "secretRef": {"name": "s3-keys"}}}
-            s["cleanup"] = cleanup
-            s["timeouts"] = {"provisioning": "4m", "verifyingNetwork": "2m", "injecting": "2m", "loading": "3m",
-                             "collecting": "2m", "cleaningUp": "3m"}
-            s["workload"]["startDelay"] = "2s"
-            s.update(extra or {})
-    return yaml.safe_dump_all(docs)
 
 
 def wait_phase(tc, ns: str, name: str, phases: tuple[str, ...], timeout: float) -> dict:

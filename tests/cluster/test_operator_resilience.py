@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.operator_env import owned
-from tests.cluster.test_operator import example, wait_phase
+from tests.cluster.operator_env import example, owned
+from tests.cluster.test_operator import wait_phase
 from tests.plan.bad_inputs import CASES
 
 pytestmark = pytest.mark.cluster

@@ -1,0 +1,156 @@
+"""How people install the operator: the chart in its three watch modes, and
+``wanwide operator`` started as documented (no ``--namespaces``: every namespace).
+
+The chart is installed for real (``helm install``) into the loopback cluster; what a
+user checks afterwards is asked of the API server: the Deployment's arguments and
+what the ServiceAccount may do (``kubectl auth can-i``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.operator_env import (
+    BUCKET,
+    Operator,
+    example,
+    install_crds,
+    owned,
+    s3_client,
+    sa_kubeconfig,
+)
+
+pytestmark = pytest.mark.cluster
+CHART = Path(__file__).resolve().parents[2] / "charts" / "wanwide"
+
+
+@pytest.fixture(scope="module")
+def crds(testcluster):
+    install_crds(testcluster)  # before any helm install: helm then leaves the CRDs alone
+    return testcluster
+
+
+def install(tc, release: str, ns: str, *sets: str) -> dict:
+    args = ["upgrade", "--install", release, str(CHART), "-n", ns, "--create-namespace"]
+    for s in sets:
+        args += ["--set", s]
+    tc.helm(*args)
+    dep = tc.kubectl_json("get", "deployment", f"{release}-wanwide", "-n", ns)
+    return dep["spec"]["template"]["spec"]["containers"][0]
+
+
+def can(tc, sa: str, *args: str) -> bool:
+    return tc.kubectl("auth", "can-i", *args, "--as", sa, check=False).stdout.strip() == "yes"
+
+
+def uninstall(tc, release: str, ns: str) -> None:
+    tc.helm("uninstall", release, "-n", ns, "--wait")
+    tc.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def test_chart_default_watches_its_own_namespace(crds):
+    tc = crds
+    ns, other = tc.namespace("ww-own"), tc.namespace("ww-other")
+    c = install(tc, "ww-own", ns)
+    assert f"--namespaces={ns}" in c["args"]
+    sa = f"system:serviceaccount:{ns}:ww-own-wanwide"
+    assert can(tc, sa, "get", "secrets", "-n", ns)
+    assert not can(tc, sa, "get", "secrets", "-n", other)
+    assert not can(tc, sa, "get", "secrets", "-n", "kube-system")
+    assert can(tc, sa, "create", "namespaces")
+    uninstall(tc, "ww-own", ns)
+    assert not can(tc, sa, "create", "namespaces")  # its ClusterRoleBinding went with it
+
+
+def test_chart_with_watch_namespaces(crds):
+    tc = crds
+    ns, a, b = tc.namespace("ww-list"), tc.namespace("ww-a"), tc.namespace("ww-b")
+    c = install(tc, "ww-list", ns, f"watchNamespaces={{{a},{b}}}")
+    assert f"--namespaces={a},{b}" in c["args"]
+    sa = f"system:serviceaccount:{ns}:ww-list-wanwide"
+    assert can(tc, sa, "get", "secrets", "-n", a) and can(tc, sa, "get", "secrets", "-n", b)
+    assert not can(tc, sa, "get", "secrets", "-n", ns)  # the release namespace is not watched
+    assert not can(tc, sa, "get", "secrets", "-n", "default")
+    uninstall(tc, "ww-list", ns)
+    assert not can(tc, sa, "get", "secrets", "-n", a)
+
+
+def test_chart_refuses_cluster_wide_with_a_namespace_list(crds):
+    r = crds.helm("template", "x", str(CHART), "--set", "clusterWide=true", "--set", "watchNamespaces={a}",
+                  check=False)
+    assert r.returncode != 0
+    assert "clusterWide=true watches every namespace: leave watchNamespaces empty" in r.stderr
+
+
+def test_cluster_wide_operator_reconciles_any_namespace(crds, tmp_path):
+    """The chart's clusterWide RBAC, and ``wanwide operator`` without --namespaces."""
+    tc = crds
+    sys_ns = tc.namespace("ww-all")
+    c = install(tc, "ww-all", sys_ns, "clusterWide=true")
+    assert not any(a.startswith("--namespaces") for a in c["args"])
+    sa = f"system:serviceaccount:{sys_ns}:ww-all-wanwide"
+    anywhere = tc.namespace("anywhere")
+    assert can(tc, sa, "get", "secrets", "-n", anywhere)
+    assert not can(tc, sa, "delete", "secrets", "-n", anywhere)
+    assert not can(tc, sa, "create", "networkchaos.chaos-mesh.org", "-n", anywhere)
+
+    # two namespaces nobody listed: an invalid Benchmark in one, a valid one in the other
+    bad_ns, good_ns = tc.namespace("cw-bad"), tc.namespace("cw-good")
+    s3 = s3_client(tc)
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
+        s3.create_bucket(Bucket=BUCKET)
+    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", good_ns,
+               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
+               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
+    kubeconfig = sa_kubeconfig(tc, sys_ns, "ww-all-wanwide", tmp_path / "kubeconfig")
+    op = Operator(tc, kubeconfig, [], tmp_path / "operator.log", release="ww-all", system_ns=sys_ns)
+    op.start()
+    try:
+        docs = list(yaml.safe_load_all(example(tc, "uniform-9.yaml")))
+        bench = next(d for d in docs if d["kind"] == "Benchmark")
+        bad = yaml.safe_load(yaml.safe_dump(bench))
+        bad["metadata"]["name"] = "no-topology"
+        bad["spec"]["topologyRef"] = "nope"
+        tc.apply(yaml.safe_dump(bad), bad_ns)
+        tc.apply(yaml.safe_dump_all(docs), good_ns)
+        name = bench["metadata"]["name"]
+
+        deadline, b, trials = time.time() + 120, {}, []
+        while time.time() < deadline:
+            b = tc.kubectl_json("get", "benchmark", "no-topology", "-n", bad_ns)
+            trials = tc.kubectl_json("get", "trials", "-n", good_ns, "-l", f"wanwide.io/benchmark={name}")["items"]
+            if (b.get("status") or {}).get("phase") == "Invalid" and trials:
+                break
+            time.sleep(1)
+        log = (tmp_path / "operator.log").read_text()
+        assert "TypeError" not in log, log[-3000:]
+        assert op.proc.poll() is None, f"operator exited:\n{log[-3000:]}"
+        assert (b.get("status") or {}).get("phase") == "Invalid", (b.get("status"), log[-3000:])
+        conds = {x["type"]: x for x in b["status"]["conditions"]}
+        assert "Topology 'nope' not found" in conds["Valid"]["message"]
+        assert trials, f"no Trial for {good_ns}/{name}:\n{log[-3000:]}"
+        # the key Secret it made in a namespace it was never told about
+        keys = tc.kubectl_json("get", "secrets", "-n", good_ns, "-l", f"wanwide.io/benchmark={name}")["items"]
+        assert keys, "no key Secret in the Benchmark's namespace"
+
+        # deleting it is handled too (the finalizer runs cluster-wide): nothing left behind
+        tc.kubectl("delete", "benchmark", name, "-n", good_ns, "--wait=false")
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            left = tc.kubectl("get", "benchmark", name, "-n", good_ns, check=False)
+            if left.returncode != 0 and "NotFound" in left.stderr:
+                break
+            time.sleep(2)
+        else:
+            raise AssertionError(f"{name} still there after 240 s:\n{(tmp_path / 'operator.log').read_text()[-3000:]}")
+        assert owned(tc, "networkchaos", good_ns, name) == []
+        assert all(n["metadata"].get("deletionTimestamp") for n in owned(tc, "namespaces", good_ns, name))
+    finally:
+        op.stop()
+        tc.kubectl("delete", "benchmark", "--all", "-n", bad_ns, "--wait=false", check=False)
+        uninstall(tc, "ww-all", sys_ns)
