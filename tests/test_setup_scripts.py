@@ -8,7 +8,6 @@ what a real install would leave behind. The scripts themselves run unmodified.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -214,7 +213,7 @@ def test_stubs_behave_like_the_real_dpkg_query(tmp_path):
                           capture_output=True, text=True)
     assert r.returncode == real.returncode == 1
     assert r.stdout == real.stdout == ""
-    assert json.dumps(r.stderr.split(":")[0]) == json.dumps(real.stderr.split(":")[0])
+    assert r.stderr.strip() == real.stderr.strip() == "dpkg-query: no packages found matching wanwide-no-such-package"
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "hack").glob("*.sh") if p.name != "lib.sh"))
