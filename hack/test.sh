@@ -38,7 +38,7 @@ step_end
 
 log "unit tests"
 set +e
-"$py" -m pytest -m "not lab and not cluster and not realnode and not images" -q -p no:cacheprovider "$@"
+"$py" -m pytest -m "not lab and not cluster and not realnode and not images and not install" -q -p no:cacheprovider "$@"
 unit=$?
 set -e
 
@@ -46,8 +46,11 @@ step "waiting for the control-plane build" "$log_dir/build.log"
 wait "$build_pid"
 step_end
 
-log "lab tests (real MariaDB/Galera/Keystone/Rally in network namespaces)"
+log "install tests (a fresh venv's own pip with requirements/wanwide.lock)"
 set +e
+"$py" -m pytest -m "install" -q -p no:cacheprovider "$@"
+install=$?
+log "lab tests (real MariaDB/Galera/Keystone/Rally in network namespaces)"
 "$py" -m pytest -m "lab" -q -p no:cacheprovider "$@"
 lab=$?
 log "cluster tests (real kube-apiserver, kwok nodes)"
@@ -56,6 +59,6 @@ cluster=$?
 set -e
 hack/testcluster.sh down >/dev/null 2>&1 || true
 # a marker with nothing selected (e.g. -k filtering) is not a failure
-for v in unit lab cluster; do [[ ${!v} == 5 && $# -gt 0 ]] && printf -v "$v" 0; done
-log "done: unit=$unit lab=$lab cluster=$cluster"
-[[ $unit == 0 && $lab == 0 && $cluster == 0 ]]
+for v in unit install lab cluster; do [[ ${!v} == 5 && $# -gt 0 ]] && printf -v "$v" 0; done
+log "done: unit=$unit install=$install lab=$lab cluster=$cluster"
+[[ $unit == 0 && $install == 0 && $lab == 0 && $cluster == 0 ]]

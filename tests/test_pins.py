@@ -59,3 +59,26 @@ def test_every_consumer_uses_the_locks():
     lab = (REPO / "hack" / "install-lab.sh").read_text()
     assert '-r "$req" -c "$lock"' in lab and 'requirements/$name.lock' in lab
     assert "-c \"$lock\" -e" in (REPO / "hack" / "python-env.sh").read_text()
+
+
+@pytest.mark.install
+@pytest.mark.slow
+def test_stock_pip_resolves_exactly_the_lock(tmp_path):
+    """A plain venv's own pip (no upgrade) installs wanwide with the lock: same versions."""
+    import json
+    import subprocess
+    import sys
+
+    subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", str(tmp_path / "v")], check=True)
+    pip = tmp_path / "v" / "bin" / "pip"
+    version = subprocess.run([str(pip), "--version"], capture_output=True, text=True, check=True).stdout
+    r = subprocess.run(
+        [str(pip), "install", "--dry-run", "--quiet", "--disable-pip-version-check", "--report",
+         str(tmp_path / "report.json"), "-c", str(REQ / "wanwide.lock"), "-e", f"{REPO}[test]"],
+        capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"{version}\n{r.stderr[-3000:]}"
+    resolved = {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"]
+                for i in json.loads((tmp_path / "report.json").read_text())["install"]}
+    lock = pins(REQ / "wanwide.lock")
+    assert resolved.pop("wanwide") == "0.1.0"
+    assert {k: v for k, v in resolved.items() if lock.get(k) != v} == {}, version
