@@ -4,7 +4,7 @@
 # --purge the Debian packages these scripts installed removed first (exactly the
 # names recorded in /var/lib/wanwide/apt-installed.txt, then their unused deps).
 # Prints the wall time of each command; the logs say each step's time.
-#   hack/from-scratch.sh [--purge] [--only lab|test] [DIR]    (DIR default /tmp/wanwide-scratch)
+#   hack/from-scratch.sh [--purge] [--only lab|test|none] [DIR]   (DIR default /tmp/wanwide-scratch)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 LOG_TAG=from-scratch
@@ -22,7 +22,8 @@ while (($#)); do
   shift
 done
 if ((purge)); then
-  mapfile -t pkgs < <(sort -u "$APT_RECORD" 2>/dev/null || true)
+  pkgs=()
+  if [[ -f $APT_RECORD ]]; then mapfile -t pkgs < <(sort -u "$APT_RECORD"); fi
   if ((${#pkgs[@]})); then
     step "apt-get purge ${pkgs[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${pkgs[@]}" >/dev/null
@@ -41,7 +42,12 @@ export HOME=$dir/home PYENV_ROOT=${PYENV_ROOT:-/root/.pyenv}
 unset GOPATH GOCACHE GOMODCACHE PIP_CACHE_DIR WANWIDE_CACHE
 cd "$dir/wanwide"
 for what in $only; do
-  case $what in lab) cmd=(hack/lab.sh) ;; test) cmd=(hack/test.sh) ;; *) log "ERROR: --only lab|test"; exit 2 ;; esac
+  case $what in
+    lab) cmd=(hack/lab.sh) ;;
+    test) cmd=(hack/test.sh) ;;
+    none) continue ;;
+    *) log "ERROR: --only lab|test|none"; exit 2 ;;
+  esac
   t0=$SECONDS
   log "running ${cmd[*]} (log: $dir/$what.log; load: $(cut -d' ' -f1-3 /proc/loadavg))"
   rc=0

@@ -205,6 +205,21 @@ def test_testcluster_build_from_an_empty_cache(tmp_path):
     assert r.returncode == 0 and m.calls() == []
 
 
+def test_from_scratch_purges_exactly_what_the_scripts_installed(tmp_path):
+    m = Machine(tmp_path)
+    assert m.run(str(REPO / "hack" / "install-lab.sh"), WANWIDE_LAB_SKIP_S3="1").returncode == 0
+    m.take_calls()
+    r = m.run(str(REPO / "hack" / "from-scratch.sh"), "--purge", "--only", "none", str(tmp_path / "scratch"))
+    assert r.returncode == 0, r.stderr
+    calls = m.calls()
+    purge = [c.split() for c in calls if c.startswith("apt-get purge")]
+    assert len(purge) == 1 and sorted(a for a in purge[0][2:] if not a.startswith("-")) == sorted(LAB_APT)
+    assert any(c.startswith("apt-get autoremove --purge") for c in calls)
+    assert not (tmp_path / "apt-installed.txt").exists()
+    assert (tmp_path / "scratch" / "wanwide" / "hack" / "lab.sh").exists()  # a fresh clone
+    assert (tmp_path / "scratch" / "home").is_dir() and not any((tmp_path / "scratch" / "home").iterdir())
+
+
 def test_stubs_behave_like_the_real_dpkg_query(tmp_path):
     """The stub's contract, checked against the real tool where it is comparable."""
     m = Machine(tmp_path)
