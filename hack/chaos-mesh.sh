@@ -286,7 +286,6 @@ dashboard: {create: false}
 dnsServer: {create: false}
 bpfki: {create: false}
 chaosDlv: {enable: false}
-enableProfiling: false
 EOF
   step "helm upgrade --install $RELEASE ($NAMESPACE)"
   helm upgrade --install "$RELEASE" "$chart" -n "$NAMESPACE" --create-namespace \
