@@ -4,9 +4,14 @@
 # pods and the controllers that cannot run here, plus an S3 server (versitygw).
 # Everything listens on 127.0.0.1. See docs/testcluster.md.
 #
-#   hack/testcluster.sh build      build and cache the binaries (~20 min cold)
-#   hack/testcluster.sh up         start (idempotent; seconds when warm)
-#   hack/testcluster.sh down       stop what `up` started
+#   hack/testcluster.sh build [--real-node]
+#                                  build and cache the binaries (~20 min cold);
+#                                  --real-node: kubelet, kube-proxy, CoreDNS only
+#   hack/testcluster.sh up [--real-node]
+#                                  start (idempotent; seconds when warm); --real-node
+#                                  adds a real node (containerd, kubelet, kube-proxy)
+#   hack/testcluster.sh down [--real-node]
+#                                  stop what `up` started (--real-node: only the real node)
 #   hack/testcluster.sh env        print export lines (KUBECONFIG, S3 vars)
 #   hack/testcluster.sh status     show what runs
 #   hack/testcluster.sh nodes N    make sure simulated nodes kwok-r1..kwok-rN exist
@@ -27,6 +32,8 @@ SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 POD_CIDR=10.244.0.1/16
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw)
+# shellcheck source=testcluster/realnode.sh
+source "$HERE/realnode.sh"
 
 die() { log "ERROR: $*"; exit 1; }
 
@@ -36,7 +43,10 @@ free_port() {
 
 is_ours() { # component pid: runs a cached <component>-<version> on this state dir
   local exe; exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
-  [[ ${exe##*/} == "$1"-* ]] || return 1
+  case $1 in
+    containerd) [[ $exe == /usr/bin/containerd ]] || return 1 ;;  # Debian's, not its shims
+    *) [[ ${exe##*/} == "$1"-* ]] || return 1 ;;
+  esac
   tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null | grep -qF -- "$STATE/"
 }
 
@@ -196,6 +206,7 @@ start_apiserver() {
     --service-account-key-file="$STATE/pki/sa.pub" \
     --service-account-signing-key-file="$STATE/pki/sa.key" \
     --allow-privileged=true --profiling=false \
+    --kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP \
     --enable-priority-and-fairness=false \
     --event-ttl=30m --v=0
   log "waiting for kube-apiserver /readyz"
@@ -356,10 +367,11 @@ take_lock() { # one up/down at a time per state dir (tests of several people may
   fi
 }
 
-cmd_up() {
-  local t0=$SECONDS
+cmd_up() { # [--real-node]
+  local t0=$SECONDS real=${1:-}
   take_lock
   build_all
+  [[ $real == --real-node ]] && build_real_node
   resolve_kubectl
   ensure_ports
   ensure_pki
@@ -367,6 +379,7 @@ cmd_up() {
   ensure_s3_env
   start_versitygw
   start_etcd
+  [[ $real == --real-node ]] && rn_apiserver_flags
   start_apiserver
   start_controller_manager
   start_scheduler
@@ -378,6 +391,7 @@ cmd_up() {
   # shellcheck source=/dev/null
   source "$STATE/s3.env"
   wait_for "versitygw" 30 curl -fsS "$S3_ENDPOINT/health"
+  [[ $real == --real-node ]] && rn_up
   log "up in $((SECONDS - t0)) s; KUBECONFIG=$STATE/kubeconfig"
 }
 
@@ -396,9 +410,11 @@ stop_one() { # component
   rm -f "$STATE/run/$c.pid"
 }
 
-cmd_down() {
+cmd_down() { # [--real-node]
   [[ -d $STATE/run ]] || { log "nothing to stop"; return 0; }
   take_lock
+  rn_down
+  [[ ${1:-} == --real-node ]] && return 0
   local c i
   # reverse start order: clients first, etcd last
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
@@ -418,6 +434,10 @@ cmd_env() {
   local l
   while IFS= read -r l; do [[ -n $l ]] && echo "export $l"; done <"$STATE/s3.env"
   echo "export PATH=$BIN/links:\$PATH"
+  if rn_enabled; then
+    echo "export WANWIDE_CONTAINERD_ADDRESS=$RN_SOCK"
+    echo "export WANWIDE_REALNODE_BUSYBOX_IMAGE=$(rn_busybox_ref)"
+  fi
 }
 
 cmd_status() {
@@ -429,6 +449,10 @@ cmd_status() {
       printf '%-24s stopped\n' "$c"; rc=3
     fi
   done
+  if rn_enabled; then
+    echo "real node $RN_NODE ($RN):"
+    rn_status || rc=3
+  fi
   if [[ -f $STATE/kubeconfig ]] && pid_of kube-apiserver >/dev/null; then
     resolve_kubectl
     kc version 2>/dev/null | sed 's/^/  /' || true
@@ -451,7 +475,7 @@ resolve_kubectl() {
 link_bins() {
   mkdir -p "$BIN/links"
   local n
-  for n in "${ALL_BINARIES[@]}" kubectl; do
+  for n in "${ALL_BINARIES[@]}" "${REAL_NODE_BINARIES[@]}" kubectl; do
     [[ -x $(bin_path "$n") ]] && ln -sfn "$(bin_path "$n")" "$BIN/links/$n"
   done
   return 0
@@ -461,9 +485,19 @@ main() {
   local cmd=${1:-}
   shift || true
   case "$cmd" in
-    build) build_all; link_bins ;;
-    up) cmd_up; link_bins ;;
-    down) cmd_down ;;
+    build)
+      case ${1:-} in
+        --real-node) build_real_node ;;
+        "") build_all ;;
+        *) die "build: unknown option $1" ;;
+      esac
+      link_bins ;;
+    up)
+      [[ -z ${1:-} || $1 == --real-node ]] || die "up: unknown option $1"
+      cmd_up "${1:-}"; link_bins ;;
+    down)
+      [[ -z ${1:-} || $1 == --real-node ]] || die "down: unknown option $1"
+      cmd_down "${1:-}" ;;
     env) cmd_env ;;
     status) cmd_status ;;
     nodes)
@@ -471,7 +505,7 @@ main() {
       ensure_ports
       ensure_nodes "${1:?usage: $0 nodes N}" ;;
     bin) bin_path "${1:?usage: $0 bin NAME}" ;;
-    *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 }
 

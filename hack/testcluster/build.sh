@@ -15,6 +15,7 @@ KUBE_STAGING_VERSION=v0.34.4
 KWOK_VERSION=v0.8.0
 HELM_VERSION=v3.22.0
 VERSITYGW_VERSION=v1.8.0
+COREDNS_VERSION=v1.14.7
 
 log() { printf '[testcluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -22,14 +23,17 @@ log() { printf '[testcluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 bin_path() {
   case "$1" in
     etcd) echo "$BIN/etcd-$ETCD_VERSION" ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) echo "$BIN/$1-$KUBE_VERSION" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy) echo "$BIN/$1-$KUBE_VERSION" ;;
     kwok) echo "$BIN/kwok-$KWOK_VERSION" ;;
     helm) echo "$BIN/helm-$HELM_VERSION" ;;
     versitygw) echo "$BIN/versitygw-$VERSITYGW_VERSION" ;;
+    coredns) echo "$BIN/coredns-$COREDNS_VERSION" ;;
     *) echo "unknown binary $1" >&2; return 1 ;;
   esac
 }
 ALL_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok helm versitygw)
+# the real node's (`build --real-node`, `up --real-node`): never built by plain `build`/`up`
+REAL_NODE_BINARIES=(kubelet kube-proxy coredns)
 
 # go with a writable work area of our own; never touches the repo's go files.
 gorun() { GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0 "$GO" "$@"; }
@@ -84,7 +88,7 @@ prepare_kube_module() {
   echo "$mod"
 }
 
-build_kube() { # kube-apiserver|kube-controller-manager|kube-scheduler|kubectl
+build_kube() { # kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy
   local name=$1 dst; dst=$(bin_path "$name"); [[ -x $dst ]] && return 0
   local mod hint=3; mod=$(prepare_kube_module)
   [[ $name == kube-apiserver ]] && hint=10
@@ -105,6 +109,8 @@ build_kwok() { build_goinstall kwok 2 "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION";
 build_helm() { build_goinstall helm 2 "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
                  "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"; }
 build_versitygw() { build_goinstall versitygw 2 "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"; }
+build_coredns() { build_goinstall coredns 4 "github.com/coredns/coredns@$COREDNS_VERSION" \
+                    "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"; }
 
 build_all() {
   mkdir -p "$BIN" "$CACHE/build"
@@ -135,4 +141,27 @@ build_all() {
   flock -u 9
 }
 
-if [[ ${BASH_SOURCE[0]} == "$0" ]]; then build_all; fi
+# kubelet, kube-proxy (same module dir and ldflags as the control plane) and
+# CoreDNS, one after the other (kubelet and kube-proxy share the kube build cache).
+build_real_node() {
+  mkdir -p "$BIN" "$CACHE/build"
+  local missing=() n
+  for n in "${REAL_NODE_BINARIES[@]}"; do [[ -x $(bin_path "$n") ]] || missing+=("$n"); done
+  ((${#missing[@]})) || return 0
+  exec 9>"$CACHE/build.lock"
+  if ! flock -n 9; then log "another build is running; waiting for it…"; flock 9; fi
+  log "missing real-node binaries: ${missing[*]} (cache $BIN)"
+  local t0=$SECONDS
+  build_kube kubelet
+  build_kube kube-proxy
+  build_coredns
+  log "real-node binaries built in $((SECONDS - t0)) s"
+  flock -u 9
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  case ${1:-} in
+    --real-node) build_real_node ;;
+    *) build_all ;;
+  esac
+fi
