@@ -109,11 +109,20 @@ rn_ports() {
 # this bridge only (pods reach Services, and the apiserver behind the `kubernetes`
 # Service is on 127.0.0.1); the Service range is routed to it so that the host
 # reaches ClusterIPs from the node IP. Everything goes away with the bridge.
+# One real node per machine (the bridge, its addresses and the KUBE-* chains are
+# host-wide): the bridge's alias names the state dir that owns it.
+rn_bridge_owner() { ip -d link show "$RN_BRIDGE" 2>/dev/null | sed -n 's/^ *alias //p'; }
+
 rn_bridge() {
   if ! ip link show "$RN_BRIDGE" >/dev/null 2>&1; then
     log "creating bridge $RN_BRIDGE ($RN_IP/24)"
     ip link add "$RN_BRIDGE" type bridge
+    ip link set "$RN_BRIDGE" alias "$RN"
   fi
+  local owner; owner=$(rn_bridge_owner)
+  [[ -z $owner || $owner == "$RN" ]] ||
+    die "the real node of $owner runs on this machine (one at a time): stop it first (WANWIDE_TESTCLUSTER_DIR=${owner%/realnode} hack/testcluster.sh down --real-node)"
+  ip link set "$RN_BRIDGE" alias "$RN"
   ip -4 addr show dev "$RN_BRIDGE" | grep -qF "inet $RN_IP/" ||
     ip addr add "$RN_IP/24" dev "$RN_BRIDGE"
   ip link set "$RN_BRIDGE" up
@@ -493,6 +502,15 @@ rn_shim_pids() { # shims serving our containerd (its socket is on their command 
   return 0
 }
 
+rn_sandbox_ids() { # every pod sandbox our containerd knows or ran (ids are 64 hex digits)
+  local d
+  for d in "$RN"/containerd/root/io.containerd.grpc.v1.cri/sandboxes/* \
+           "$RN"/run/containerd/state/io.containerd.runtime.v2.task/k8s.io/*; do
+    d=${d##*/}
+    [[ $d =~ ^[0-9a-f]{64}$ ]] && echo "$d"
+  done | sort -u
+}
+
 rn_kill_leftovers() { # after a crash: shims, then what runc still knows of
   local p id f
   for p in $(rn_shim_pids); do log "killing leftover shim $p"; kill -KILL "$p" 2>/dev/null || true; done
@@ -539,20 +557,26 @@ rn_iptables_sweep() { # iptables-save-binary iptables-binary: KUBE-*, WANWIDE-RN
     done < <(grep -E -- "^-A .*(-j ($alt)( |$)|$ours)" <<<"$dump" || true)
     for c in $chains; do "$ipt" -t "$t" -F "$c" 2>/dev/null || true; done
     for c in $chains; do "$ipt" -t "$t" -X "$c" 2>/dev/null || true; done
-    # portmap's shared chains, once empty (another CNI user keeps its rules in them)
+    # portmap's shared chains (SETMARK, MASQ serve the DNAT entries): once no DNAT
+    # entry of any CNI network is left (another CNI user's keep them all)
     dump=$("$save" -t "$t" 2>/dev/null) || continue
+    grep -q -- '^-A CNI-HOSTPORT-DNAT ' <<<"$dump" && continue
     while IFS= read -r c; do
       [[ -n $c ]] || continue
-      grep -q -- "^-A $c " <<<"$dump" && continue
       while IFS= read -r rule; do
         [[ -n $rule ]] && rn_ipt_delete "$ipt" "$t" "$rule"
       done < <(grep -E -- "^-A .* -j $c( |$)" <<<"$dump" || true)
+      "$ipt" -t "$t" -F "$c" 2>/dev/null || true
       "$ipt" -t "$t" -X "$c" 2>/dev/null || true
     done < <(sed -n 's/^:\(CNI-HOSTPORT-[^ ]*\) .*/\1/p' <<<"$dump")
   done
 }
 
 rn_network_down() {
+  local owner; owner=$(rn_bridge_owner)
+  if [[ -n $owner && $owner != "$RN" ]]; then
+    log "the host network of the real node belongs to $owner: left alone"; return 0
+  fi
   local kp; kp=$(bin_path kube-proxy)
   if [[ -x $kp ]]; then "$kp" --cleanup >>"$STATE/run/kube-proxy-cleanup.log" 2>&1 || true; fi
   rn_iptables_sweep iptables-nft-save iptables-nft
@@ -574,6 +598,7 @@ rn_down() {
   wait
   rn_kill_containers
   stop_one containerd
+  local sandboxes; sandboxes=$(rn_sandbox_ids)
   rn_kill_leftovers
   stop_one coredns
   rn_unmount
@@ -584,7 +609,10 @@ rn_down() {
     rm -rf "$RN/run" "$RN/cni/ipam"
   fi
   rn_network_down
-  # libcni's result cache and the kubelet's log links live in fixed host paths
+  # libcni's result cache (eth0 on our network, lo on containerd's "cni-loopback")
+  # and the kubelet's log links live in fixed host paths
+  local id
+  for id in $sandboxes; do rm -f /var/lib/cni/results/*-"$id"-* 2>/dev/null || true; done
   rm -f /var/lib/cni/results/"$RN_CNI_NET"-* 2>/dev/null || true
   find /var/log/containers -maxdepth 1 -type l -lname "$RN/*" -delete 2>/dev/null || true
   rm -f "$RN/enabled"
