@@ -505,7 +505,7 @@ main() {
       ensure_ports
       ensure_nodes "${1:?usage: $0 nodes N}" ;;
     bin) bin_path "${1:?usage: $0 bin NAME}" ;;
-    *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 }
 
