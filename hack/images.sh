@@ -23,6 +23,8 @@
 #   wanwide.local), WANWIDE_IMAGES_FORCE=1 (rebuild even when cached).
 # shellcheck disable=SC2016  # file-wide: "$1" in mmdebstrap hooks is the hook shell's
 set -euo pipefail
+# failures inside $(...) stop the script too (a key computed from half its inputs is wrong)
+shopt -s inherit_errexit
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOG_TAG=images
@@ -80,9 +82,11 @@ upstream_dir() { # upstream_dir UP_ARRAY_NAME: a directory holding that source t
   if [[ ! -d $dest/.git ]]; then
     log "fetching $remote at $commit"
     rm -rf "$dest.tmp"
-    git init -q "$dest.tmp"
-    git -C "$dest.tmp" fetch -q --depth 1 "$remote" "$commit" >&2
-    git -C "$dest.tmp" checkout -q FETCH_HEAD
+    git init -q "$dest.tmp" >&2
+    git -C "$dest.tmp" fetch -q --depth 1 "$remote" "$commit" >&2 ||
+      die "cannot fetch $remote $commit (set WANWIDE_UPSTREAM_DIR to a mirror holding $dir/)"
+    git -C "$dest.tmp" checkout -q FETCH_HEAD >&2
+    [[ $(git -C "$dest.tmp" rev-parse HEAD) == "$commit" ]] || die "$remote: HEAD is not $commit"
     mv "$dest.tmp" "$dest"
   fi
   echo "$dest"
@@ -113,11 +117,14 @@ key_material() { # everything that defines image $1, as text
 
 ensure_key() { # compute the key of image $1 once per run (call outside $(...))
   local v="KEY_${1//-/_}"
-  [[ -n ${!v:-} ]] || printf -v "$v" '%s' "$(key_material "$1" | sha256sum | cut -c1-64)"
+  local m
+  [[ -n ${!v:-} ]] && return 0
+  m=$(key_material "$1") || die "$1: cannot compute its key (an input is missing)"
+  printf -v "$v" '%s' "$(sha256sum <<<"$m" | cut -c1-64)"
 }
 key_of() { # full content key of image $1
   local v="KEY_${1//-/_}"
-  [[ -n ${!v:-} ]] || printf -v "$v" '%s' "$(key_material "$1" | sha256sum | cut -c1-64)"
+  [[ -n ${!v:-} ]] || ensure_key "$1"
   echo "${!v}"
 }
 ref_of() { echo "$REGISTRY/$1:$(key_of "$1" | cut -c1-12)"; }
@@ -255,7 +262,10 @@ EOS
 # mariadb: Debian's MariaDB 10.11 + Galera 4 laid out as MariaDB/mariadb-docker's 10.11
 # image (what mariadb-operator runs): user mysql 999:999, the datadir made by the
 # entrypoint, not by the package, the same config edits, gosu, and upstream's
-# docker-entrypoint.sh and healthcheck.sh copied in unmodified.
+# docker-entrypoint.sh and healthcheck.sh copied in unmodified. /run/mysqld (the socket's
+# directory) comes in a second layer: mmdebstrap keeps /run a tmpfs while hooks run, so
+# nothing made there reaches the tar (root-owned 1777 rather than mysql's: any uid may
+# make its socket there, which is why upstream sets 1777).
 inputs_mariadb() {
   local up; up=$(upstream_dir UP_MARIADB_DOCKER)
   sha256sum "$up/10.11/docker-entrypoint.sh" "$up/10.11/healthcheck.sh" | cut -d' ' -f1
@@ -291,7 +301,8 @@ EOS
     --customize-hook='rm -f "$1/.mariadb-version"'
   mkimage mariadb --layer "$w/rootfs.tar" --entrypoint '["docker-entrypoint.sh"]' --cmd '["mariadbd"]' \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env LANG=C.UTF-8 \
-    --env "MARIADB_VERSION=$(cat "$w/mariadb-version")" --volume /var/lib/mysql --port 3306/tcp
+    --env "MARIADB_VERSION=$(cat "$w/mariadb-version")" --volume /var/lib/mysql --port 3306/tcp \
+    --dir /run/mysqld:1777
 }
 
 # dep-check: kubernetes-entrypoint (openstack-helm's dep_check init containers) built
