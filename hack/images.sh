@@ -447,7 +447,7 @@ build_one() {
     >"$(meta_of "$a")"
   # older archives of this image are stale: drop them
   local old
-  for old in "$IMG/$name"-*.tar; do
+  for old in "$IMG/$name"-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f].tar; do  # NAME-KEY12 only: mariadb-* would match mariadb-operator-*
     [[ $old == "$a" ]] || rm -f "$old" "$(meta_of "$old")"
   done
   step_end
