@@ -205,6 +205,29 @@ def test_testcluster_build_from_an_empty_cache(tmp_path):
     assert r.returncode == 0 and m.calls() == []
 
 
+def test_testcluster_build_real_node_only_on_request(tmp_path):
+    """`build --real-node`: kubelet and kube-proxy like the control plane, CoreDNS; plain
+    `build` never builds them (its time in CI stays the same)."""
+    m = Machine(tmp_path)
+    build = str(REPO / "hack" / "testcluster" / "build.sh")
+    assert m.run(build, GO=str(m.bin / "go")).returncode == 0
+    plain = m.take_calls()
+    assert not [c for c in plain if "kubelet" in c or "kube-proxy" in c or "coredns" in c]
+    r = m.run(build, "--real-node", GO=str(m.bin / "go"))
+    assert r.returncode == 0, r.stderr
+    calls = m.take_calls()
+    built = {c.split()[-1] for c in calls if c.startswith("go build")}
+    assert built == {"k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-proxy"}
+    for c in calls:
+        if c.startswith("go build"):
+            assert "gitVersion=v1.34.4" in c and "-mod=mod" in c
+    installed = {c.split()[-1] for c in calls if c.startswith("go install")}
+    assert installed == {"github.com/coredns/coredns@v1.14.7"}
+    cached = {p.name for p in (m.cache / "bin").iterdir()}
+    assert {"kubelet-v1.34.4", "kube-proxy-v1.34.4", "coredns-v1.14.7"} <= cached
+    assert m.run(build, "--real-node", GO=str(m.bin / "go")).returncode == 0 and m.calls() == []
+
+
 def test_from_scratch_purges_exactly_what_the_scripts_installed(tmp_path):
     m = Machine(tmp_path)
     assert m.run(str(REPO / "hack" / "install-lab.sh"), WANWIDE_LAB_SKIP_S3="1").returncode == 0
