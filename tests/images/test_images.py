@@ -90,6 +90,13 @@ def image_members(name: str, path: str) -> list[tarfile.TarInfo]:
     return out
 
 
+def readable_by_all(d: Path) -> None:
+    """pytest's tmp dirs are 0700: the containers' non-root users must read them."""
+    d.chmod(0o755)
+    for f in d.iterdir():
+        f.chmod(0o644)
+
+
 def test_memcached(containerd: Containerd) -> None:
     r = containerd.run("memcached", "memcached", "-h")
     assert r.stdout.startswith("memcached 1.6"), r.stdout[:200]
@@ -206,6 +213,7 @@ def test_keystone_serves_tokens_as_the_chart_runs_it(
     (tmp_path / "ports.conf").write_text("")
     (tmp_path / "api.sh").write_text(API_START)
     (tmp_path / "test.sh").write_text(KEYSTONE_TEST)
+    readable_by_all(tmp_path)
     t = str(tmp_path)
     mounts = [
         f"type=bind,src={t},dst=/t,options=rbind:ro",
@@ -256,6 +264,7 @@ def test_mariadb(containerd: Containerd, tmp_path: Path) -> None:
     (tmp_path / "test.sh").write_text(MARIADB_TEST)
     # what the kubelet mounts into every container (healthcheck.sh connects to localhost)
     (tmp_path / "hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
+    readable_by_all(tmp_path)
     # as mariadb-operator runs it: user and group 999, the datadir a volume
     # the image has /run/mysqld, but `ctr run` mounts a tmpfs over /run (the CRI, like
     # docker, does not): recreate it as the image has it, then run as the operator does
