@@ -45,11 +45,15 @@ CM_MODULE=$(sed -n 's/^CHAOS_MESH_MODULE=//p' "$ROOT/hack/upstream-crds.sh")
 CM_VERSION=$(sed -n 's/^CHAOS_MESH_VERSION=//p' "$ROOT/hack/upstream-crds.sh")
 CM_COMMIT=${CM_VERSION##*-}
 # The module's go.mod replaces its nested api module with ./api, which the module zip does
-# not carry, and the proxy refuses api@<same commit> (403). The oldest api pseudo-version
-# it serves is this one (4 days later): the same api as main in August plus the new,
-# optional NetworkChaos.spec.partitionBehavior (webhook default "drop" = the old behaviour;
-# the v2.8.3 CRD prunes the field). docs/chaos-mesh.md has the comparison.
+# not carry, and the proxy refuses api@<same commit> (403). api@latest is this one (4 days
+# later): the api of main in August plus the new, optional NetworkChaos.spec.partitionBehavior.
+# Its mutating webhook defaults that field to "drop"; the v2.8.3 CRD prunes it, so every
+# update the controller makes differs from the stored spec and the validating webhook
+# refuses it ("Cannot update chaos spec": nothing is ever injected). API_PATCH removes that
+# one default from a writable copy of the api module: then the api behaves as at the pin
+# (the field stays empty and is never serialized). docs/chaos-mesh.md has the details.
 CM_API_VERSION=v0.0.0-20260906172039-d70b66ad97ac
+API_PATCH='no-partitionBehavior-default-1'
 CM_HOME=$CACHE/chaos-mesh/$CM_VERSION
 BIN=$CM_HOME/bin
 IMG=$CM_HOME/images
@@ -76,10 +80,33 @@ module_dir() {
 
 NSEXEC=$ROOT/hack/chaos-mesh/nsexec  # the nsexec stand-in (see its header)
 
+api_copy() { # $CM_HOME/api: the api module at CM_API_VERSION, minus the partitionBehavior default
+  local dir json wh=$CM_HOME/api/v1alpha1/networkchaos_webhook.go
+  [[ $(cat "$CM_HOME/api/.patched" 2>/dev/null) == "$CM_API_VERSION $API_PATCH" ]] && return 0
+  json=$(cd "${TMPDIR:-/tmp}" && GOFLAGS="" GOTOOLCHAIN=local "$GO" mod download -json \
+    "github.com/chaos-mesh/chaos-mesh/api@$CM_API_VERSION")
+  dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$json")
+  [[ -d $dir ]] || { log "ERROR: cannot download the api module: $json"; return 1; }
+  rm -rf "$CM_HOME/api"
+  cp -r "$dir" "$CM_HOME/api"
+  chmod -R u+w "$CM_HOME/api"
+  # the three lines: if in.PartitionBehavior == "" { in.PartitionBehavior = Drop… }
+  sed -i '/if in.PartitionBehavior == "" {/,+2d' "$wh"
+  if grep -q 'PartitionBehavior' "$wh"; then
+    log "ERROR: the partitionBehavior default is still in $wh (upstream changed?)"
+    return 1
+  fi
+  echo "$CM_API_VERSION $API_PATCH" >"$CM_HOME/api/.patched"
+}
+
 cmd_build() {
   local src mod t0 ldflags
   apt_ensure gcc libc6-dev
   mkdir -p "$BIN" "$CM_HOME/log"
+  # binaries built against another api copy are stale
+  if [[ $(cat "$BIN/.api" 2>/dev/null) != "$CM_API_VERSION $API_PATCH" ]]; then
+    rm -f "$BIN/chaos-controller-manager" "$BIN/chaos-daemon"
+  fi
   if [[ -x $BIN/chaos-controller-manager && -x $BIN/chaos-daemon && -x $BIN/pause ]] &&
      cmp -s "$NSEXEC" "$BIN/nsexec"; then
     log "build: cached in $BIN, skip"
@@ -101,9 +128,8 @@ cmd_build() {
   ldflags+=" -X github.com/chaos-mesh/chaos-mesh/pkg/version.gitCommit=$CM_COMMIT"
   ldflags+=" -X github.com/chaos-mesh/chaos-mesh/pkg/version.buildDate=1970-01-01T00:00:00Z"
   export GOFLAGS=-mod=mod GOTOOLCHAIN=local
-  if grep -q '=> ./api' "$src/go.mod"; then
-    (cd "$src" && "$GO" mod edit -replace "github.com/chaos-mesh/chaos-mesh/api=github.com/chaos-mesh/chaos-mesh/api@$CM_API_VERSION")
-  fi
+  api_copy
+  (cd "$src" && "$GO" mod edit -replace "github.com/chaos-mesh/chaos-mesh/api=$CM_HOME/api")
   if [[ ! -x $BIN/chaos-controller-manager ]]; then
     step "go build chaos-controller-manager" "$CM_HOME/log/controller-manager.log"
     t0=$(date +%s)
@@ -126,6 +152,7 @@ cmd_build() {
     echo "chaos-daemon $(($(date +%s) - t0)) s" >>"$CM_HOME/log/timings"
     step_end
   fi
+  echo "$CM_API_VERSION $API_PATCH" >"$BIN/.api"
   cc -O2 -o "$BIN/pause" "$src/hack/pause.c"
   install -m 0755 "$NSEXEC" "$BIN/nsexec"
   log "build: done: $(cd "$BIN" && echo *)"

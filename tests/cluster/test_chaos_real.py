@@ -227,12 +227,12 @@ def test_partition_cuts_and_heals(chaos, pair):
 
     # the rules are where chaos-daemon put them: both pods' netns (direction both)
     client_rules, server_rules = _rules(chaos, client_pid), _rules(chaos, server_pid)
-    assert re.search(r"--match-set \S+ dst -j DROP", client_rules), client_rules
-    assert re.search(r"--match-set \S+ dst -j DROP", server_rules), server_rules
+    assert re.search(r"--match-set \S+ \S+ -j DROP", client_rules), client_rules
+    assert re.search(r"--match-set \S+ \S+ -j DROP", server_rules), server_rules
     injected_sets = chaos.netns(client_pid, "ipset", "list", "-n").split()
     assert injected_sets, "no ipset in the client's netns while injected"
 
-    time.sleep(3)  # ~20 probes (a cut probe takes its 0.5 s connect timeout)
+    time.sleep(5)  # a cut probe takes 0.6 s (0.5 s connect timeout + 0.1 s): ~8 probes
     during = _probes(log, t_injected + 0.6)  # a probe started before the rules may still end ok
     assert len(during) >= 4, f"too few probes while injected: {during}"
     assert not any(ok for _, ok in during), f"a probe got through the partition: {during}"
@@ -244,11 +244,13 @@ def test_partition_cuts_and_heals(chaos, pair):
           "10 successful probes after the NetworkChaos is deleted")
     after = _probes(log, t_deleted + 0.6)
     first_ok = next(t for t, ok in after if ok)
-    # nothing left in either netns: no DROP, no chain named after the chaos, no CHAOS-* jump
+    # nothing in effect in either netns: CHAOS-INPUT/CHAOS-OUTPUT (what INPUT/OUTPUT jump
+    # to) are empty. Upstream never deletes the per-chaos chains (INPUT/<name>, OUTPUT/<name>)
+    # nor the ipsets: they stay, unreferenced (pkg/chaosdaemon/iptables_server.go only
+    # flushes CHAOS-* and re-adds jumps to the chains still wanted); printed below.
     for pid in (client_pid, server_pid):
         rules = _rules(chaos, pid)
-        assert "--match-set" not in rules, rules
-        assert not re.search(r"^-A (INPUT|OUTPUT)/", rules, re.M), rules
+        assert not re.search(r"^-A CHAOS-(INPUT|OUTPUT) ", rules, re.M), rules
     left_sets = chaos.netns(client_pid, "ipset", "list", "-n").split()
     print(
         f"\npartition: apply->AllInjected {t_injected - t_apply:.2f} s, probes while injected "
@@ -286,8 +288,24 @@ def test_delay_needs_netem_and_says_so(chaos, pair):
     t_failed = time.time()
     st = _chaos_status(tc, ns, name)
     assert _condition(st, "AllInjected") != "True", st
-    assert re.search(r"netem|qdisc kind is unknown", msg, re.I), msg
+    # the NetworkChaos only says "unable to set tcs for pod …" (the gRPC error keeps no
+    # detail); chaos-daemon's log has tc's own words
+    assert re.search(r"set tcs|netem|qdisc", msg, re.I), msg
+    daemon_log = tc.kubectl("logs", "-n", "chaos-mesh", "ds/chaos-daemon", "--since=5m").stdout
+    assert f"{ns}/client" in daemon_log and "netem delay 50ms" in daemon_log, daemon_log[-3000:]
+    assert "Specified qdisc kind is unknown" in daemon_log, daemon_log[-3000:]
     # the client is not delayed: the probes still succeed
     assert all(ok for _, ok in _probes(log, t0)[-5:])
-    tc.kubectl("delete", "networkchaos", "-n", ns, name, "--wait=true", timeout=120)
-    print(f"\ndelay: failed after {t_failed - t0:.2f} s: {msg!r}; deleted in {time.time() - t_failed:.2f} s")
+    # Deleting a NetworkChaos whose injection never succeeded hangs upstream (its finalizer
+    # chaos-mesh/records stays; measured > 120 s): wait a little, then drop the finalizer.
+    t_del = time.time()
+    tc.kubectl("delete", "networkchaos", "-n", ns, name, "--wait=false")
+    try:
+        _wait(lambda: tc.kubectl("get", "networkchaos", "-n", ns, name, check=False).returncode != 0,
+              20, "the failed NetworkChaos to go")
+        gone = f"deleted in {time.time() - t_del:.1f} s"
+    except AssertionError:
+        tc.kubectl("patch", "networkchaos", "-n", ns, name, "--type=merge",
+                   "-p", '{"metadata":{"finalizers":[]}}')
+        gone = "still there after 20 s: finalizer removed by the test"
+    print(f"\ndelay: failed after {t_failed - t0:.2f} s: {msg!r}; {gone}")
