@@ -615,6 +615,9 @@ rn_down() {
   for id in $sandboxes; do rm -f /var/lib/cni/results/*-"$id"-* 2>/dev/null || true; done
   rm -f /var/lib/cni/results/"$RN_CNI_NET"-* 2>/dev/null || true
   find /var/log/containers -maxdepth 1 -type l -lname "$RN/*" -delete 2>/dev/null || true
+  # the kubelet's device-plugin socket has a fixed path too (not under --root-dir)
+  rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+  rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null || true
   rm -f "$RN/enabled"
   log "real node down"
 }

@@ -374,5 +374,8 @@ def test_down_after_a_crash_leaves_nothing_behind(realnode, ns):
     for c in ("containerd", "kubelet", "kube-proxy", "coredns"):
         assert not (state / "run" / f"{c}.pid").exists()
     assert not (rn / "run").exists()  # runtime state (netns mounts, shim bundles) gone
+    assert not Path("/var/lib/kubelet/device-plugins/kubelet.sock").exists()
+    links = Path("/var/log/containers")
+    assert [p for p in links.glob("*") if p.is_symlink() and str(rn) in os.readlink(p)] == []
     # the cluster itself still runs; the node stops being Ready after the grace period
     assert tc.kubectl_json("get", "node", NODE)["metadata"]["name"] == NODE
