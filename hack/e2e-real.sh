@@ -33,6 +33,7 @@ step "images (hack/images.sh build all)" "$log_dir/images.log"
 hack/images.sh build all >"$log_dir/images.log" 2>&1
 step_end
 
+trap - ERR  # test failures are counted below, not set-up errors
 set +e
 log "image tests (private containerd)"
 .venv/bin/python -m pytest -m images -q -p no:cacheprovider "$@"

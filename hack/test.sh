@@ -37,15 +37,18 @@ shellcheck -x hack/*.sh hack/testcluster/*.sh .ci/run
 step_end
 
 log "unit tests"
+trap - ERR
 set +e
 "$py" -m pytest -m "not lab and not cluster and not realnode and not images and not install" -q -p no:cacheprovider "$@"
 unit=$?
 set -e
+trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
 
 step "waiting for the control-plane build" "$log_dir/build.log"
 wait "$build_pid"
 step_end
 
+trap - ERR  # test failures are counted below, not set-up errors
 log "install tests (a fresh venv's own pip with requirements/wanwide.lock)"
 set +e
 "$py" -m pytest -m "install" -q -p no:cacheprovider "$@"
