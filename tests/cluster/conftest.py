@@ -181,7 +181,6 @@ def _other_live_users(users: Path) -> bool:
 
 @pytest.fixture(scope="session")
 def env(testcluster, tmp_path_factory):
-    import contextlib
 
     from tests.cluster.operator_env import (
         BUCKET,
@@ -189,7 +188,7 @@ def env(testcluster, tmp_path_factory):
         RallyStandIn,
         install_crds,
         install_rbac,
-        s3_client,
+        results_store,
     )
 
     tc = testcluster
@@ -197,12 +196,7 @@ def env(testcluster, tmp_path_factory):
     ns = tc.namespace("bench")
     install_crds(tc)
     kubeconfig = install_rbac(tc, [ns])
-    s3 = s3_client(tc)
-    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
-        s3.create_bucket(Bucket=BUCKET)
-    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", ns,
-               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
-               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
+    results_store(tc, ns)
     log = tmp_path_factory.mktemp("operator") / "operator.log"
     op = Operator(tc, kubeconfig, [ns], log)
     op.start()

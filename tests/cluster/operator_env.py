@@ -112,6 +112,18 @@ class Operator:
                 self.kill()
 
 
+def results_store(tc, ns: str) -> None:
+    """The results bucket (once) and the Secret with its keys in ``ns``, as a user sets them up."""
+    import contextlib
+
+    s3 = s3_client(tc)
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
+        s3.create_bucket(Bucket=BUCKET)
+    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", ns,
+               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
+               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
+
+
 def s3_client(tc):
     return boto3.client("s3", endpoint_url=tc.s3["S3_ENDPOINT"], aws_access_key_id=tc.s3["AWS_ACCESS_KEY_ID"],
                         aws_secret_access_key=tc.s3["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1",

@@ -8,7 +8,6 @@ what the ServiceAccount may do (``kubectl auth can-i``).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from pathlib import Path
 
@@ -16,12 +15,11 @@ import pytest
 import yaml
 
 from tests.cluster.operator_env import (
-    BUCKET,
     Operator,
     example,
     install_crds,
     owned,
-    s3_client,
+    results_store,
     sa_kubeconfig,
 )
 
@@ -101,12 +99,7 @@ def test_cluster_wide_operator_reconciles_any_namespace(crds, tmp_path):
 
     # two namespaces nobody listed: an invalid Benchmark in one, a valid one in the other
     bad_ns, good_ns = tc.namespace("cw-bad"), tc.namespace("cw-good")
-    s3 = s3_client(tc)
-    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
-        s3.create_bucket(Bucket=BUCKET)
-    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", good_ns,
-               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
-               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
+    results_store(tc, good_ns)
     kubeconfig = sa_kubeconfig(tc, sys_ns, "ww-all-wanwide", tmp_path / "kubeconfig")
     op = Operator(tc, kubeconfig, [], tmp_path / "operator.log", release="ww-all", system_ns=sys_ns)
     op.start()
