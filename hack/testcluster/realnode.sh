@@ -111,7 +111,11 @@ rn_ports() {
 # reaches ClusterIPs from the node IP. Everything goes away with the bridge.
 # One real node per machine (the bridge, its addresses and the KUBE-* chains are
 # host-wide): the bridge's alias names the state dir that owns it.
-rn_bridge_owner() { ip -d link show "$RN_BRIDGE" 2>/dev/null | sed -n 's/^ *alias //p'; }
+rn_bridge_owner() { # the state dir that owns the bridge; nothing (and status 0) when there is none
+  local info
+  info=$(ip -d link show "$RN_BRIDGE" 2>/dev/null) || return 0
+  sed -n 's/^ *alias //p' <<<"$info"
+}
 
 rn_bridge() {
   if ! ip link show "$RN_BRIDGE" >/dev/null 2>&1; then
@@ -507,7 +511,8 @@ rn_sandbox_ids() { # every pod sandbox our containerd knows or ran (ids are 64 h
   for d in "$RN"/containerd/root/io.containerd.grpc.v1.cri/sandboxes/* \
            "$RN"/run/containerd/state/io.containerd.runtime.v2.task/k8s.io/*; do
     d=${d##*/}
-    [[ $d =~ ^[0-9a-f]{64}$ ]] && echo "$d"
+    # an unmatched glob (no sandboxes) is no error: `if`, not `&&`, so the loop ends with 0
+    if [[ $d =~ ^[0-9a-f]{64}$ ]]; then echo "$d"; fi
   done | sort -u
 }
 
