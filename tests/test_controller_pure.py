@@ -59,3 +59,11 @@ def test_helm_command_never_waits(monkeypatch):
     assert "--wait" not in cmd and "--atomic" not in cmd
     assert cmd[1:5] == ["upgrade", "--install", "keystone", "keystone"]
     assert cmd[-4:] == ["--repo", "https://charts.example", "--version", "2026.1.0"]
+
+
+def test_helm_release_left_stuck_by_a_killed_helm_is_reset_not_upgraded():
+    assert helm.next_action("deployed") == "done"
+    for stuck in ("pending-install", "pending-upgrade", "pending-rollback", "uninstalling"):
+        assert helm.next_action(stuck) == "reset", stuck
+    for fresh in (None, "failed", "uninstalled", "superseded"):
+        assert helm.next_action(fresh) == "install", fresh

@@ -55,7 +55,9 @@ def test_killed_operator_resumes_each_trial_exactly_once(env):
         time.sleep(1)
     assert kills >= 3, f"only {kills} kills happened (phases seen {seen_phases})"
     b = wait_phase(tc, ns, "kills", ("Succeeded", "Failed"), 60)
-    assert b["status"]["phase"] == "Succeeded", b["status"]
+    trials = {t["metadata"]["name"]: {k: (t.get("status") or {}).get(k) for k in ("phase", "reason", "message")}
+              for t in tc.kubectl_json("get", "trials", "-n", ns)["items"]}
+    assert b["status"]["phase"] == "Succeeded", f"after {kills} kills: {trials}"
     assert b["status"]["trials"]["succeeded"] == 2
     # exactly once: one Rally Job (one attempt) per trial, one bundle each
     mine = [s for s in standin.seen.values() if s["benchmark"] == "kills"]

@@ -34,19 +34,6 @@ def command(rel: HelmRelease, values_file: str, kubeconfig: str | None = None) -
     return cmd
 
 
-def upgrade_install(rel: HelmRelease, kubeconfig: str | None = None, timeout: float = 300) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        yaml.safe_dump(rel.values, f)
-        path = f.name
-    try:
-        p = subprocess.run(command(rel, path, kubeconfig), capture_output=True, text=True, timeout=timeout)
-    finally:
-        os.unlink(path)
-    if p.returncode != 0:
-        raise HelmError(f"helm upgrade --install {rel.name} in {rel.namespace} failed: {p.stderr.strip()[-800:]}")
-    return p.stdout
-
-
 def status(name: str, namespace: str, kubeconfig: str | None = None) -> str | None:
     cmd = [helm_binary(), "status", name, "--namespace", namespace, "-o", "json"]
     if kubeconfig:
@@ -57,12 +44,33 @@ def status(name: str, namespace: str, kubeconfig: str | None = None) -> str | No
     return yaml.safe_load(p.stdout).get("info", {}).get("status")
 
 
+# What a helm process leaves behind when it is killed mid-operation (with the operator that ran
+# it): the next ``upgrade --install`` refuses all of them ("another operation is in progress",
+# "has no deployed releases"), so the release is uninstalled first and installed again.
+STUCK = frozenset({"pending-install", "pending-upgrade", "pending-rollback", "uninstalling"})
+
+
+def next_action(status: str | None) -> str:
+    """For a release no helm process of ours is working on: "done", "reset" (uninstall, then
+    install) or "install" (``upgrade --install`` copes with no release and with a failed one)."""
+    if status == "deployed":
+        return "done"
+    return "reset" if status in STUCK else "install"
+
+
+def uninstall(name: str, namespace: str, kubeconfig: str | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = [helm_binary(), "uninstall", name, "--namespace", namespace, "--no-hooks"]
+    if kubeconfig:
+        cmd += ["--kubeconfig", kubeconfig]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
 class Background:
     """``helm upgrade --install`` blocks until the chart's hook Jobs finish (keystone's db-sync
     can take minutes): run it beside the reconcile loop and poll.
 
     State lives in this process only; after an operator restart the command simply runs
-    again (it is idempotent), and a release left pending by a killed helm is reset first.
+    again (it is idempotent), and a release a killed helm left stuck is reset first.
     """
 
     def __init__(self, max_running: int = 8) -> None:
@@ -79,14 +87,11 @@ class Background:
         if k not in self.procs:
             if sum(p.poll() is None for p, _, _ in self.procs.values()) >= self.max_running:
                 return "running"  # queued: at most max_running helm processes at once
-            st = status(rel.name, rel.namespace, kubeconfig)
-            if st == "deployed":
+            action = next_action(status(rel.name, rel.namespace, kubeconfig))
+            if action == "done":
                 return "done"
-            if st and st.startswith("pending"):
-                # left behind by a helm that died with an earlier operator process
-                subprocess.run([helm_binary(), "uninstall", rel.name, "--namespace", rel.namespace, "--no-hooks",
-                                *(["--kubeconfig", kubeconfig] if kubeconfig else [])],
-                               capture_output=True, text=True, timeout=120)
+            if action == "reset" and uninstall(rel.name, rel.namespace, kubeconfig).returncode != 0:
+                return "running"  # tried again at the next poll; the phase timeout bounds it
             with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
                 yaml.safe_dump(rel.values, f)
             log = f.name + ".log"
