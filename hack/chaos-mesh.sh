@@ -243,19 +243,7 @@ cmd_images() {
 
 # --- import / install --------------------------------------------------------------------
 
-containerd_address() {
-  local a=${ADDRESS:-${WANWIDE_CONTAINERD_ADDRESS:-}} f
-  if [[ -z $a ]]; then
-    # the real node's containerd (hack/testcluster.sh up --real-node); first one that exists
-    for f in "$ROOT/.testcluster/realnode/run/containerd/containerd.sock" \
-             "$ROOT/.testcluster/realnode/containerd.sock" \
-             /run/containerd/containerd.sock; do
-      [[ -S $f ]] && { a=$f; break; }
-    done
-  fi
-  [[ -n $a && -S $a ]] || { log "ERROR: no containerd socket (give --address SOCK or WANWIDE_CONTAINERD_ADDRESS)"; return 1; }
-  echo "$a"
-}
+containerd_address() { realnode_containerd "$ADDRESS"; }
 
 cmd_import() {
   local addr name ref

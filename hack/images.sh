@@ -69,33 +69,6 @@ ensure_tools() {
   mkdir -p "$IMG" "$LOGS" "$APT_ARCHIVES" "$PIP_CACHE"
 }
 
-# ---------------------------------------------------------------- upstream sources
-upstream_dir() { # upstream_dir UP_ARRAY_NAME: a directory holding that source tree
-  local -n up=$1
-  local dir=${up[0]} remote=${up[1]} commit=${up[2]}
-  if [[ -n ${WANWIDE_UPSTREAM_DIR:-} ]]; then
-    [[ -d $WANWIDE_UPSTREAM_DIR/$dir ]] || die "$WANWIDE_UPSTREAM_DIR/$dir missing"
-    (cd "$WANWIDE_UPSTREAM_DIR/$dir" && pwd)
-    return 0
-  fi
-  local dest=$CACHE/upstream/$dir-${commit:0:12}
-  if [[ ! -d $dest/.git ]]; then
-    log "fetching $remote at $commit"
-    rm -rf "$dest.tmp"
-    git init -q "$dest.tmp" >&2
-    git -C "$dest.tmp" fetch -q --depth 1 "$remote" "$commit" >&2 ||
-      die "cannot fetch $remote $commit (set WANWIDE_UPSTREAM_DIR to a mirror holding $dir/)"
-    git -C "$dest.tmp" checkout -q FETCH_HEAD >&2
-    [[ $(git -C "$dest.tmp" rev-parse HEAD) == "$commit" ]] || die "$remote: HEAD is not $commit"
-    mv "$dest.tmp" "$dest"
-  fi
-  echo "$dest"
-}
-
-tree_hash() { # tree_hash DIR: content hash of the files under DIR (no .git)
-  (cd "$1" && find . -path ./.git -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64
-}
-
 # ---------------------------------------------------------------- keys and names
 fn_of() { echo "build_${1//-/_}"; }
 # the images wanwide's own is built FROM (buildable by name, not part of `all`)

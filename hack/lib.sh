@@ -7,6 +7,10 @@
 #   apt_missing PKG...  prints the packages not installed (never fails on "absent")
 #   apt_ensure PKG...   installs the missing ones (root), output in $APT_LOG,
 #                       names recorded in $APT_RECORD
+#   upstream_dir ARRAY  a directory holding an upstream source tree (mirror or fetched)
+#   tree_hash DIR       content hash of the files under DIR
+#   realnode_containerd [SOCK]
+#                       the real node's containerd socket (hack/testcluster.sh up --real-node)
 # Every function works when nothing is installed: no pipeline here fails because
 # a package, a file or a command is absent.
 
@@ -95,4 +99,46 @@ apt_ensure() { # PKG...: install what is missing; no service is started by the p
   fi
   step_end
   STEP_NAME=$prev_name STEP_LOG=$prev_log
+}
+
+# ---------------------------------------------------------------- upstream sources
+# An upstream source is an array: (dir-under-$WANWIDE_UPSTREAM_DIR git-remote commit).
+upstream_dir() { # upstream_dir ARRAY_NAME: prints a directory holding that source tree
+  local -n up=$1
+  local dir=${up[0]} remote=${up[1]} commit=${up[2]}
+  if [[ -n ${WANWIDE_UPSTREAM_DIR:-} ]]; then
+    [[ -d $WANWIDE_UPSTREAM_DIR/$dir ]] || { log "ERROR: $WANWIDE_UPSTREAM_DIR/$dir missing"; return 1; }
+    (cd "$WANWIDE_UPSTREAM_DIR/$dir" && pwd)
+    return 0
+  fi
+  local dest=${WANWIDE_CACHE:-$HOME/.cache/wanwide}/upstream/$dir-${commit:0:12}
+  if [[ ! -d $dest/.git ]]; then
+    log "fetching $remote at $commit"
+    rm -rf "$dest.tmp"
+    git init -q "$dest.tmp" >&2
+    git -C "$dest.tmp" fetch -q --depth 1 "$remote" "$commit" >&2 || {
+      log "ERROR: cannot fetch $remote $commit (set WANWIDE_UPSTREAM_DIR to a mirror holding $dir/)"; return 1; }
+    git -C "$dest.tmp" checkout -q FETCH_HEAD >&2
+    [[ $(git -C "$dest.tmp" rev-parse HEAD) == "$commit" ]] || { log "ERROR: $remote: HEAD is not $commit"; return 1; }
+    mv "$dest.tmp" "$dest"
+  fi
+  echo "$dest"
+}
+
+tree_hash() { # tree_hash DIR: content hash of the files under DIR (no .git)
+  (cd "$1" && find . -path ./.git -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64
+}
+
+realnode_containerd() { # [SOCK]: SOCK, else $WANWIDE_CONTAINERD_ADDRESS, else the real node's in this checkout
+  local a=${1:-${WANWIDE_CONTAINERD_ADDRESS:-}} f root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  if [[ -z $a ]]; then
+    for f in "$root/.testcluster/realnode/run/containerd/containerd.sock" \
+             "$root/.testcluster/realnode/containerd.sock" \
+             /run/containerd/containerd.sock; do
+      [[ -S $f ]] && { a=$f; break; }
+    done
+  fi
+  [[ -n $a && -S $a ]] || { log "ERROR: no containerd socket (give --address SOCK or WANWIDE_CONTAINERD_ADDRESS)"; return 1; }
+  echo "$a"
 }

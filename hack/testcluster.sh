@@ -45,6 +45,7 @@ is_ours() { # component pid: runs a cached <component>-<version> on this state d
   local exe; exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
   case $1 in
     containerd) [[ $exe == /usr/bin/containerd ]] || return 1 ;;  # Debian's, not its shims
+    s3-forward) [[ $exe == /usr/bin/socat ]] || return 1 ;;
     *) [[ ${exe##*/} == "$1"-* ]] || return 1 ;;
   esac
   tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null | grep -qF -- "$STATE/"
@@ -437,6 +438,7 @@ cmd_env() {
   if rn_enabled; then
     echo "export WANWIDE_CONTAINERD_ADDRESS=$RN_SOCK"
     echo "export WANWIDE_REALNODE_BUSYBOX_IMAGE=$(rn_busybox_ref)"
+    echo "export WANWIDE_REALNODE_S3_ENDPOINT=$(rn_s3_endpoint)"
   fi
 }
 

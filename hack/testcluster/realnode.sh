@@ -17,8 +17,8 @@ RN_DNS_IP=10.96.0.10
 RN_TAINT_KEY=wanwide.io/real-node
 RN_SOCK=$RN/run/containerd/containerd.sock
 RN_RUNC_ROOT=$RN/run/runc
-RN_COMPONENTS=(containerd coredns kubelet kube-proxy)
-RN_PACKAGES=(containerd runc containernetworking-plugins iptables iproute2 busybox-static)
+RN_COMPONENTS=(containerd coredns s3-forward kubelet kube-proxy)
+RN_PACKAGES=(containerd runc containernetworking-plugins iptables iproute2 busybox-static socat)
 
 rn_packages() { # Debian packages, through hack/lib.sh's apt_ensure (in a subshell: its log() stays there)
   (
@@ -341,6 +341,16 @@ EOF
     tail -20 "$STATE/run/coredns.log" >&2; return 1; }
 }
 
+# ---------------------------------------------------------------- S3 for pods
+# The S3 server listens on loopback only; pods reach it through the bridge address
+# ($RN_IP, local to the host as well), forwarded by socat to the same port on loopback.
+rn_s3_endpoint() { echo "http://$RN_IP:$S3_PORT"; }
+rn_s3_forward() {
+  # -lf: its log under the state dir, which also marks the process as this cluster's
+  start_bg s3-forward -lf "$STATE/run/s3-forward.socat.log" "TCP-LISTEN:$S3_PORT,bind=$RN_IP,fork,reuseaddr" "TCP:127.0.0.1:$S3_PORT"
+  wait_for "S3 through $RN_IP" 30 curl -fsS "$(rn_s3_endpoint)/health"
+}
+
 # ---------------------------------------------------------------- kubelet
 rn_kubelet() {
   mkdir -p "$RN/kubelet" "$RN/pod-logs" "$RN/volume-plugins"
@@ -468,6 +478,7 @@ rn_up() {
   rn_start_containerd
   rn_images
   rn_coredns
+  rn_s3_forward
   rn_kubelet
   rn_kube_proxy
   rn_apiserver_dnat
@@ -606,6 +617,7 @@ rn_down() {
   local sandboxes; sandboxes=$(rn_sandbox_ids)
   rn_kill_leftovers
   stop_one coredns
+  stop_one s3-forward
   rn_unmount
   if [[ -n $(rn_mounts) ]]; then
     log "WARNING: still mounted under $RN (kept its runtime state):"; rn_mounts >&2

@@ -30,7 +30,8 @@ class KeystoneImages(Model):
 
     keystone_api: str | None = None
     keystone_db_sync: str | None = None
-    bootstrap: str | None = None
+    keystone_domain_manage: str | None = None
+    bootstrap: str | None = Field(None, description="Also the openstack-client init container of domain-manage.")
     dep_check: str | None = None
     memcached: str | None = Field(None, description="Image of the per-region memcached (wanwide's own Deployment).")
 

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Real mariadb-operator (v26.6.0) for the test cluster's real node, from its own charts:
+# the mirrored source's deploy/charts/mariadb-operator-crds and deploy/charts/mariadb-operator
+# ($WANWIDE_UPSTREAM_DIR/mariadb-operator-v26.6.0 when set, otherwise fetched upstream at the
+# pinned commit). Images are hack/images.sh's mariadb-operator (controller, webhook,
+# cert-controller, Galera agent/init) and mariadb (the MariaDB pods), imported into the
+# real node's containerd; nothing is pulled.
+#
+#   hack/mariadb-operator.sh install [--address SOCK]
+#       images (build, import), the real CRDs in place of the test cluster's stand-ins,
+#       then the operator chart, waiting until its three Deployments are available
+#   hack/mariadb-operator.sh uninstall
+#       both releases (the CRDs go with theirs, and every MariaDB object with them); the
+#       next `hack/testcluster.sh up` puts the stand-in CRDs back for the kwok tier
+#   hack/mariadb-operator.sh status
+#
+# Pods go to the real node (its label selected, its taint tolerated). The metrics exporter
+# image (prom/mysqld-exporter) cannot be built here (the Go proxy refuses the module):
+# MariaDB objects with metrics on get an exporter that cannot start.
+# Environment: WANWIDE_UPSTREAM_DIR, WANWIDE_CACHE, WANWIDE_CONTAINERD_ADDRESS,
+# MARIADB_OPERATOR_NAMESPACE (default mariadb-operator).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOG_TAG=mariadb-operator
+# shellcheck source=hack/lib.sh
+source "$ROOT/hack/lib.sh"
+trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
+
+# shellcheck disable=SC2034  # read through a nameref in upstream_dir
+UP_MARIADB_OPERATOR=(mariadb-operator-v26.6.0 https://github.com/mariadb-operator/mariadb-operator.git b2f76016ff71926414367f5347010766a7a1c257)
+NAMESPACE=${MARIADB_OPERATOR_NAMESPACE:-mariadb-operator}
+RELEASE=mariadb-operator
+CRDS_RELEASE=mariadb-operator-crds
+NODE_LABEL=${WANWIDE_REALNODE_LABEL:-wanwide.io/real-node}
+STATE=$ROOT/.testcluster
+ADDRESS=""
+
+kube_env() {
+  if [[ -z ${KUBECONFIG:-} ]]; then
+    eval "$("$ROOT/hack/testcluster.sh" env)"
+  fi
+  command -v helm >/dev/null || { log "ERROR: helm not on PATH (hack/testcluster.sh env puts it there)"; return 1; }
+}
+
+values() { # operator-ref mariadb-ref: the chart values
+  local op=$1 db=$2 img sel tol
+  img="{repository: \"${op%:*}\", tag: \"${op##*:}\", pullPolicy: Never}"
+  sel="{$NODE_LABEL: \"true\"}"
+  tol="[{key: $NODE_LABEL, operator: Exists}]"
+  cat <<EOF
+image: $img
+nodeSelector: $sel
+tolerations: $tol
+webhook: {image: $img, nodeSelector: $sel, tolerations: $tol}
+certController: {image: $img, nodeSelector: $sel, tolerations: $tol}
+metrics: {enabled: false}
+config:
+  mariadbImage: {repository: "${db%:*}", tag: "${db##*:}"}
+  # the image's tag is a content key, not a version: say which MariaDB it holds
+  mariadbDefaultVersion: "10.11"
+  galeraLibPath: /usr/lib/galera/libgalera_smm.so
+EOF
+}
+
+cmd_install() {
+  local src addr op db
+  src=$(upstream_dir UP_MARIADB_OPERATOR)
+  addr=$(realnode_containerd "$ADDRESS")
+  step "images (mariadb-operator, mariadb)"
+  "$ROOT/hack/images.sh" build mariadb-operator mariadb >&2
+  "$ROOT/hack/images.sh" import mariadb-operator mariadb --address "$addr" >&2
+  step_end
+  op=$("$ROOT/hack/images.sh" ref mariadb-operator)
+  db=$("$ROOT/hack/images.sh" ref mariadb)
+  kube_env
+  # the test cluster's permissive stand-ins (hack/testcluster/crds) give way to the real CRDs
+  local standins
+  standins=$(kubectl get crd -l wanwide.io/stand-in=true -o name | grep '\.k8s\.mariadb\.com$' || true)
+  if [[ -n $standins ]]; then
+    step "remove the stand-in CRDs"
+    # shellcheck disable=SC2086  # one name per word
+    kubectl delete --wait=true $standins >&2
+    rm -f "$STATE/crds.sha256"  # the next `testcluster.sh up` re-applies what it owns
+    step_end
+  fi
+  step "helm upgrade --install $CRDS_RELEASE"
+  helm upgrade --install "$CRDS_RELEASE" "$src/deploy/charts/mariadb-operator-crds" -n "$NAMESPACE" \
+    --create-namespace --wait --timeout 3m >&2
+  kubectl wait --for condition=established --timeout=60s crd/mariadbs.k8s.mariadb.com >&2
+  step_end
+  mkdir -p "$STATE"
+  values "$op" "$db" >"$STATE/mariadb-operator-values.yaml"
+  step "helm upgrade --install $RELEASE"
+  helm upgrade --install "$RELEASE" "$src/deploy/charts/mariadb-operator" -n "$NAMESPACE" \
+    --set crds.enabled=false -f "$STATE/mariadb-operator-values.yaml" --wait --timeout 5m >&2
+  step_end
+}
+
+cmd_uninstall() {
+  kube_env
+  local r
+  for r in "$RELEASE" "$CRDS_RELEASE"; do
+    if helm status "$r" -n "$NAMESPACE" >/dev/null 2>&1; then
+      step "helm uninstall $r"
+      helm uninstall "$r" -n "$NAMESPACE" --wait --timeout 3m >&2
+      step_end
+    else
+      log "uninstall: no release $r in $NAMESPACE"
+    fi
+  done
+  rm -f "$STATE/crds.sha256"
+}
+
+cmd_status() {
+  kube_env
+  helm list -n "$NAMESPACE"
+  kubectl get deploy -n "$NAMESPACE" 2>/dev/null || true
+  kubectl get crd -o name | grep '\.k8s\.mariadb\.com$' || echo "(no k8s.mariadb.com CRDs)"
+}
+
+cmd=${1:-}
+[[ $# -gt 0 ]] && shift
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --address) ADDRESS=$2; shift 2 ;;
+    --address=*) ADDRESS=${1#--address=}; shift ;;
+    *) log "ERROR: unknown argument $1"; exit 2 ;;
+  esac
+done
+case $cmd in
+  install) cmd_install ;;
+  uninstall) cmd_uninstall ;;
+  status) cmd_status ;;
+  -h|--help|"") sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; [[ -n $cmd ]] ;;
+  *) log "ERROR: unknown command $cmd (install | uninstall | status)"; exit 2 ;;
+esac

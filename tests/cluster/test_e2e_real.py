@@ -1,0 +1,157 @@
+"""A Benchmark from ``kubectl apply`` to ``Succeeded`` with real pods on the real node.
+
+The operator (a host process, as the chart's ServiceAccount) installs the openstack-helm
+``keystone`` chart (the mirrored 2026.1.0 tree, ``hack/keystone-chart.sh``) in three
+region namespaces with images built here, the database through the real mariadb-operator
+(``hack/mariadb-operator.sh``), and runs Rally in the project's own image; the runner
+uploads its bundle to the test cluster's S3 server and ``wanwide report`` reads it back.
+Nothing here is a stand-in: no kwok node takes a pod (they are removed for this module),
+no fixture chart, no stand-in CRD.
+
+Marked ``realnode`` only: ``hack/e2e-real.sh`` runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.operator_env import Operator, install_crds, install_rbac, owned, s3_client
+from tests.cluster.test_realnode import NODE, SCRIPT, _env_exports, _run
+
+pytestmark = [pytest.mark.realnode]
+REPO = Path(__file__).resolve().parents[2]
+TAINT = "wanwide.io/real-node"
+BUCKET = "wanwide-real"
+IMAGES = ("keystone", "dep-check", "mariadb", "wanwide")
+
+
+def _ref(name: str) -> str:
+    return _run([REPO / "hack" / "images.sh", "ref", name]).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def stack(realnode, tmp_path_factory):
+    tc = realnode.tc
+    _run([REPO / "hack" / "images.sh", "build", *IMAGES], timeout=5400)
+    _run([REPO / "hack" / "images.sh", "import", *IMAGES, "--address", realnode.address], timeout=1800)
+    _run([REPO / "hack" / "mariadb-operator.sh", "install"], timeout=3600)
+    chart = _run([REPO / "hack" / "keystone-chart.sh", "path"]).stdout.strip()
+    # only the real node takes pods: the kwok nodes go and its taint is lifted, for this module
+    kwok = [n["metadata"]["name"] for n in tc.kubectl_json("get", "nodes")["items"] if n["metadata"]["name"] != NODE]
+    tc.kubectl("delete", "nodes", "-l", "type=kwok", "--wait=true")
+    tc.kubectl("taint", "node", NODE, f"{TAINT}-")
+    ns = tc.namespace("real-bench")
+    install_crds(tc)
+    kubeconfig = install_rbac(tc, [ns])
+    s3 = _env_exports()["WANWIDE_REALNODE_S3_ENDPOINT"]
+    client = s3_client(tc)
+    if BUCKET not in [b["Name"] for b in client.list_buckets().get("Buckets", [])]:
+        client.create_bucket(Bucket=BUCKET)
+    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", ns,
+               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
+               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
+    log = tmp_path_factory.mktemp("operator-real") / "operator.log"
+    op = Operator(tc, kubeconfig, [ns], log)
+    op.start()
+    yield {"tc": tc, "ns": ns, "chart": chart, "s3": s3, "op": op, "log": log}
+    op.stop()
+    print(log.read_text()[-8000:])
+    tc.kubectl("taint", "node", NODE, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
+    if kwok:
+        _run([SCRIPT, "nodes", str(len(kwok))], check=False)
+
+
+def benchmark(stack, name: str, backend: str) -> str:
+    """Three regions at 0 ms, light load in r3, two Keystone scenarios, a handful of iterations."""
+    topology = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": name},
+                "spec": {"generate": {"count": 3}, "network": {"default": {"rtt": "0ms"}},
+                         "placement": {"mode": "none"}}}
+    ks, dep = _ref("keystone"), _ref("dep-check")
+    bench = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": name}, "spec": {
+        "topologyRef": name,
+        "openstack": {"keystone": {
+            "chartRepo": "", "chart": stack["chart"], "chartVersion": "2026.1.0",
+            # memcached's metrics exporter image cannot be built here (the Go proxy refuses it)
+            "cache": False,
+            "images": {"keystone_api": ks, "keystone_db_sync": ks, "keystone_domain_manage": ks,
+                       "bootstrap": ks, "dep_check": dep},
+        }},
+        "database": {"backend": backend, "image": _ref("mariadb")},
+        "runner": {"image": _ref("wanwide")},
+        "workload": {"load": "light", "loadRegion": "r3", "startDelay": "20s", "scenarios": [
+            {"name": "authenticate_user_and_validate_token", "times": 6, "concurrency": 2},
+            {"name": "create_user_update_password", "times": 4, "concurrency": 2}]},
+        "results": {"s3": {"endpoint": stack["s3"], "bucket": BUCKET, "prefix": "real",
+                           "secretRef": {"name": "s3-keys"}}},
+        "cleanup": "Never",  # the test looks at the pods, then deletes the Benchmark
+        "timeouts": {"provisioning": "25m", "loading": "15m"},
+    }}
+    return yaml.safe_dump_all([topology, bench])
+
+
+def _wait_done(tc, ns: str, name: str, timeout: float) -> dict:
+    end = time.time() + timeout
+    while time.time() < end:
+        b = tc.kubectl_json("get", "benchmark", name, "-n", ns)
+        if (b.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Invalid"):
+            return b
+        time.sleep(5)
+    raise AssertionError(f"{name} not done after {timeout:.0f} s: {b.get('status')}")
+
+
+def _trials(tc, ns: str) -> dict:
+    return {t["metadata"]["name"]: t.get("status") or {} for t in tc.kubectl_json("get", "trials", "-n", ns)["items"]}
+
+
+@pytest.mark.parametrize("backend", ["mariadb"])
+def test_benchmark_runs_real_keystone_database_and_rally(stack, backend, tmp_path):
+    tc, ns = stack["tc"], stack["ns"]
+    name = f"real-{backend}"
+    tc.apply(benchmark(stack, name, backend), ns)
+    b = _wait_done(tc, ns, name, 3600)
+    trials = _trials(tc, ns)
+    assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)
+    regions = sorted(n["metadata"]["name"] for n in owned(tc, "namespaces", ns, name))
+    assert len(regions) == 3, regions
+    for rns in regions:
+        pods = tc.kubectl_json("get", "pods", "-n", rns, "-l", "application=keystone,component=api")["items"]
+        assert pods and all(p["status"]["phase"] == "Running" and p["spec"]["nodeName"] == NODE for p in pods), rns
+        jobs = {j["metadata"]["name"]: j["status"] for j in tc.kubectl_json("get", "jobs", "-n", rns)["items"]}
+        assert jobs.get("keystone-db-sync", {}).get("succeeded") == 1, (rns, jobs)
+    # the bundle: at least one successful iteration of each scenario, started at the chosen time
+    t = next(iter(trials.values()))
+    uri = t["resultsURI"]
+    assert uri.startswith(f"s3://{BUCKET}/real/"), uri
+    keys = [o["Key"] for o in s3_client(tc).list_objects_v2(Bucket=BUCKET, Prefix=uri.split("/", 3)[3])
+            .get("Contents", [])]
+    manifests = [k for k in keys if k.endswith("/manifest.json")]
+    assert len(manifests) == 1, keys
+    man = json.loads(s3_client(tc).get_object(Bucket=BUCKET, Key=manifests[0])["Body"].read())
+    assert man["status"]["result"] == "succeeded", man["status"]
+    assert man["rally"]["iterations"] - man["rally"]["failed_iterations"] >= 2, man["rally"]
+    assert man["start"]["scheduled"].startswith(t["loadStartAt"].rstrip("Z")[:19]), (man["start"], t["loadStartAt"])
+    assert abs(man["start"]["skew_s"]) <= man["start"]["max_skew_s"]
+    # the report reads it back from S3
+    env = {**tc.env, "S3_ENDPOINT": stack["s3"], "AWS_ACCESS_KEY_ID": tc.s3["AWS_ACCESS_KEY_ID"],
+           "AWS_SECRET_ACCESS_KEY": tc.s3["AWS_SECRET_ACCESS_KEY"]}
+    rep = subprocess.run([str(REPO / ".venv" / "bin" / "wanwide"), "report", "--no-progress", "-o", str(tmp_path),
+                          uri], capture_output=True, text=True, env=env, timeout=600)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    html = "".join(p.read_text(errors="replace") for p in tmp_path.glob("*.html"))
+    for scenario in ("authenticate_user_and_validate_token", "create_user_update_password"):
+        assert scenario in html or scenario in rep.stdout, scenario
+    # deleting the Benchmark removes every namespace, pod and database object
+    tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=600s")
+    end = time.time() + 600
+    while owned(tc, "namespaces", ns, name):
+        assert time.time() < end, "region namespaces not gone"
+        time.sleep(3)
+    for kind in ("mariadbs.k8s.mariadb.com", "databases.k8s.mariadb.com", "users.k8s.mariadb.com"):
+        assert owned(tc, kind, ns, name) == [], kind
+    assert tc.kubectl_json("get", "pods", "-A", "-l", f"wanwide.io/benchmark={name}")["items"] == []
