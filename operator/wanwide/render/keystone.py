@@ -146,6 +146,10 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
             "labels": {"default": plan.labels(region, "keystone")},
         },
     }
+    if not ks.cache:
+        # the chart's api pods wait (dep-check) for the oslo_cache Service too: without a
+        # memcached there is none, so they would wait forever
+        v["dependencies"] = {"static": {"api": {"services": [{"endpoint": "internal", "service": "oslo_db"}]}}}
     if images:
         v["images"] = {"tags": images}
     return deep_merge(v, ks.values)
