@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Real mariadb-operator (v26.6.0) for the test cluster's real node, from its own charts:
-# the mirrored source's deploy/charts/mariadb-operator-crds and deploy/charts/mariadb-operator
-# ($WANWIDE_UPSTREAM_DIR/mariadb-operator-v26.6.0 when set, otherwise fetched upstream at the
-# pinned commit). Images are hack/images.sh's mariadb-operator (controller, webhook,
-# cert-controller, Galera agent/init) and mariadb (the MariaDB pods), imported into the
-# real node's containerd; nothing is pulled.
+# Real mariadb-operator (v26.6.0) for the test cluster's real node, from its own charts
+# (deploy/charts/mariadb-operator-crds and deploy/charts/mariadb-operator, through
+# hack/upstream-charts.sh: the mirror in $WANWIDE_UPSTREAM_DIR, else fetched upstream).
+# Images are hack/images.sh's mariadb-operator (controller, webhook, cert-controller,
+# Galera agent/init) and mariadb (the MariaDB pods), imported into the real node's
+# containerd; nothing is pulled.
 #
 #   hack/mariadb-operator.sh install [--address SOCK]
 #       images (build, import), the real CRDs in place of the test cluster's stand-ins,
@@ -27,8 +27,6 @@ LOG_TAG=mariadb-operator
 source "$ROOT/hack/lib.sh"
 trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
 
-# shellcheck disable=SC2034  # read through a nameref in upstream_dir
-UP_MARIADB_OPERATOR=(mariadb-operator-v26.6.0 https://github.com/mariadb-operator/mariadb-operator.git b2f76016ff71926414367f5347010766a7a1c257)
 NAMESPACE=${MARIADB_OPERATOR_NAMESPACE:-mariadb-operator}
 RELEASE=mariadb-operator
 CRDS_RELEASE=mariadb-operator-crds
@@ -64,8 +62,9 @@ EOF
 }
 
 cmd_install() {
-  local src addr op db
-  src=$(upstream_dir UP_MARIADB_OPERATOR)
+  local charts=$ROOT/hack/upstream-charts.sh crds_chart chart addr op db
+  crds_chart=$("$charts" path mariadb-operator-crds)
+  chart=$("$charts" path mariadb-operator)
   addr=$(realnode_containerd "$ADDRESS")
   step "images (mariadb-operator, mariadb)"
   "$ROOT/hack/images.sh" build mariadb-operator mariadb >&2
@@ -85,14 +84,14 @@ cmd_install() {
     step_end
   fi
   step "helm upgrade --install $CRDS_RELEASE"
-  helm upgrade --install "$CRDS_RELEASE" "$src/deploy/charts/mariadb-operator-crds" -n "$NAMESPACE" \
+  helm upgrade --install "$CRDS_RELEASE" "$crds_chart" -n "$NAMESPACE" \
     --create-namespace --wait --timeout 3m >&2
   kubectl wait --for condition=established --timeout=60s crd/mariadbs.k8s.mariadb.com >&2
   step_end
   mkdir -p "$STATE"
   values "$op" "$db" >"$STATE/mariadb-operator-values.yaml"
   step "helm upgrade --install $RELEASE"
-  helm upgrade --install "$RELEASE" "$src/deploy/charts/mariadb-operator" -n "$NAMESPACE" \
+  helm upgrade --install "$RELEASE" "$chart" -n "$NAMESPACE" \
     --set crds.enabled=false -f "$STATE/mariadb-operator-values.yaml" --wait --timeout 5m >&2
   step_end
 }

@@ -1,7 +1,7 @@
 """A Benchmark from ``kubectl apply`` to ``Succeeded`` with real pods on the real node.
 
 The operator (a host process, as the chart's ServiceAccount) installs the openstack-helm
-``keystone`` chart (the mirrored 2026.1.0 tree, ``hack/keystone-chart.sh``) in three
+``keystone`` chart (the mirrored 2026.1.0 tree, ``hack/upstream-charts.sh``) in three
 region namespaces with images built here, the database through the real mariadb-operator
 (``hack/mariadb-operator.sh``), and runs Rally in the project's own image; the runner
 uploads its bundle to the test cluster's S3 server and ``wanwide report`` reads it back.
@@ -41,7 +41,7 @@ def stack(realnode, tmp_path_factory):
     _run([REPO / "hack" / "images.sh", "build", *IMAGES], timeout=5400)
     _run([REPO / "hack" / "images.sh", "import", *IMAGES, "--address", realnode.address], timeout=1800)
     _run([REPO / "hack" / "mariadb-operator.sh", "install"], timeout=3600)
-    chart = _run([REPO / "hack" / "keystone-chart.sh", "path"]).stdout.strip()
+    chart = _run([REPO / "hack" / "upstream-charts.sh", "path", "keystone"]).stdout.strip()
     # only the real node takes pods: the kwok nodes go and its taint is lifted, for this module
     kwok = [n["metadata"]["name"] for n in tc.kubectl_json("get", "nodes")["items"] if n["metadata"]["name"] != NODE]
     tc.kubectl("delete", "nodes", "-l", "type=kwok", "--wait=true")
@@ -103,6 +103,26 @@ def _wait_done(tc, ns: str, name: str, timeout: float) -> dict:
             return b
         time.sleep(5)
     raise AssertionError(f"{name} not done after {timeout:.0f} s: {b.get('status')}")
+
+
+def _volumes(realnode, count: int, size: str = "2Gi") -> list[str]:
+    """hostPath PersistentVolumes on the real node, for the PVCs Galera members claim (this
+    cluster has no dynamic provisioner; claims without a class bind to volumes without one)."""
+    names = []
+    for i in range(count):
+        name = f"wanwide-real-pv{i}"
+        path = realnode.state / "realnode" / "volumes" / name
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o777)
+        realnode.tc.apply(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                     "hostPath": {"path": str(path), "type": "Directory"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE]}]}]}}}}))
+        names.append(name)
+    return names
 
 
 def _trials(tc, ns: str) -> dict:
