@@ -344,7 +344,7 @@ EOF
 # ---------------------------------------------------------------- S3 for pods
 # The S3 server listens on loopback only; pods reach it through the bridge address
 # ($RN_IP, local to the host as well), forwarded by socat to the same port on loopback.
-rn_s3_endpoint() { echo "http://$RN_IP:$S3_PORT"; }
+rn_s3_endpoint() { echo "http://$RN_IP:${S3_PORT:-$(sed -n 's/^S3_PORT=//p' "$STATE/ports.env")}"; }
 rn_s3_forward() {
   # -lf: its log under the state dir, which also marks the process as this cluster's
   start_bg s3-forward -lf "$STATE/run/s3-forward.socat.log" "TCP-LISTEN:$S3_PORT,bind=$RN_IP,fork,reuseaddr" "TCP:127.0.0.1:$S3_PORT"

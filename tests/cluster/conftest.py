@@ -208,3 +208,11 @@ def env(testcluster, tmp_path_factory):
     print(log.read_text()[-5000:])
 
 
+
+
+@pytest.fixture(scope="module")
+def realnode(testcluster):
+    """The real node (``hack/testcluster.sh up --real-node``; idempotent), once per module."""
+    from tests.cluster.realnode_env import start_realnode
+
+    return start_realnode(testcluster)

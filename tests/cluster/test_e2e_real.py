@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from tests.cluster.operator_env import Operator, install_crds, install_rbac, owned, s3_client
-from tests.cluster.test_realnode import NODE, SCRIPT, _env_exports, _run
+from tests.cluster.realnode_env import NODE, SCRIPT, env_exports, run
 
 pytestmark = [pytest.mark.realnode]
 REPO = Path(__file__).resolve().parents[2]
@@ -32,16 +32,16 @@ IMAGES = ("keystone", "dep-check", "mariadb", "wanwide")
 
 
 def _ref(name: str) -> str:
-    return _run([REPO / "hack" / "images.sh", "ref", name]).stdout.strip()
+    return run([REPO / "hack" / "images.sh", "ref", name]).stdout.strip()
 
 
 @pytest.fixture(scope="module")
 def stack(realnode, tmp_path_factory):
     tc = realnode.tc
-    _run([REPO / "hack" / "images.sh", "build", *IMAGES], timeout=5400)
-    _run([REPO / "hack" / "images.sh", "import", *IMAGES, "--address", realnode.address], timeout=1800)
-    _run([REPO / "hack" / "mariadb-operator.sh", "install"], timeout=3600)
-    chart = _run([REPO / "hack" / "upstream-charts.sh", "path", "keystone"]).stdout.strip()
+    run([REPO / "hack" / "images.sh", "build", *IMAGES], timeout=5400)
+    run([REPO / "hack" / "images.sh", "import", *IMAGES, "--address", realnode.address], timeout=1800)
+    run([REPO / "hack" / "mariadb-operator.sh", "install"], timeout=3600)
+    chart = run([REPO / "hack" / "upstream-charts.sh", "path", "keystone"]).stdout.strip()
     # only the real node takes pods: the kwok nodes go and its taint is lifted, for this module
     kwok = [n["metadata"]["name"] for n in tc.kubectl_json("get", "nodes")["items"] if n["metadata"]["name"] != NODE]
     tc.kubectl("delete", "nodes", "-l", "type=kwok", "--wait=true")
@@ -49,7 +49,7 @@ def stack(realnode, tmp_path_factory):
     ns = tc.namespace("real-bench")
     install_crds(tc)
     kubeconfig = install_rbac(tc, [ns])
-    s3 = _env_exports()["WANWIDE_REALNODE_S3_ENDPOINT"]
+    s3 = env_exports()["WANWIDE_REALNODE_S3_ENDPOINT"]
     client = s3_client(tc)
     if BUCKET not in [b["Name"] for b in client.list_buckets().get("Buckets", [])]:
         client.create_bucket(Bucket=BUCKET)
@@ -64,7 +64,7 @@ def stack(realnode, tmp_path_factory):
     print(log.read_text()[-8000:])
     tc.kubectl("taint", "node", NODE, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
     if kwok:
-        _run([SCRIPT, "nodes", str(len(kwok))], check=False)
+        run([SCRIPT, "nodes", str(len(kwok))], check=False)
 
 
 def benchmark(stack, name: str, backend: str) -> str:
@@ -79,8 +79,8 @@ def benchmark(stack, name: str, backend: str) -> str:
             "chartRepo": "", "chart": stack["chart"], "chartVersion": "2026.1.0",
             # memcached's metrics exporter image cannot be built here (the Go proxy refuses it)
             "cache": False,
-            "images": {"keystone_api": ks, "keystone_db_sync": ks, "keystone_domain_manage": ks,
-                       "bootstrap": ks, "dep_check": dep},
+            "images": {"keystoneApi": ks, "keystoneDbSync": ks, "keystoneDomainManage": ks,
+                       "bootstrap": ks, "depCheck": dep},
         }},
         "database": {"backend": backend, "image": _ref("mariadb")},
         "runner": {"image": _ref("wanwide")},

@@ -19,101 +19,17 @@ import signal
 import subprocess
 import time
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "hack" / "testcluster.sh"
-NODE = "real-1"
+from tests.cluster.realnode_env import NODE, SCRIPT, run, wait_for
+
 BRIDGE = "wanwide-br0"
 CNI_NET = "wanwide-realnode"
 POD_NET = "10.245.0."
 
 pytestmark = [pytest.mark.realnode]
-
-
-def _run(cmd: list[str], timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, cmd))} failed ({p.returncode}):\n"
-                             f"{p.stderr[-6000:]}{p.stdout[-2000:]}")
-    return p
-
-
-def _wait(pred, timeout: float, what: str, interval: float = 0.5):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
-
-
-@dataclass
-class RealNode:
-    tc: object
-    state: Path
-    address: str  # containerd socket
-    busybox: str  # image reference (imported; imagePullPolicy Never)
-
-    def pod(self, name: str, command: list[str], labels: dict[str, str] | None = None,
-            restart: str = "Never") -> dict:
-        """A Pod for the real node: its label selected and its taint tolerated."""
-        return {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": labels or {}},
-            "spec": self.pod_spec(command, restart),
-        }
-
-    def pod_spec(self, command: list[str], restart: str = "Never") -> dict:
-        return {
-            "nodeSelector": {"wanwide.io/real-node": "true"},
-            "tolerations": [{"key": "wanwide.io/real-node", "operator": "Exists",
-                             "effect": "NoSchedule"}],
-            "terminationGracePeriodSeconds": 1,
-            "restartPolicy": restart,
-            "containers": [{"name": "main", "image": self.busybox, "imagePullPolicy": "Never",
-                            "command": command}],
-        }
-
-    def running(self, ns: str, name: str, timeout: float = 120) -> dict:
-        def ready():
-            p = self.tc.kubectl_json("get", "pod", "-n", ns, name)
-            return p if p["status"].get("phase") == "Running" and p["status"].get("podIP") else None
-        try:
-            return _wait(ready, timeout, f"pod {ns}/{name} Running")
-        except AssertionError:
-            print(self.tc.kubectl("describe", "pod", "-n", ns, name, check=False).stdout)
-            raise
-
-    def logs(self, ns: str, name: str) -> str:
-        return self.tc.kubectl("logs", "-n", ns, name).stdout
-
-
-def _env_exports() -> dict[str, str]:
-    out = {}
-    for line in _run([SCRIPT, "env"]).stdout.splitlines():
-        if line.startswith("export ") and "=" in line:
-            k, v = line[len("export "):].split("=", 1)
-            out[k] = v
-    return out
-
-
-@pytest.fixture(scope="module")
-def realnode(testcluster) -> RealNode:
-    if os.environ.get("WANWIDE_REALNODE") == "skip":
-        pytest.skip("WANWIDE_REALNODE=skip")
-    up = _run([SCRIPT, "up", "--real-node"], timeout=3600, check=False)
-    if up.returncode != 0:
-        pytest.fail(f"hack/testcluster.sh up --real-node failed:\n{up.stderr[-6000:]}", pytrace=False)
-    env = _env_exports()
-    return RealNode(tc=testcluster, state=Path(env["WANWIDE_TESTCLUSTER_DIR"]),
-                    address=env["WANWIDE_CONTAINERD_ADDRESS"],
-                    busybox=env["WANWIDE_REALNODE_BUSYBOX_IMAGE"])
 
 
 @pytest.fixture
@@ -143,7 +59,7 @@ def test_real_node_registered_ready_and_left_alone_by_kwok(realnode):
     assert info["containerRuntimeVersion"].startswith("containerd://1.")
     assert {"type": "InternalIP", "address": "10.245.0.1"} in status["addresses"]
     # the kubelet's own heartbeat, not kwok's
-    lease = _wait(lambda: tc.kubectl("get", "lease", "-n", "kube-node-lease", NODE, "-o", "json",
+    lease = wait_for(lambda: tc.kubectl("get", "lease", "-n", "kube-node-lease", NODE, "-o", "json",
                                      check=False).stdout, 30, "the kubelet's Lease")
     assert json.loads(lease)["spec"]["holderIdentity"] == NODE
     # the kwok nodes are still there, untouched
@@ -152,7 +68,7 @@ def test_real_node_registered_ready_and_left_alone_by_kwok(realnode):
 
 
 def test_status_lists_the_real_node_components(realnode):
-    out = _run([SCRIPT, "status"]).stdout
+    out = run([SCRIPT, "status"]).stdout
     for c in ("containerd", "kubelet", "kube-proxy", "coredns"):
         line = next((ln for ln in out.splitlines() if ln.split()[:1] == [c]), "")
         assert "running" in line, out
@@ -162,7 +78,7 @@ def test_up_again_is_idempotent(realnode):
     pids = {c: (realnode.state / "run" / f"{c}.pid").read_text().strip()
             for c in ("containerd", "kubelet", "kube-proxy", "coredns")}
     t0 = time.monotonic()
-    _run([SCRIPT, "up", "--real-node"])
+    run([SCRIPT, "up", "--real-node"])
     took = time.monotonic() - t0
     again = {c: (realnode.state / "run" / f"{c}.pid").read_text().strip() for c in pids}
     assert again == pids  # nothing restarted
@@ -181,7 +97,7 @@ def test_pod_runs_logs_and_execs(realnode, ns):
     assert pod["spec"]["nodeName"] == NODE
     assert pod["status"]["podIP"].startswith(POD_NET)  # from the real node's CNI, not kwok's
     assert pod["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
-    _wait(lambda: "hello from hello uid 0" in realnode.logs(ns, "hello"), 30, "the pod's output")
+    wait_for(lambda: "hello from hello uid 0" in realnode.logs(ns, "hello"), 30, "the pod's output")
     out = tc.kubectl("exec", "-n", ns, "hello", "--", "cat", "/proc/1/cmdline").stdout
     assert out.replace("\0", " ").startswith("sleep 3600")
 
@@ -216,7 +132,7 @@ def _web(realnode, ns) -> str:
     }), namespace=ns)
     realnode.running(ns, "web")
     svc = tc.kubectl_json("get", "service", "-n", ns, "web")
-    _wait(lambda: any(e.get("conditions", {}).get("ready")
+    wait_for(lambda: any(e.get("conditions", {}).get("ready")
                       for s in tc.kubectl_json("get", "endpointslices", "-n", ns,
                                                "-l", "kubernetes.io/service-name=web")["items"]
                       for e in s.get("endpoints") or []), 60, "a ready endpoint for web")
@@ -233,12 +149,12 @@ def test_service_clusterip_reaches_pod_from_host_and_from_pod(realnode, ns):
     ip = _web(realnode, ns)
     assert ip.startswith("10.96.")
     # from the host: kube-proxy's iptables rules (the Service range is routed to the bridge)
-    body = _wait(lambda: _try(_http_get, f"http://{ip}/"), 60, f"http://{ip}/ from the host")
+    body = wait_for(lambda: _try(_http_get, f"http://{ip}/"), 60, f"http://{ip}/ from the host")
     assert body.strip() == "served by web"
     # from another pod on the real node, by ClusterIP
     tc.apply(json.dumps(realnode.pod("client", ["sh", "-c", f"timeout 10 wget -q -O- http://{ip}/"])),
              namespace=ns)
-    _wait(lambda: tc.kubectl_json("get", "pod", "-n", ns, "client")["status"].get("phase")
+    wait_for(lambda: tc.kubectl_json("get", "pod", "-n", ns, "client")["status"].get("phase")
           in ("Succeeded", "Failed"), 120, "client pod done")
     assert realnode.logs(ns, "client").strip() == "served by web"
     assert tc.kubectl_json("get", "pod", "-n", ns, "client")["status"]["phase"] == "Succeeded"
@@ -261,7 +177,7 @@ def test_cluster_dns_resolves_services_inside_pods(realnode, ns):
         "cat /etc/resolv.conf; timeout 10 wget -q -O- http://web/"
     )
     tc.apply(json.dumps(realnode.pod("dns", ["sh", "-c", script])), namespace=ns)
-    _wait(lambda: tc.kubectl_json("get", "pod", "-n", ns, "dns")["status"].get("phase")
+    wait_for(lambda: tc.kubectl_json("get", "pod", "-n", ns, "dns")["status"].get("phase")
           in ("Succeeded", "Failed"), 120, "dns pod done")
     out = realnode.logs(ns, "dns")
     assert tc.kubectl_json("get", "pod", "-n", ns, "dns")["status"]["phase"] == "Succeeded", out
@@ -280,7 +196,7 @@ def test_pod_reaches_the_apiserver_through_the_kubernetes_service(realnode, ns):
     script = ("env | grep ^KUBERNETES_SERVICE_; timeout 10 wget -q -O- --no-check-certificate "
               "https://kubernetes.default.svc/version")
     tc.apply(json.dumps(realnode.pod("api", ["sh", "-c", script])), namespace=ns)
-    _wait(lambda: tc.kubectl_json("get", "pod", "-n", ns, "api")["status"].get("phase")
+    wait_for(lambda: tc.kubectl_json("get", "pod", "-n", ns, "api")["status"].get("phase")
           in ("Succeeded", "Failed"), 120, "api pod done")
     out = realnode.logs(ns, "api")
     assert "KUBERNETES_SERVICE_HOST=10.96.0.1" in out
@@ -333,17 +249,17 @@ def test_down_after_a_crash_leaves_nothing_behind(realnode, ns):
     realnode.running(ns, "sleeper")
     assert CNI_NET in _iptables("iptables-save")
     # every container and sandbox id of our containerd: libcni caches results under them
-    ids = _run(["ctr", "--address", realnode.address, "-n", "k8s.io", "containers", "ls", "-q"]
+    ids = run(["ctr", "--address", realnode.address, "-n", "k8s.io", "containers", "ls", "-q"]
                ).stdout.split()
     assert ids
     # the host ends of the pods' veths, and the pods' network namespaces (mounted under rn)
     host_veths = [ln.split(":")[1].strip().split("@")[0] for ln in
-                  _run(["ip", "-o", "link", "show", "master", BRIDGE]).stdout.splitlines()]
+                  run(["ip", "-o", "link", "show", "master", BRIDGE]).stdout.splitlines()]
     assert len(host_veths) >= 2
     mounts = Path("/proc/self/mountinfo").read_text()
     # containerd mounts the pods' network namespaces under its state, not /var/run/netns
     assert any(f"{rn}/" in ln and " nsfs " in ln for ln in mounts.splitlines())
-    netns_before = set(_run(["ip", "netns", "list"]).stdout.split())
+    netns_before = set(run(["ip", "netns", "list"]).stdout.split())
     assert "KUBE-SERVICES" in _iptables("iptables-save")
     shims = [p for p in _ours_running(state, realnode.address) if "containerd-shim" in p]
     assert shims
@@ -352,16 +268,16 @@ def test_down_after_a_crash_leaves_nothing_behind(realnode, ns):
         os.kill(int((state / "run" / f"{c}.pid").read_text()), signal.SIGKILL)
     time.sleep(1)
 
-    _run([SCRIPT, "down", "--real-node"], timeout=300)
+    run([SCRIPT, "down", "--real-node"], timeout=300)
 
     assert _ours_running(state, realnode.address) == []
     assert f"{rn}/" not in Path("/proc/self/mountinfo").read_text()
-    links = _run(["ip", "-o", "link"]).stdout
+    links = run(["ip", "-o", "link"]).stdout
     assert BRIDGE not in links
     for v in host_veths:
         assert f" {v}@" not in links and f" {v}:" not in links
-    assert "10.96.0.0/16" not in _run(["ip", "route"]).stdout
-    assert set(_run(["ip", "netns", "list"]).stdout.split()) <= netns_before
+    assert "10.96.0.0/16" not in run(["ip", "route"]).stdout
+    assert set(run(["ip", "netns", "list"]).stdout.split()) <= netns_before
     for save in ("iptables-save", "iptables-legacy-save"):
         rules = _iptables(save)
         assert "KUBE-" not in rules and "WANWIDE-RN-" not in rules, f"{save}:\n{rules}"
@@ -379,7 +295,7 @@ def test_down_after_a_crash_leaves_nothing_behind(realnode, ns):
     assert [p for p in links.glob("*") if p.is_symlink() and str(rn) in os.readlink(p)] == []
     # a second `down` finds nothing (no sandboxes, no bridge) and still succeeds:
     # unmatched globs and absent links once ended it silently with exit 1
-    again = _run([SCRIPT, "down", "--real-node"], timeout=300)
+    again = run([SCRIPT, "down", "--real-node"], timeout=300)
     assert "real node down" in again.stderr, again.stderr[-2000:]
     # the cluster itself still runs; the node stops being Ready after the grace period
     assert tc.kubectl_json("get", "node", NODE)["metadata"]["name"] == NODE
