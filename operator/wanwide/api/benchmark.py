@@ -282,6 +282,17 @@ class Runner(Model):
     )
 
 
+class Monitoring(Model):
+    """Metrics through prometheus-operator."""
+
+    enabled: bool = Field(
+        True,
+        description="PodMonitors and the exporters they scrape (mariadb-operator's mysqld exporter, a "
+        "memcached exporter beside each memcached). Off: neither is deployed, e.g. without prometheus-operator "
+        "or where the exporter images cannot be pulled.",
+    )
+
+
 class BenchmarkSpec(Model):
     topology_ref: str | None = Field(None, pattern=DNS_LABEL_RE, max_length=253, description="Topology in the same namespace.")
     topology: TopologySpec | None = Field(None, description="Inline topology instead of topologyRef.")
@@ -294,6 +305,7 @@ class BenchmarkSpec(Model):
     cleanup: CleanupPolicy = Field("Always", description="Delete a trial's namespaces when it ends: Always, OnSuccess, Never.")
     timeouts: Timeouts = Field(default_factory=Timeouts)
     runner: Runner = Field(default_factory=Runner)
+    monitoring: Monitoring = Field(default_factory=Monitoring)
 
     model_config = ConfigDict(
         json_schema_extra={

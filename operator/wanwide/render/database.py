@@ -72,7 +72,10 @@ def _mariadb_common(plan: TrialPlan, name: str, region: str | None, replicas: in
         "storage": _storage(plan),
         "myCnf": "[mariadb]\nmax_connections=2000\ninnodb_flush_log_at_trx_commit=2\n",
         "podMetadata": {"labels": plan.labels(region, "database")},
-        "metrics": {"enabled": True},
+        "metrics": {"enabled": plan.spec.monitoring.enabled},
+        # No TLS, as in the studies and the lab: mariadb-operator turns it on when not told,
+        # which also puts Galera's replication (gcomm) behind TLS.
+        "tls": {"enabled": False},
     }
     if plan.spec.database.image:
         spec["image"] = plan.spec.database.image

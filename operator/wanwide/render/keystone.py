@@ -173,7 +173,7 @@ def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[H
 
 
 def memcached(plan: TrialPlan) -> list[dict[str, Any]]:
-    """One memcached per region (with a metrics exporter) when caching is on."""
+    """One memcached per region when caching is on (with a metrics exporter when monitoring is)."""
     if not plan.spec.openstack.keystone.cache:
         return []
     image = plan.spec.openstack.keystone.images.memcached or MEMCACHED_IMAGE
@@ -192,13 +192,14 @@ def memcached(plan: TrialPlan) -> list[dict[str, Any]]:
                     "readinessProbe": {"tcpSocket": {"port": 11211}, "periodSeconds": 5},
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 11211, "allowPrivilegeEscalation": False},
                 },
-                {
-                    "name": "exporter",
-                    "image": MEMCACHED_EXPORTER_IMAGE,
-                    "ports": [{"name": "metrics", "containerPort": 9150}],
-                },
             ],
         }
+        if plan.spec.monitoring.enabled:
+            pod_spec["containers"].append({
+                "name": "exporter",
+                "image": MEMCACHED_EXPORTER_IMAGE,
+                "ports": [{"name": "metrics", "containerPort": 9150}],
+            })
         if r.node_selector:
             pod_spec["nodeSelector"] = r.node_selector
         out.append(

@@ -13,6 +13,8 @@ MON_API = "monitoring.coreos.com/v1"
 
 
 def render(plan: TrialPlan) -> list[dict[str, Any]]:
+    if not plan.spec.monitoring.enabled:
+        return []
     out = []
     db_ns = plan.db_namespace
     if plan.backend in ("mariadb", "galera"):
