@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The real-node tier (issue 14, in progress): images built here from Debian and
-# PyPI and run with a private containerd; a real kubelet node (containerd, runc,
-# CNI bridge, kube-proxy, CoreDNS) next to the kwok nodes; real Chaos Mesh
-# partitions between real pods. Not part of hack/test.sh: it needs the
-# mirrored upstream sources and ~1 h of builds on a cold machine (see
-# docs/images.md, docs/testcluster.md "Real node", docs/chaos-mesh.md).
+# The real-node tier (issue 14): images built here from Debian and PyPI and run
+# with a private containerd; a real kubelet node (containerd, runc, CNI bridge,
+# kube-proxy, CoreDNS) next to the kwok nodes; real Chaos Mesh partitions between
+# real pods; and the operator taking Benchmarks (central MariaDB, then Galera) to
+# Succeeded with the real openstack-helm keystone chart, the real mariadb-operator
+# and Rally in this repository's image (docs/real-e2e.md). Not part of
+# hack/test.sh: it needs the mirrored upstream sources and ~1 h of builds on a
+# cold machine (docs/images.md, docs/testcluster.md "Real node", docs/chaos-mesh.md).
 #   hack/e2e-real.sh            # everything
 #   hack/e2e-real.sh -k dns     # extra arguments go to pytest
 # Environment: WANWIDE_UPSTREAM_DIR (default ../shared/upstream beside the
@@ -38,7 +40,7 @@ set +e
 log "image tests (private containerd)"
 .venv/bin/python -m pytest -m images -q -p no:cacheprovider "$@"
 images=$?
-log "real-node tests (kubelet, Services, DNS, Jobs, real Chaos Mesh partitions)"
+log "real-node tests (kubelet, Services, DNS, Jobs, real Chaos Mesh partitions, the operator end to end)"
 .venv/bin/python -m pytest -m realnode -q -p no:cacheprovider "$@"
 realnode=$?
 set -e

@@ -66,6 +66,8 @@ def stack(realnode, tmp_path_factory):
     tc.kubectl("taint", "node", NODE, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
     if kwok:
         run([SCRIPT, "nodes", str(len(kwok))], check=False)
+    # the real CRDs go with it; the next `testcluster.sh up` puts the kwok tier's stand-ins back
+    run([REPO / "hack" / "mariadb-operator.sh", "uninstall"], timeout=600, check=False)
 
 
 def benchmark(stack, name: str, backend: str) -> str:
