@@ -262,13 +262,6 @@ cmd_import() {
   done
 }
 
-kube_env() {
-  if [[ -z ${KUBECONFIG:-} ]]; then
-    eval "$("$ROOT/hack/testcluster.sh" env)"
-  fi
-  command -v helm >/dev/null || { log "ERROR: helm not on PATH (hack/testcluster.sh env puts it there)"; return 1; }
-}
-
 cmd_install() {
   local addr chart tag ref
   cmd_import
@@ -310,13 +303,7 @@ EOF
 
 cmd_uninstall() {
   kube_env
-  if helm status "$RELEASE" -n "$NAMESPACE" >/dev/null 2>&1; then
-    step "helm uninstall $RELEASE"
-    helm uninstall "$RELEASE" -n "$NAMESPACE" --wait --timeout 3m >&2
-    step_end
-  else
-    log "uninstall: no release $RELEASE in $NAMESPACE"
-  fi
+  helm_uninstall "$RELEASE" "$NAMESPACE"
 }
 
 cmd_status() {

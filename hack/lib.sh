@@ -11,6 +11,9 @@
 #   tree_hash DIR       content hash of the files under DIR
 #   realnode_containerd [SOCK]
 #                       the real node's containerd socket (hack/testcluster.sh up --real-node)
+#   kube_env            KUBECONFIG and helm of the test cluster unless KUBECONFIG is set
+#   helm_uninstall RELEASE NAMESPACE
+#                       uninstall and wait, when the release exists
 # Every function works when nothing is installed: no pipeline here fails because
 # a package, a file or a command is absent.
 
@@ -129,16 +132,34 @@ tree_hash() { # tree_hash DIR: content hash of the files under DIR (no .git)
   (cd "$1" && find . -path ./.git -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64
 }
 
-realnode_containerd() { # [SOCK]: SOCK, else $WANWIDE_CONTAINERD_ADDRESS, else the real node's in this checkout
-  local a=${1:-${WANWIDE_CONTAINERD_ADDRESS:-}} f root
-  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+_lib_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+realnode_containerd() { # [SOCK]: SOCK, else $WANWIDE_CONTAINERD_ADDRESS, else the test cluster's real node's
+  local a=${1:-${WANWIDE_CONTAINERD_ADDRESS:-}} f tc_dir=${WANWIDE_TESTCLUSTER_DIR:-$_lib_root/.testcluster}
   if [[ -z $a ]]; then
-    for f in "$root/.testcluster/realnode/run/containerd/containerd.sock" \
-             "$root/.testcluster/realnode/containerd.sock" \
+    for f in "$tc_dir/realnode/run/containerd/containerd.sock" \
+             "$tc_dir/realnode/containerd.sock" \
              /run/containerd/containerd.sock; do
       [[ -S $f ]] && { a=$f; break; }
     done
   fi
   [[ -n $a && -S $a ]] || { log "ERROR: no containerd socket (give --address SOCK or WANWIDE_CONTAINERD_ADDRESS)"; return 1; }
   echo "$a"
+}
+
+kube_env() { # the test cluster's KUBECONFIG and tools (helm), unless a KUBECONFIG is given
+  if [[ -z ${KUBECONFIG:-} ]]; then
+    eval "$("$_lib_root/hack/testcluster.sh" env)"
+  fi
+  command -v helm >/dev/null || { log "ERROR: helm not on PATH (hack/testcluster.sh env puts it there)"; return 1; }
+}
+
+helm_uninstall() { # RELEASE NAMESPACE: uninstall and wait, when the release exists
+  if helm status "$1" -n "$2" >/dev/null 2>&1; then
+    step "helm uninstall $1"
+    helm uninstall "$1" -n "$2" --wait --timeout 3m >&2
+    step_end
+  else
+    log "uninstall: no release $1 in $2"
+  fi
 }

@@ -31,15 +31,8 @@ NAMESPACE=${MARIADB_OPERATOR_NAMESPACE:-mariadb-operator}
 RELEASE=mariadb-operator
 CRDS_RELEASE=mariadb-operator-crds
 NODE_LABEL=${WANWIDE_REALNODE_LABEL:-wanwide.io/real-node}
-STATE=$ROOT/.testcluster
+STATE=${WANWIDE_TESTCLUSTER_DIR:-$ROOT/.testcluster}
 ADDRESS=""
-
-kube_env() {
-  if [[ -z ${KUBECONFIG:-} ]]; then
-    eval "$("$ROOT/hack/testcluster.sh" env)"
-  fi
-  command -v helm >/dev/null || { log "ERROR: helm not on PATH (hack/testcluster.sh env puts it there)"; return 1; }
-}
 
 values() { # operator-ref mariadb-ref: the chart values
   local op=$1 db=$2 img sel tol
@@ -98,16 +91,8 @@ cmd_install() {
 
 cmd_uninstall() {
   kube_env
-  local r
-  for r in "$RELEASE" "$CRDS_RELEASE"; do
-    if helm status "$r" -n "$NAMESPACE" >/dev/null 2>&1; then
-      step "helm uninstall $r"
-      helm uninstall "$r" -n "$NAMESPACE" --wait --timeout 3m >&2
-      step_end
-    else
-      log "uninstall: no release $r in $NAMESPACE"
-    fi
-  done
+  helm_uninstall "$RELEASE" "$NAMESPACE"
+  helm_uninstall "$CRDS_RELEASE" "$NAMESPACE"
   rm -f "$STATE/crds.sha256"
 }
 

@@ -29,22 +29,23 @@ helm_bin() {
   if [[ -n ${HELM:-} ]]; then echo "$HELM"; return 0; fi
   command -v helm && return 0
   local h
-  h=$(find "$CACHE/bin" -maxdepth 1 -name 'helm-v*' -type f 2>/dev/null | sort | tail -n 1)
+  h=$(find "$CACHE/bin" -maxdepth 1 -name 'helm-v*' -type f 2>/dev/null | sort | tail -n 1 || true)
   [[ -n $h ]] || { log "ERROR: no helm (hack/testcluster.sh build makes one; or set HELM)"; return 1; }
   echo "$h"
 }
 
 chart_copy() { # DIR CHART [SIBLING...]: CHART (under DIR) with its siblings' charts packaged in
-  local dir=$1 chart=$2 key d dest
+  local dir=$1 chart=$2 key d dest helm
   shift 2
   key=$(for d in "$chart" "$@"; do tree_hash "$dir/$d"; done | sha256sum | cut -c1-12)
   dest=$CACHE/charts/$chart-$key
   if [[ ! -f $dest/$chart/Chart.yaml ]]; then
+    helm=$(helm_bin)
     step "helm dependency build $chart ($dir)"
     rm -rf "$dest.tmp"
     mkdir -p "$dest.tmp"
     for d in "$chart" "$@"; do cp -r "$dir/$d" "$dest.tmp/"; done
-    "$(helm_bin)" dependency build "$dest.tmp/$chart" >&2
+    "$helm" dependency build "$dest.tmp/$chart" >&2
     rm -rf "$dest"
     mv "$dest.tmp" "$dest"
     step_end

@@ -258,3 +258,19 @@ def test_stubs_behave_like_the_real_dpkg_query(tmp_path):
 def test_scripts_fail_loudly(script):
     """Every set-up script stops on errors (a silent half-install is the bug this guards)."""
     assert "set -euo pipefail" in (REPO / "hack" / script).read_text()
+
+
+def test_upstream_chart_without_helm_says_so_and_leaves_nothing(tmp_path):
+    m = Machine(tmp_path)
+    mirror = tmp_path / "mirror" / "openstack-helm-2026.1.0"
+    for d in ("keystone", "helm-toolkit"):
+        (mirror / d).mkdir(parents=True)
+        (mirror / d / "Chart.yaml").write_text(f"name: {d}\n")
+    r = m.run(str(REPO / "hack" / "upstream-charts.sh"), "path", "keystone",
+              WANWIDE_UPSTREAM_DIR=str(mirror.parent))
+    assert r.returncode == 1
+    assert "no helm (hack/testcluster.sh build makes one; or set HELM)" in r.stderr
+    assert not (m.cache / "charts").exists()  # no half-built chart copy left behind
+    r = m.run(str(REPO / "hack" / "upstream-charts.sh"), "path", "keystone",
+              WANWIDE_UPSTREAM_DIR=str(tmp_path / "no-mirror"))
+    assert r.returncode == 1 and "no-mirror/openstack-helm-2026.1.0 missing" in r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -10,6 +11,8 @@ import tempfile
 import yaml
 
 from ..render.keystone import HelmRelease
+
+logger = logging.getLogger(__name__)
 
 
 class HelmError(RuntimeError):
@@ -90,8 +93,11 @@ class Background:
             action = next_action(status(rel.name, rel.namespace, kubeconfig))
             if action == "done":
                 return "done"
-            if action == "reset" and uninstall(rel.name, rel.namespace, kubeconfig).returncode != 0:
-                return "running"  # tried again at the next poll; the phase timeout bounds it
+            if action == "reset":
+                u = uninstall(rel.name, rel.namespace, kubeconfig)
+                if u.returncode != 0:
+                    logger.warning("helm uninstall of the stuck release %s failed (tried again): %s", k, u.stderr.strip()[-400:])
+                    return "running"  # tried again at the next poll; the phase timeout bounds it
             with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
                 yaml.safe_dump(rel.values, f)
             log = f.name + ".log"
