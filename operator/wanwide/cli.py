@@ -54,12 +54,10 @@ def plan_stream(texts: list[str], trial: int | None, all_trials: bool, objects_o
         for p in chosen:
             r = render_trial(p)
             parts.append(f"# ---- trial {p.id} ({p.name}): {len(r.objects)} objects, {len(r.releases)} Helm releases\n")
-            objs = list(r.base)
             if not objects_only:
                 parts.append("# Helm releases (not Kubernetes objects; --objects-only leaves them out)\n")
                 parts.append(dump_all([rel.document() for rel in r.releases]) + "---\n")
-            objs += r.wan + r.load + r.faults
-            parts.append(dump_all(objs) + "---\n")
+            parts.append(dump_all(r.objects) + "---\n")
     return "".join(parts)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from wanwide.lab.deployment import deployment_key, galera_dynamic, groups
+from wanwide.lab.deployment import deployment_key, groups
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
 
@@ -48,6 +48,6 @@ def test_region_count_and_restart_options_split() -> None:
 
 def test_send_windows_follow_the_trial() -> None:
     gal = _trials({"rtt": ["0ms", "50ms"]}, database={"backend": "galera"})
-    assert galera_dynamic(gal[0]) == {"evs.send_window": "4", "evs.user_send_window": "2"}
-    assert galera_dynamic(gal[1]) == {"evs.send_window": "512", "evs.user_send_window": "256"}
-    assert galera_dynamic(_trials({"rtt": ["50ms"]})[0]) == {}
+    assert gal[0].database.galera_dynamic == {"evs.send_window": "4", "evs.user_send_window": "2"}
+    assert gal[1].database.galera_dynamic == {"evs.send_window": "512", "evs.user_send_window": "256"}
+    assert _trials({"rtt": ["50ms"]})[0].database.galera_dynamic == {}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from wanwide.lab.run import bundles_root, check_results, s3_target
+from wanwide.lab.results import bundles_root, check_results, s3_target
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
 

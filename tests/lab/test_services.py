@@ -9,7 +9,8 @@ import pytest
 
 from wanwide.lab import netns, paths, procs, services
 from wanwide.plan.links import OneWay
-from wanwide.plan.trial import GALERA_DYNAMIC_OPTIONS, galera_provider_options
+from wanwide.plan.services import GALERA_DYNAMIC_OPTIONS
+from wanwide.plan.services import galera_wan_options as galera_provider_options
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("need_services")]
 
@@ -41,7 +42,7 @@ def test_keystone_token_from_another_region(leftovers) -> None:
         assert ks.info["url"] == f"http://{net.address('r1')}:5000/v3"
         assert ks.info["cache"] == {
             "enabled": True, "backend": "dogpile.cache.pymemcache",
-            "memcache_servers": [f"{net.address('r1')}:11211"], "expiration_time": 600}
+            "memcache_servers": f"{net.address('r1')}:11211", "expiration_time": 600}
         env = {"OS_AUTH_URL": ks.info["url"], "OS_USERNAME": "admin",
                "OS_PASSWORD": "admin-secret", "OS_PROJECT_NAME": "admin",
                "OS_USER_DOMAIN_NAME": "Default", "OS_PROJECT_DOMAIN_NAME": "Default",

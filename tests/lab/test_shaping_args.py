@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wanwide.lab import shaping
 from wanwide.plan.links import OneWay
-from wanwide.plan.trial import galera_provider_options
+from wanwide.plan.services import galera_wan_options as galera_provider_options
 
 
 def test_netem_args() -> None:

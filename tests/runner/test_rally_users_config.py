@@ -8,7 +8,7 @@ import yaml
 from tests.plan.specs import benchmark
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
-from wanwide.render.rally import runner_config
+from wanwide.render.rally import config_document
 from wanwide.runner.config import RunnerConfig
 
 
@@ -18,5 +18,6 @@ def test_rally_users_setting(setting: str | None, prepared: bool) -> None:
     docs = load_documents([yaml.safe_dump(benchmark("mariadb", "uniform", **spec))])
     (b,) = docs.benchmarks
     p = plan(b, docs.topology_for(b))[0]
-    cfg = RunnerConfig.model_validate(runner_config(p, p.load_regions[0], start_at="2026-11-22T10:00:00Z"))
+    cfg = RunnerConfig.model_validate(config_document(p, p.load_regions[0], start_at="2026-11-22T10:00:00Z",
+                                                      attempt=1, results=None))
     assert cfg.keystone.rally_user is prepared

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from .. import API_GROUP, API_VERSION
@@ -16,6 +17,7 @@ from ..plan.trial import plan
 from ..render import trial_object
 from ..render.chaos import CHAOS_API
 from ..render.secrets import keys_secret_name
+from ..timestamps import iso
 from . import keys, trialstate
 from .trial import A_PLAN_INPUT, plan_input
 
@@ -119,6 +121,33 @@ def teardown(kube: Kube, bench: dict[str, Any]) -> list[str]:
         if not ns["metadata"].get("deletionTimestamp"):
             kube.delete("v1", "Namespace", ns["metadata"]["name"])
     return left
+
+
+def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime) -> tuple[list[str], dict[str, Any]]:
+    """Start pending trials within parallelism; the Benchmark's status fields that changed.
+
+    Returns (names of the trials started, status patch).
+    """
+    status = bench.get("status") or {}
+    ts = trials(kube, bench)
+    parallelism = int((bench["spec"].get("matrix") or {}).get("parallelism", 1))
+    started = []
+    for t in trialstate.to_start(ts, parallelism):
+        kube.patch_status(API, "Trial", t["metadata"]["name"], t["metadata"]["namespace"],
+                          {"phase": "Provisioning", "phaseStartTime": iso(at), "startTime": iso(at), "attempt": 1})
+        t.setdefault("status", {})["phase"] = "Provisioning"
+        started.append(t["metadata"]["name"])
+    s = summary(bench, ts)
+    patch = {k: v for k, v in s.items() if status.get(k) != v}
+    final = s["phase"] in ("Succeeded", "Failed")
+    if final and not status.get("completionTime"):
+        patch["completionTime"] = iso(at)
+    message = f"{s['progress']} trials done, {s['trials']['failed']} failed"
+    conds = trialstate.outcome_conditions(list(status.get("conditions") or []), s["phase"], s["phase"], message,
+                                          bench["metadata"].get("generation"), at)
+    if conds != (status.get("conditions") or []):
+        patch["conditions"] = conds
+    return started, patch
 
 
 def summary(bench: dict[str, Any], ts: list[dict[str, Any]]) -> dict[str, Any]:

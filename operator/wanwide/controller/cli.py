@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     fmt = {"json": kopf.LogFormat.JSON, "plain": kopf.LogFormat.PLAIN, "full": kopf.LogFormat.FULL}[args.log_format]
     kopf.configure(verbose=args.verbose, log_format=fmt)
     namespaces = [n for n in (args.namespaces or "").split(",") if n]
+    RUNTIME.clusterwide = not namespaces
     asyncio.run(kopf.operator(
         standalone=True,
         namespaces=namespaces,  # a list, empty for cluster-wide (kopf iterates it)

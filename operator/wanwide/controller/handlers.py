@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import copy
 import logging
+import threading
 import time
 from typing import Any
 
 import kopf
 
 from .. import API_GROUP, API_VERSION
+from .. import timestamps as ts
 from ..api.topology import TopologySpec
+from ..plan import names
 from ..plan import topology as topo
 from ..plan.errors import PlanError, Problems
 from ..plan.links import LinkMap
 from . import benchmark as bm
 from . import metrics, trialstate
+from .actions import Decision, Executor
 from .runtime import RUNTIME
-from .trial import TrialContext, step
+from .trial import InvalidPlan, step, trial_plan, where
+from .wakeups import WAKEUPS, sleep
 
 log = logging.getLogger("wanwide")
 GROUP, VERSION = API_GROUP, API_VERSION
+SAFETY_NET_S = 30.0  # the Benchmarks' slow timer behind the trials' phase events
+_SCHEDULING: dict[str, threading.Lock] = {}
 
 
 @kopf.on.startup()
@@ -57,9 +67,9 @@ def topology(spec: kopf.Spec, meta: kopf.Meta, status: kopf.Status, patch: kopf.
         patch.status["regions"] = len(rs)
         patch.status["groups"] = len({r.group for r in rs})
         patch.status["matrix"] = topo.rtt_summary(lm)
-        conds = trialstate.set_condition(conds, "Valid", "True", "Valid", "topology resolves", gen, trialstate.now())
+        conds = trialstate.set_condition(conds, "Valid", "True", "Valid", "topology resolves", gen, ts.now())
     except (PlanError, ValueError) as e:
-        conds = trialstate.set_condition(conds, "Valid", "False", "Invalid", str(e), gen, trialstate.now())
+        conds = trialstate.set_condition(conds, "Valid", "False", "Invalid", str(e), gen, ts.now())
     patch.status["conditions"] = conds
     patch.status["observedGeneration"] = gen
 
@@ -80,7 +90,7 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
     except PlanError as e:
         msg = "; ".join(str(p) for p in e.problems)
         patch.status["conditions"] = trialstate.set_condition(conds, "Valid", "False", "InvalidSpec", msg, gen,
-                                                              trialstate.now())
+                                                              ts.now())
         patch.status["observedGeneration"] = gen
         if not status.get("trials", {}).get("total"):
             patch.status["phase"] = "Invalid"
@@ -88,44 +98,54 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
         return
     bm.ensure_keys(kube, bench)
     changed, kept = bm.sync_trials(kube, bench, model, tp)
-    conds = trialstate.set_condition(conds, "Valid", "True", "Planned", "spec plans cleanly", gen, trialstate.now())
+    conds = trialstate.set_condition(conds, "Valid", "True", "Planned", "spec plans cleanly", gen, ts.now())
     if kept:
         conds = trialstate.set_condition(
             conds, "SpecApplied", "True", "AppliedToPendingTrials",
             f"generation {gen} applies to trials not yet started; {kept} started trial(s) keep their plan", gen,
-            trialstate.now())
+            ts.now())
+    else:  # stale: every trial follows this generation
+        conds = [c for c in conds if c.get("type") != "SpecApplied"]
     patch.status["conditions"] = conds
     patch.status["observedGeneration"] = gen
     patch.status["planGeneration"] = gen
-    patch.status.setdefault("startTime", status.get("startTime") or trialstate.iso(trialstate.now()))
+    patch.status.setdefault("startTime", status.get("startTime") or ts.iso(ts.now()))
     if changed:
         kopf.info(body, reason="Planned", message=f"{changed} trial(s) planned from generation {gen}")
+    _schedule(bench)  # start the first trials now, not at the next safety-net tick
     metrics.RECONCILE.labels("benchmark").observe(time.monotonic() - t0)
 
 
-@kopf.timer(GROUP, VERSION, "benchmarks", interval=3, initial_delay=1, idle=None)
-def schedule(body: kopf.Body, spec: kopf.Spec, status: kopf.Status, patch: kopf.Patch, **_: Any) -> None:
-    """Start trials within parallelism; keep the status summary current."""
+@kopf.timer(GROUP, VERSION, "benchmarks", interval=SAFETY_NET_S, initial_delay=1, idle=None)
+def schedule(body: kopf.Body, status: kopf.Status, **_: Any) -> None:
+    """The safety net: trial phase changes schedule at once (``trial_phase_changed``)."""
     if status.get("phase") == "Invalid":
         return
-    kube = RUNTIME.kube
-    bench = dict(body)
-    ts = bm.trials(kube, bench)
-    parallelism = int((spec.get("matrix") or {}).get("parallelism", 1))
-    for t in trialstate.to_start(ts, parallelism):
-        kube.patch_status(bm.API, "Trial", t["metadata"]["name"], t["metadata"]["namespace"],
-                          {"phase": "Provisioning", "phaseStartTime": trialstate.iso(trialstate.now()),
-                           "startTime": trialstate.iso(trialstate.now()), "attempt": 1})
-        t.setdefault("status", {})["phase"] = "Provisioning"
-        kopf.info(body, reason="TrialStarted", message=f"{t['metadata']['name']} started")
-    s = bm.summary(bench, ts)
-    metrics.record_trials(f"{body['metadata']['namespace']}/{body['metadata']['name']}", s["trials"])
-    for k, v in s.items():
-        if status.get(k) != v:
-            patch.status[k] = v
-    if s["phase"] in ("Succeeded", "Failed") and not status.get("completionTime"):
-        patch.status["completionTime"] = trialstate.iso(trialstate.now())
-        kopf.info(body, reason=s["phase"], message=f"{s['progress']} trials done, {s['trials']['failed']} failed")
+    _schedule(dict(body))
+
+
+@kopf.on.field(GROUP, VERSION, "trials", field="status.phase")
+def trial_phase_changed(labels: kopf.Labels, namespace: str, **_: Any) -> None:
+    """A trial moved: start the next ones and update the Benchmark's summary now."""
+    bench = RUNTIME.kube.get(bm.API, "Benchmark", labels.get(names.L_BENCHMARK, ""), namespace)
+    if bench is not None and (bench.get("status") or {}).get("phase") != "Invalid":
+        _schedule(bench)
+
+
+def _schedule(bench: dict[str, Any]) -> None:
+    key = f"{bench['metadata']['namespace']}/{bench['metadata']['name']}"
+    with _SCHEDULING.setdefault(key, threading.Lock()):
+        started, patch = bm.schedule(RUNTIME.kube, bench, ts.now())
+        for name in started:
+            WAKEUPS.poke(f"{bench['metadata']['namespace']}/{name}")
+            kopf.info(bench, reason="TrialStarted", message=f"{name} started")
+        counts = patch.get("trials") or (bench.get("status") or {}).get("trials") or {}
+        metrics.record_trials(key, counts)
+        if patch:
+            RUNTIME.kube.patch_status(bm.API, "Benchmark", bench["metadata"]["name"], bench["metadata"]["namespace"], patch)
+        if patch.get("completionTime"):
+            c = patch.get("trials", counts)
+            kopf.info(bench, reason=patch["phase"], message=f"{patch['progress']} trials done, {c.get('failed', 0)} failed")
 
 
 @kopf.on.delete(GROUP, VERSION, "benchmarks")
@@ -138,42 +158,81 @@ def teardown(body: kopf.Body, **_: Any) -> None:
 
 # ---- Trial --------------------------------------------------------------------------------
 
-@kopf.timer(GROUP, VERSION, "trials", interval=2, initial_delay=1, idle=None)
-def trial(body: kopf.Body, status: kopf.Status, patch: kopf.Patch, **_: Any) -> None:
-    phase = status.get("phase") or "Pending"
-    if phase in trialstate.TERMINAL or phase == "Pending":
-        return
-    t0 = time.monotonic()
-    ctx = TrialContext(
-        kube=RUNTIME.kube,
-        trial=dict(body),
-        kubeconfig=RUNTIME.kubeconfig,
-        trial_clusterrole=RUNTIME.trial_clusterrole,
-        operator_subject=RUNTIME.subject,
-        emit=lambda reason, message, typ: kopf.event(body, type=typ, reason=reason, message=message),
-    )
+@kopf.daemon(GROUP, VERSION, "trials", cancellation_timeout=10)
+async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
+    """The Trial's loop: a step whenever something it waits for changes, at the latest after the safety net."""
+    key = f"{namespace}/{name}"
+    wake = WAKEUPS.event(key)
+    failures = 0
     try:
-        res = step(ctx)
-    except Exception as e:
-        metrics.APPLY_ERRORS.labels(phase).inc()
-        log.exception("trial step failed")
-        raise kopf.TemporaryError(f"{phase}: {e}", delay=5) from e
+        while not stopped:
+            wake.clear()
+            snapshot = copy.deepcopy(dict(body))
+            phase = (snapshot.get("status") or {}).get("phase") or "Pending"
+            if phase in trialstate.TERMINAL:
+                return
+            wait_s = RUNTIME.safety_net_s
+            if phase != "Pending":
+                try:
+                    wait_s = await asyncio.to_thread(contextvars.copy_context().run, reconcile_trial, snapshot)
+                    failures = 0
+                except Exception as e:  # transient (API, network): again with backoff
+                    failures += 1
+                    metrics.STEP_ERRORS.labels(phase).inc()
+                    wait_s = min(60.0, 2.0 ** failures)
+                    log.warning("trial %s: %s step failed (%s); again in %.0fs", key, phase, e, wait_s)
+            await sleep(wake, wait_s)
+    finally:
+        WAKEUPS.forget(key)
+
+
+def reconcile_trial(trial: dict[str, Any]) -> float:
+    """One step, its status patch and events; returns how long to wait at most before the next."""
+    t0 = time.monotonic()
+    kube = RUNTIME.kube
+    meta, status = trial["metadata"], trial.get("status") or {}
+    phase = status.get("phase") or "Pending"
+
+    def emit(reason: str, message: str, typ: str) -> None:
+        kopf.event(trial, type=typ, reason=reason, message=message)
+
+    w = where(trial, kube=kube, kubeconfig=RUNTIME.kubeconfig, trial_clusterrole=RUNTIME.trial_clusterrole,
+              operator_subject=RUNTIME.subject)
+    try:
+        d = step(w, Executor(kube, RUNTIME.kubeconfig, emit), trial)
+    except InvalidPlan as e:  # permanent: retrying cannot fix it
+        d = Decision("Failed", "InvalidPlan", f"the trial's frozen plan no longer validates: {e}")
     finally:
         metrics.RECONCILE.labels("trial").observe(time.monotonic() - t0)
-    for k, v in res.status.items():
-        patch.status[k] = v
-    if res.message:
-        patch.status["message"] = res.message
-    if res.phase and trialstate.forward(phase, res.phase):
-        at = trialstate.iso(trialstate.now())
-        patch.status["phase"] = res.phase
-        patch.status["phaseStartTime"] = at
-        patch.status["reason"] = res.reason
-        if res.phase == "CleaningUp" and res.status.get("outcome") == "Failed":
-            patch.status["outcomeMessage"] = res.message
-        if res.phase in trialstate.TERMINAL:
-            patch.status["completionTime"] = at
-        metrics.PHASE_CHANGES.labels(res.phase).inc()
-        typ = "Warning" if res.phase == "Failed" or (res.phase == "CleaningUp" and res.status.get("outcome") == "Failed") \
-            else "Normal"
-        kopf.event(body, type=typ, reason=res.phase, message=f"{phase} → {res.phase}: {res.message or res.reason}")
+    WAKEUPS.watch_namespaces(f"{meta['namespace']}/{meta['name']}", _namespaces(trial))
+    patch = trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, meta.get("generation"), ts.now())
+    patch = {k: v for k, v in patch.items() if status.get(k) != v}
+    if patch:
+        kube.patch_status(bm.API, "Trial", meta["name"], meta["namespace"], patch)
+    if patch.get("phase"):
+        new = patch["phase"]
+        metrics.PHASE_CHANGES.labels(new).inc()
+        failed = new == "Failed" or (new == "CleaningUp" and d.status.get("outcome") == "Failed")
+        emit(new, f"{phase} → {new}: {d.message or d.reason}", "Warning" if failed else "Normal")
+    return min(d.wake_s, RUNTIME.safety_net_s) if d.wake_s is not None else RUNTIME.safety_net_s
+
+
+def _namespaces(trial: dict[str, Any]) -> list[str]:
+    try:
+        return trial_plan(trial).namespaces
+    except InvalidPlan:
+        return []
+
+
+@kopf.on.event(GROUP, VERSION, "trials")
+async def trial_changed(name: str, namespace: str, **_: Any) -> None:
+    WAKEUPS.poke(f"{namespace}/{name}")
+
+
+@kopf.on.event("batch", "v1", "jobs")
+@kopf.on.event("apps", "v1", "deployments")
+@kopf.on.event("chaos-mesh.org", "v1alpha1", "networkchaos", labels={names.L_TRIAL: kopf.PRESENT})
+@kopf.on.event("k8s.mariadb.com", "v1alpha1", "mariadbs", labels={names.L_TRIAL: kopf.PRESENT})
+async def child_changed(namespace: str, **_: Any) -> None:
+    """A child in a trial namespace changed (seen in cluster-wide mode): wake its Trial."""
+    WAKEUPS.poke_namespace(namespace)

@@ -7,6 +7,7 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 TRIALS = Gauge("wanwide_trials", "Trials by phase", ["phase"])
 RECONCILE = Histogram("wanwide_reconcile_seconds", "Handler durations", ["handler"])
 APPLY_ERRORS = Counter("wanwide_apply_errors_total", "Failed applies/deletes", ["kind"])
+STEP_ERRORS = Counter("wanwide_trial_step_errors_total", "Trial steps that raised and are retried", ["phase"])
 HELM_ERRORS = Counter("wanwide_helm_errors_total", "Failed helm upgrade --install")
 PHASE_CHANGES = Counter("wanwide_trial_phase_changes_total", "Trial phase transitions", ["phase"])
 

@@ -6,10 +6,11 @@ from typing import Any
 
 from ..kube.client import Kube
 from ..plan.trial import TrialPlan
-from ..render.rally import ResultsTarget, results_target
+from ..render.rally import results_target
+from ..runner.config import S3Target
 
 
-def target(kube: Kube, plan: TrialPlan, instance: str | None = None) -> ResultsTarget | None:
+def target(kube: Kube, plan: TrialPlan, instance: str | None = None) -> S3Target | None:
     """results.s3, or the endpoint/bucket an ObjectBucketClaim's ConfigMap gives.
 
     ``instance`` (the Benchmark's uid) goes into the prefix with the namespace, so a
@@ -18,10 +19,10 @@ def target(kube: Kube, plan: TrialPlan, instance: str | None = None) -> ResultsT
     t = _target(kube, plan)
     if t is None or not instance:
         return t
-    return ResultsTarget(t.endpoint, t.bucket, f"{t.prefix.strip('/')}/{plan.bench_namespace}/{instance[:8]}", t.region)
+    return t.model_copy(update={"prefix": f"{t.prefix.strip('/')}/{plan.bench_namespace}/{instance[:8]}"})
 
 
-def _target(kube: Kube, plan: TrialPlan) -> ResultsTarget | None:
+def _target(kube: Kube, plan: TrialPlan) -> S3Target | None:
     t = results_target(plan)
     if t is not None:
         return t
@@ -34,8 +35,8 @@ def _target(kube: Kube, plan: TrialPlan) -> ResultsTarget | None:
         return None
     port = d.get("BUCKET_PORT", "80")
     scheme = "https" if port == "443" else "http"
-    return ResultsTarget(f"{scheme}://{d['BUCKET_HOST']}:{port}", d["BUCKET_NAME"], "wanwide",
-                         d.get("BUCKET_REGION", "us-east-1"))
+    return S3Target(endpoint=f"{scheme}://{d['BUCKET_HOST']}:{port}", bucket=d["BUCKET_NAME"], prefix="wanwide",
+                    region=d.get("BUCKET_REGION", "us-east-1"))
 
 
 def _credentials(kube: Kube, plan: TrialPlan) -> tuple[str | None, str | None]:

@@ -14,6 +14,13 @@ class Runtime:
     metrics_port: int = 0
     trial_clusterrole: str | None = None
     subject: dict[str, str] | None = None
+    clusterwide: bool = True  # children's events reach the operator only when it watches every namespace
+
+    @property
+    def safety_net_s(self) -> float:
+        """The longest a Trial waits without an event: children's events wake it sooner cluster-wide;
+        watching some namespaces only, it cannot see them and looks every 5 s."""
+        return 30.0 if self.clusterwide else 5.0
 
     @cached_property
     def kube(self) -> Kube:

@@ -8,6 +8,7 @@ from typing import Any
 from ..api.benchmark import Timeouts
 from ..api.trial import PHASES, TERMINAL
 from ..api.units import seconds
+from ..timestamps import iso, now, parse
 
 PHASE_TIMEOUT = {
     "Provisioning": "provisioning",
@@ -17,18 +18,6 @@ PHASE_TIMEOUT = {
     "Collecting": "collecting",
     "CleaningUp": "cleaning_up",
 }
-
-
-def now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def iso(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse(t: str) -> dt.datetime:
-    return dt.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
 
 
 def timed_out(phase: str, phase_start: str | None, timeouts: Timeouts, at: dt.datetime) -> bool:
@@ -54,6 +43,47 @@ def set_condition(conds: list[dict[str, Any]], ctype: str, status: str, reason: 
     out.append({"type": ctype, "status": status, "reason": reason, "message": message[:1000],
                 "observedGeneration": generation, "lastTransitionTime": when})
     return out
+
+
+def outcome_conditions(conds: list[dict[str, Any]], phase: str, reason: str, message: str,
+                       generation: int | None, at: dt.datetime) -> list[dict[str, Any]]:
+    """``Progressing``, then ``Succeeded`` and ``Failed`` once the phase is final (removed before).
+
+    ``kubectl wait --for=condition=Succeeded`` (or ``Failed``) returns when the run is over.
+    """
+    final = phase in TERMINAL
+    out = set_condition(conds, "Progressing", "False" if final or phase in ("Pending", "Invalid") else "True",
+                        phase, message or phase, generation, at)
+    if not final:
+        return [c for c in out if c["type"] not in ("Succeeded", "Failed")]
+    out = set_condition(out, "Succeeded", "True" if phase == "Succeeded" else "False", reason or phase, message,
+                        generation, at)
+    return set_condition(out, "Failed", "True" if phase == "Failed" else "False", reason or phase, message,
+                         generation, at)
+
+
+def trial_status(current: dict[str, Any], decision_phase: str | None, reason: str, message: str,
+                 fields: dict[str, Any], generation: int | None, at: dt.datetime) -> dict[str, Any]:
+    """The status patch after a step: the decision's fields, a forward phase move, the conditions."""
+    phase = current.get("phase") or "Pending"
+    patch = dict(fields)
+    if message:
+        patch["message"] = message
+    moved = bool(decision_phase) and forward(phase, decision_phase)
+    if moved:
+        phase = decision_phase  # type: ignore[assignment]
+        patch |= {"phase": phase, "phaseStartTime": iso(at), "reason": reason}
+        if phase == "CleaningUp" and fields.get("outcome") == "Failed":
+            patch["outcomeMessage"] = message
+        if phase in TERMINAL:
+            patch["completionTime"] = iso(at)
+    conds = list(current.get("conditions") or [])
+    new = outcome_conditions(conds, phase, patch.get("reason", current.get("reason", "")),
+                             patch.get("message", current.get("message", "")), generation, at)
+    if moved or new != conds or current.get("observedGeneration") != generation:
+        patch["conditions"] = new
+        patch["observedGeneration"] = generation
+    return patch
 
 
 def counts(trials: list[dict[str, Any]]) -> dict[str, int]:
@@ -90,4 +120,5 @@ def to_start(trials: list[dict[str, Any]], parallelism: int) -> list[dict[str, A
     return pending[:free]
 
 
-__all__ = ["PHASES", "TERMINAL", "timed_out", "forward", "set_condition", "counts", "benchmark_phase", "to_start"]
+__all__ = ["PHASES", "TERMINAL", "benchmark_phase", "counts", "forward", "iso", "now", "outcome_conditions", "parse",
+           "set_condition", "timed_out", "to_start", "trial_status"]

@@ -40,7 +40,6 @@ class Kube:
         self.dyn = DynamicClient(self.api)
         self.field_manager = field_manager
         self._res: dict[tuple[str, str], Any] = {}
-        self.calls = 0
 
     def resource(self, api_version: str, kind: str) -> Any:
         key = (api_version, kind)
@@ -66,7 +65,6 @@ class Kube:
         if obj["kind"] == "Secret" and names.A_COPY_FROM in obj["metadata"].get("annotations", {}):
             obj = self.materialise_secret(obj)
         res = self.resource(obj["apiVersion"], obj["kind"])
-        self.calls += 1
         API_REQUESTS.labels("apply").inc()
         out = res.server_side_apply(
             body=obj,
@@ -78,7 +76,6 @@ class Kube:
         return out.to_dict()
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        self.calls += 1
         API_REQUESTS.labels("get").inc()
         try:
             return self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
@@ -87,7 +84,6 @@ class Kube:
 
     def list(self, api_version: str, kind: str, selector: dict[str, str] | None = None,
              namespace: str | None = None) -> list[dict[str, Any]]:
-        self.calls += 1
         API_REQUESTS.labels("list").inc()
         label_selector = ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or None
         out = self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector)
@@ -96,7 +92,6 @@ class Kube:
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
                propagation: str = "Background") -> bool:
         """Delete; False when it was already gone."""
-        self.calls += 1
         API_REQUESTS.labels("delete").inc()
         try:
             self.resource(api_version, kind).delete(
@@ -106,7 +101,6 @@ class Kube:
             return False
 
     def patch_status(self, api_version: str, kind: str, name: str, namespace: str, status: dict[str, Any]) -> None:
-        self.calls += 1
         API_REQUESTS.labels("patch").inc()
         self.resource(api_version, kind).status.patch(
             name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json")

@@ -84,27 +84,17 @@ class Background:
     def key(rel: HelmRelease) -> str:
         return f"{rel.namespace}/{rel.name}"
 
-    def poll(self, rel: HelmRelease, kubeconfig: str | None = None, timeout_s: float = 1800) -> str:
-        """'running', 'done', or raises HelmError."""
+    def running(self) -> int:
+        return sum(p.poll() is None for p, _, _ in self.procs.values())
+
+    def observe(self, rel: HelmRelease, kubeconfig: str | None = None) -> str:
+        """'running' (our helm works on it), 'done', 'install' or 'reset' (see :func:`next_action`).
+
+        Raises HelmError when our helm process for it failed (once: the failure is consumed).
+        """
         k = self.key(rel)
         if k not in self.procs:
-            if sum(p.poll() is None for p, _, _ in self.procs.values()) >= self.max_running:
-                return "running"  # queued: at most max_running helm processes at once
-            action = next_action(status(rel.name, rel.namespace, kubeconfig))
-            if action == "done":
-                return "done"
-            if action == "reset":
-                u = uninstall(rel.name, rel.namespace, kubeconfig)
-                if u.returncode != 0:
-                    logger.warning("helm uninstall of the stuck release %s failed (tried again): %s", k, u.stderr.strip()[-400:])
-                    return "running"  # tried again at the next poll; the phase timeout bounds it
-            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-                yaml.safe_dump(rel.values, f)
-            log = f.name + ".log"
-            cmd = command(rel, f.name, kubeconfig) + ["--timeout", f"{int(timeout_s)}s"]
-            out = open(log, "w")  # noqa: SIM115 - closed when the process is reaped
-            self.procs[k] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True), f.name, log)
-            return "running"
+            return next_action(status(rel.name, rel.namespace, kubeconfig))
         proc, values, log = self.procs[k]
         if proc.poll() is None:
             return "running"
@@ -116,6 +106,37 @@ class Background:
         if proc.returncode != 0:
             raise HelmError(f"helm upgrade --install {rel.name} in {rel.namespace} failed: {text.strip()[-800:]}")
         return "done"
+
+    def start(self, rel: HelmRelease, kubeconfig: str | None = None, timeout_s: float = 1800,
+              reset: bool = False) -> bool:
+        """Start ``helm upgrade --install`` (after uninstalling a stuck release when ``reset``).
+
+        False when it did not start: at most ``max_running`` helm processes at once, or the
+        uninstall failed (logged); the next observation asks again, the phase timeout bounds it.
+        """
+        k = self.key(rel)
+        if k in self.procs or self.running() >= self.max_running:
+            return False
+        if reset:
+            u = uninstall(rel.name, rel.namespace, kubeconfig)
+            if u.returncode != 0:
+                logger.warning("helm uninstall of the stuck release %s failed (tried again): %s", k, u.stderr.strip()[-400:])
+                return False
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            yaml.safe_dump(rel.values, f)
+        log = f.name + ".log"
+        cmd = command(rel, f.name, kubeconfig) + ["--timeout", f"{int(timeout_s)}s"]
+        out = open(log, "w")  # noqa: SIM115 - closed when the process is reaped
+        self.procs[k] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True), f.name, log)
+        return True
+
+    def poll(self, rel: HelmRelease, kubeconfig: str | None = None, timeout_s: float = 1800) -> str:
+        """Observe, and start helm when the release needs it: 'running', 'done', or raises HelmError."""
+        state = self.observe(rel, kubeconfig)
+        if state in ("install", "reset"):
+            self.start(rel, kubeconfig, timeout_s, reset=state == "reset")
+            return "running"
+        return state
 
 
 BACKGROUND = Background()

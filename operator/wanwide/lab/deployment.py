@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..plan.links import OneWay
-from ..plan.trial import GALERA_DYNAMIC_OPTIONS, TrialPlan
+from ..plan.trial import TrialPlan
 from .netns import Network
 from .services import Service, Services
 
 
 def deployment_key(p: TrialPlan) -> str:
     """What a deployment is made of; trials with equal keys can share one."""
-    static = {k: v for k, v in p.galera_options.items() if k not in GALERA_DYNAMIC_OPTIONS}
     return json.dumps({
         "benchmark": [p.bench_namespace, p.benchmark],
         "backend": p.backend,
@@ -31,7 +30,8 @@ def deployment_key(p: TrialPlan) -> str:
         "primary": p.primary_region,
         "database": p.spec.database.model_dump(mode="json"),
         "openstack": p.spec.openstack.model_dump(mode="json"),
-        "galera": static if p.backend == "galera" else None,
+        "server": p.database.server,
+        "galera": p.database.galera_static if p.backend == "galera" else None,
     }, sort_keys=True)
 
 
@@ -70,7 +70,7 @@ class Deployment:
                 want = p.links.get((a, b), zero)
                 if a != b and self.net.links.get((a, b), zero) != want:
                     self.net.set_link(a, b, want)
-        dyn = galera_dynamic(p)
+        dyn = p.database.galera_dynamic
         if dyn and dyn != self.galera_dynamic:
             self.svc.set_provider_options(list(self.db.values()), dyn)
             self.galera_dynamic = dyn
@@ -91,13 +91,3 @@ class Deployment:
         finally:
             self.net.destroy()
 
-
-def galera_dynamic(p: TrialPlan) -> dict[str, str]:
-    """The dynamic Galera options ``p`` runs with (Galera's defaults where it sets none)."""
-    if p.backend != "galera":
-        return {}
-    return {k: p.galera_options.get(k, _GALERA_DEFAULTS[k]) for k in GALERA_DYNAMIC_OPTIONS}
-
-
-_GALERA_DEFAULTS = {"evs.send_window": "4", "evs.user_send_window": "2"}
-"""Galera 4's own values of the dynamic options (set back when a trial asks for none)."""

@@ -32,9 +32,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wanwide.lab import paths, procs
-from wanwide.lab.netns import Network
-from wanwide.lab.procs import LabError, ReadinessError
+from ..plan.services import (
+    KEYSTONE_DB,
+    KEYSTONE_DB_CHARSET,
+    KEYSTONE_DB_USER,
+    KEYSTONE_SECTIONS,
+    MEMCACHED_CONNECTIONS,
+    MEMCACHED_MEMORY_MB,
+    MEMCACHED_PORT,
+    SERVER_OPTIONS,
+    KeystoneConfig,
+)
+from . import paths, procs
+from .netns import Network
+from .procs import LabError, ReadinessError
 
 GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 
@@ -126,39 +137,14 @@ class Services:
         else:
             data = d / "data"
         data.mkdir(parents=True, exist_ok=True)
-        # As root the rsync state transfer fails (lab.md): everything mysql-owned.
+        # As root the rsync state transfer fails: everything mysql-owned.
         shutil.chown(d, "mysql", "mysql")
         subprocess.run(["chown", "-R", "mysql:mysql", str(data)], check=True)
         return d, data
 
-    def _write_cnf(self, d: Path, data: Path, address: str, port: int,
-                   extra: Mapping[str, Any]) -> Path:
-        cnf = {
-            "user": "mysql",
-            "datadir": str(data),
-            "socket": str(d / "mysqld.sock"),
-            "pid-file": str(d / "mysqld.pid"),
-            "log-error": str(d / "error.log"),
-            "bind-address": address,
-            "port": port,
-            "skip-name-resolve": None,
-            "skip-log-bin": None,
-            "max_connections": 2000,
-            "innodb_buffer_pool_size": "128M",
-            "innodb_log_file_size": "64M",
-            "innodb_flush_log_at_trx_commit": 2,
-            "character-set-server": "utf8mb4",
-            "collation-server": "utf8mb4_general_ci",
-        }
-        cnf.update(extra)
-        lines = ["[mariadbd]"]
-        for k, v in cnf.items():
-            if v is None:
-                lines.append(k)
-            elif v is not False:
-                lines.append(f"{k}={v}")
+    def _write_cnf(self, d: Path, cnf: Mapping[str, Any]) -> Path:
         path = d / "my.cnf"
-        path.write_text("\n".join(lines) + "\n")
+        path.write_text(render_cnf(cnf))
         shutil.chown(path, "mysql", "mysql")
         return path
 
@@ -192,14 +178,14 @@ class Services:
         svc.proc.wait_ready(ok, timeout, f"{svc.name} accepting SQL")
 
     def start_mariadb(self, region: str | None, *, port: int = 3306, in_memory: bool = False,
-                      name: str = "mariadb", extra_conf: Mapping[str, Any] | None = None,
+                      name: str = "mariadb", server: Mapping[str, str] = SERVER_OPTIONS,
                       timeout: float = 60) -> Service:
-        """A single MariaDB server bound to the region's address."""
+        """A single MariaDB server bound to the region's address, with the plan's ``server`` options."""
         t0 = time.monotonic()
         d, data = self._mariadb_dirs(region, name, in_memory)
         self._install_db(d, data)
         addr = self._addr(region)
-        cnf = self._write_cnf(d, data, addr, port, dict(extra_conf or {}))
+        cnf = self._write_cnf(d, mariadb_cnf(d, data, addr, port, server))
         proc = self._start(region, name, ["mariadbd", f"--defaults-file={cnf}"], d / "mariadbd.log")
         svc = Service("mariadb", region, name, addr, port, d, proc,
                       info={"datadir": str(data), "in_memory": in_memory, "config": str(cnf)})
@@ -209,16 +195,18 @@ class Services:
         svc.info["error_log"] = str(d / "error.log")
         return svc
 
-    def create_database(self, db: Service, database: str = "keystone", user: str = "keystone",
+    def create_database(self, db: Service, database: str = KEYSTONE_DB, user: str = KEYSTONE_DB_USER,
                         password: str = "keystone") -> None:
-        """Create ``database`` and ``user``@'%' with all rights on it (idempotent)."""
-        self.sql(db, f"CREATE DATABASE IF NOT EXISTS `{database}`; "
+        """Create ``database`` (the plan's character set) and ``user``@'%' with all rights on it (idempotent)."""
+        charset, collation = KEYSTONE_DB_CHARSET
+        self.sql(db, f"CREATE DATABASE IF NOT EXISTS `{database}` CHARACTER SET {charset} COLLATE {collation}; "
                      f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY '{password}'; "
                      f"GRANT ALL PRIVILEGES ON `{database}`.* TO '{user}'@'%'; "
                      "FLUSH PRIVILEGES;")
 
     def start_galera(self, regions: Sequence[str], *, port: int = 3306, in_memory: bool = False,
                      provider_options: Mapping[str, str] | None = None,
+                     server: Mapping[str, str] = SERVER_OPTIONS,
                      cluster_name: str | None = None, name: str = "galera",
                      timeout: float = 180) -> list[Service]:
         """One Galera member per region; the first bootstraps, the others join in turn.
@@ -226,7 +214,7 @@ class Services:
         Each joiner is waited for until ``wsrep_local_state_comment=Synced``
         (rsync state transfer); at the end every member must see the full
         cluster size. ``provider_options`` are evs/gmcast settings, e.g. from
-        :func:`wanwide.plan.trial.galera_provider_options`.
+        the plan's :attr:`wanwide.plan.services.DatabaseConfig.galera`.
         """
         if not regions:
             raise LabError("galera: no regions")
@@ -239,30 +227,17 @@ class Services:
             addr = members[i]
             d, data = self._mariadb_dirs(region, name, in_memory)
             self._install_db(d, data)
-            opts = {"gmcast.listen_addr": f"tcp://{addr}:4567", "ist.recv_addr": f"{addr}:4568",
-                    **dict(provider_options or {})}
-            extra = {
-                "binlog_format": "ROW",
-                "default_storage_engine": "InnoDB",
-                "innodb_autoinc_lock_mode": 2,
-                "wsrep_on": "ON",
-                "wsrep_provider": GALERA_PROVIDER,
-                "wsrep_cluster_name": cname,
-                "wsrep_cluster_address": gcomm,
-                "wsrep_node_address": addr,
-                "wsrep_node_name": region,
-                "wsrep_sst_method": "rsync",
-                "wsrep_sst_receive_address": f"{addr}:4444",
-                "wsrep_provider_options": '"' + "; ".join(f"{k}={v}" for k, v in opts.items()) + '"',
-            }
-            cnf = self._write_cnf(d, data, addr, port, extra)
+            cnf_body = {**mariadb_cnf(d, data, addr, port, server),
+                        **galera_cnf(addr, gcomm, cname, region, provider_options or {})}
+            cnf = self._write_cnf(d, cnf_body)
+            opts = galera_provider_string(addr, provider_options or {})
             argv = ["mariadbd", f"--defaults-file={cnf}"]
             if i == 0:
                 argv.append("--wsrep-new-cluster")
             proc = self._start(region, f"{name}-{region}", argv, d / "mariadbd.log")
             svc = Service("galera", region, f"{name}-{region}", addr, port, d, proc,
                           info={"datadir": str(data), "in_memory": in_memory, "config": str(cnf),
-                                "cluster_address": gcomm, "provider_options": opts,
+                                "cluster_address": gcomm, "provider_options": _parse_options(opts),
                                 "bootstrap": i == 0})
             self.started.append(svc)
             out.append(svc)
@@ -313,8 +288,9 @@ class Services:
             m.info["provider_options"] = {**m.info.get("provider_options", {}), **options}
 
     # ------------------------------------------------------------ memcached
-    def start_memcached(self, region: str | None, *, port: int = 11211, memory_mb: int = 64,
-                        connections: int = 4096, timeout: float = 20) -> Service:
+    def start_memcached(self, region: str | None, *, port: int = MEMCACHED_PORT,
+                        memory_mb: int = MEMCACHED_MEMORY_MB, connections: int = MEMCACHED_CONNECTIONS,
+                        timeout: float = 20) -> Service:
         t0 = time.monotonic()
         d = self._dir(region, "memcached")
         addr = self._addr(region)
@@ -374,18 +350,18 @@ class Services:
         bootstrap: bool = True,
         port: int = 5000,
         workers: int = 2,
-        cache_backend: str = "dogpile.cache.pymemcache",
-        extra_conf: Mapping[str, Mapping[str, Any]] | None = None,
+        config: KeystoneConfig | None = None,
         timeout: float = 120,
     ) -> Service:
         """Keystone of ``region`` under gunicorn, on the shared database.
 
         ``db_sync`` once per database (the first region); ``bootstrap`` per
         region registers its endpoints (``--bootstrap-region-id region``).
-        ``memcached``: this region's memcached service (or "host:port" list);
-        None turns caching off. ``info["cache"]`` holds the effective cache
-        settings, ``info["url"]`` the identity URL (…/v3), ``info["timings"]``
-        the seconds spent in db_sync, bootstrap and start.
+        ``config``: the plan's Keystone settings (default: wanwide's, caching
+        on when ``memcached`` is given); ``memcached``: this region's memcached
+        service (or "host:port" list). ``info["cache"]`` holds the effective
+        cache settings, ``info["url"]`` the identity URL (…/v3),
+        ``info["timings"]`` the seconds spent in db_sync, bootstrap and start.
         """
         if self.net is None:
             raise LabError("start_keystone needs a lab network")
@@ -400,29 +376,13 @@ class Services:
             servers = [f"{memcached.host}:{memcached.port}"]
         else:
             servers = list(memcached)
-        cache: dict[str, Any] = {"enabled": bool(servers)}
-        if servers:
-            cache |= {"backend": cache_backend, "memcache_servers": servers,
-                      "expiration_time": 600}
-        sections: dict[str, dict[str, Any]] = {
-            "DEFAULT": {"debug": "false", "use_stderr": "true", "public_endpoint": base},
-            "database": {
-                "connection": f"mysql+pymysql://{db_user}:{db_password}@{db_host}:{db_port}/{db_name}",
-                "max_pool_size": 20, "max_overflow": 40, "pool_timeout": 60,
-                "connection_recycle_time": 600,
-            },
-            "cache": {k: (",".join(v) if isinstance(v, list) else str(v).lower()
-                          if isinstance(v, bool) else v) for k, v in cache.items()},
-            "token": {"provider": "fernet"},
-            "fernet_tokens": {"key_repository": keys / "fernet-keys"},
-            "fernet_receipts": {"key_repository": keys / "fernet-keys"},
-            "credential": {"key_repository": keys / "credential-keys"},
-        }
-        for sec, kv in (extra_conf or {}).items():
-            sections.setdefault(sec, {}).update(kv)
+        cfg = config or KeystoneConfig(cache=bool(servers), sections=KEYSTONE_SECTIONS)
+        if cfg.cache and not servers:
+            raise LabError(f"keystone in {region}: caching is on but no memcached was given")
+        sections = keystone_conf(cfg.conf(servers), public_endpoint=base, keys=keys,
+                                 connection=f"mysql+pymysql://{db_user}:{db_password}@{db_host}:{db_port}/{db_name}")
         conf = d / "keystone.conf"
-        conf.write_text("".join(f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()) + "\n"
-                                for s, kv in sections.items()))
+        conf.write_text(render_ini(sections))
         km = str(paths.keystone_bin("keystone-manage"))
         timings: dict[str, float] = {}
         ns = self._ns(region)
@@ -457,7 +417,7 @@ class Services:
         proc = self._start(region, f"keystone-{region}", argv, d / "keystone.log",
                            env={"OS_KEYSTONE_CONFIG_FILES": str(conf)}, cwd=d)
         svc = Service("keystone", region, f"keystone-{region}", addr, port, d, proc,
-                      info={"url": f"{base}/v3", "cache": cache, "config": str(conf),
+                      info={"url": f"{base}/v3", "cache": sections["cache"], "config": str(conf),
                             "workers": workers, "db": f"{db_host}:{db_port}"})
         self.started.append(svc)
 
@@ -500,6 +460,81 @@ class Services:
         proc.wait_ready(lambda: self.tcp_open(region, h, port), timeout, "versitygw")
         svc.start_s = time.monotonic() - t0
         return svc
+
+
+def mariadb_cnf(d: Path, data: Path, address: str, port: int, server: Mapping[str, str]) -> dict[str, Any]:
+    """my.cnf ``[mariadbd]`` of a lab server: where it lives here, then the plan's server options."""
+    return {
+        "user": "mysql",
+        "datadir": str(data),
+        "socket": str(d / "mysqld.sock"),
+        "pid-file": str(d / "mysqld.pid"),
+        "log-error": str(d / "error.log"),
+        "bind-address": address,
+        "port": port,
+        "skip-name-resolve": None,
+        **server,
+    }
+
+
+def galera_provider_string(address: str, provider_options: Mapping[str, str]) -> str:
+    """wsrep_provider_options: where this member listens, then the plan's options."""
+    opts = {"gmcast.listen_addr": f"tcp://{address}:4567", "ist.recv_addr": f"{address}:4568",
+            **provider_options}
+    return "; ".join(f"{k}={v}" for k, v in opts.items())
+
+
+def _parse_options(text: str) -> dict[str, str]:
+    return {k.strip(): v.strip() for k, _, v in (kv.partition("=") for kv in text.split(";")) if k.strip()}
+
+
+def galera_cnf(address: str, gcomm: str, cluster: str, region: str,
+               provider_options: Mapping[str, str]) -> dict[str, Any]:
+    """The wsrep settings of one lab Galera member (rsync state transfer, as root cannot use mariabackup here)."""
+    return {
+        "binlog_format": "ROW",
+        "default_storage_engine": "InnoDB",
+        "innodb_autoinc_lock_mode": 2,
+        "wsrep_on": "ON",
+        "wsrep_provider": GALERA_PROVIDER,
+        "wsrep_cluster_name": cluster,
+        "wsrep_cluster_address": gcomm,
+        "wsrep_node_address": address,
+        "wsrep_node_name": region,
+        "wsrep_sst_method": "rsync",
+        "wsrep_sst_receive_address": f"{address}:4444",
+        "wsrep_provider_options": '"' + galera_provider_string(address, provider_options) + '"',
+    }
+
+
+def render_cnf(cnf: Mapping[str, Any]) -> str:
+    lines = ["[mariadbd]"]
+    for k, v in cnf.items():
+        if v is None:
+            lines.append(k)
+        elif v is not False:
+            lines.append(f"{k}={v}")
+    return "\n".join(lines) + "\n"
+
+
+def keystone_conf(shared: Mapping[str, Mapping[str, Any]], *, public_endpoint: str, connection: str,
+                  keys: Path) -> dict[str, dict[str, Any]]:
+    """keystone.conf of a lab region: the plan's sections, then where things are here."""
+    sections = {s: dict(kv) for s, kv in shared.items()}
+    sections.setdefault("DEFAULT", {}).update({"debug": False, "use_stderr": True, "public_endpoint": public_endpoint})
+    sections.setdefault("database", {})["connection"] = connection
+    sections["fernet_tokens"] = {"key_repository": str(keys / "fernet-keys")}
+    sections["fernet_receipts"] = {"key_repository": str(keys / "fernet-keys")}
+    sections["credential"] = {"key_repository": str(keys / "credential-keys")}
+    return sections
+
+
+def render_ini(sections: Mapping[str, Mapping[str, Any]]) -> str:
+    def text(v: Any) -> str:
+        return str(v).lower() if isinstance(v, bool) else str(v)
+
+    return "".join(f"[{s}]\n" + "".join(f"{k} = {text(v)}\n" for k, v in kv.items()) + "\n"
+                   for s, kv in sections.items())
 
 
 def _make_traversable(path: Path) -> None:

@@ -12,8 +12,10 @@ from ..api.units import seconds
 from . import latency, names
 from . import topology as topo
 from .errors import Problem, Problems
+from .faults import FaultWindow, timeline
 from .links import LinkMap
 from .matrix import Point, expand
+from .services import DatabaseConfig, KeystoneConfig, database_config, keystone_config
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,10 @@ class TrialPlan:
     load: str
     load_regions: list[str]
     scenarios: list[ResolvedScenario]
-    galera_options: dict[str, str]
     max_rtt_ms: float
+    database: DatabaseConfig
+    keystone: KeystoneConfig
+    faults: list[FaultWindow]
     spec: BenchmarkSpec = field(repr=False)
 
     @property
@@ -78,34 +82,9 @@ class TrialPlan:
     def labels(self, region: str | None = None, role: str | None = None) -> dict[str, str]:
         return names.labels(self.benchmark, self.index, region, role)
 
-
-GALERA_DYNAMIC_OPTIONS = ("evs.send_window", "evs.user_send_window")
-"""Provider options Galera changes at run time (SET GLOBAL wsrep_provider_options)."""
-
-
-def galera_provider_options(max_rtt_ms: float) -> dict[str, str]:
-    """evs/gmcast timeouts that survive the largest RTT (Galera's defaults assume a LAN).
-
-    From 20 ms on, wider send windows too (the defaults, 4 and 2 packets in
-    flight, throttle replication over a WAN); they are dynamic options.
-    """
-    rtt_s = max_rtt_ms / 1000.0
-
-    def iso(s: float) -> str:
-        return f"PT{max(s, 0.5):g}S"
-
-    opts = {
-        "evs.keepalive_period": iso(max(1.0, 3 * rtt_s)),
-        "evs.suspect_timeout": iso(max(5.0, 30 * rtt_s)),
-        "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s)),
-        "evs.install_timeout": iso(max(15.0, 60 * rtt_s)),
-        "evs.join_retrans_period": iso(max(1.0, 2 * rtt_s)),
-        "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s)),
-        "pc.wait_prim_timeout": iso(max(30.0, 100 * rtt_s)),
-    }
-    if max_rtt_ms >= 20:
-        opts |= {"evs.send_window": "512", "evs.user_send_window": "256"}
-    return opts
+    def node_selector(self, region: str) -> dict[str, str] | None:
+        """Where a region's pods go (None: anywhere)."""
+        return next((r.node_selector for r in self.regions if r.name == region), None)
 
 
 def _network_for(net: Network, point: Point) -> Network:
@@ -251,10 +230,6 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
     if problems.items:
         return None
     max_rtt = max((v.delay_ms + lm[(b, a)].delay_ms for (a, b), v in lm.items()), default=0.0)
-    if spec.database.galera.provider_options:
-        gal = {**galera_provider_options(max_rtt), **spec.database.galera.provider_options}
-    else:
-        gal = galera_provider_options(max_rtt)
     return TrialPlan(
         benchmark=bench.metadata.name,
         bench_namespace=bench.metadata.namespace,
@@ -269,8 +244,10 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         load=load,
         load_regions=load_regions,
         scenarios=scenarios,
-        galera_options=gal,
         max_rtt_ms=max_rtt,
+        database=database_config(spec, backend, max_rtt),
+        keystone=keystone_config(spec),
+        faults=timeline(spec.faults, region_names, primary, lm),
         spec=spec,
     )
 
@@ -300,4 +277,4 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
     return plans
 
 
-__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point", "galera_provider_options"]
+__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point"]

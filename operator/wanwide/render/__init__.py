@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ..plan import names
 from ..plan.trial import TrialPlan
+from ..runner.config import S3Target
 from . import chaos, database, keystone, monitors, rally, secrets
 from .common import meta, obj
 from .keystone import HelmRelease
@@ -28,11 +28,11 @@ class Rendered:
     releases: list[HelmRelease]  # Provisioning: keystone per region (wave 0, then wave 1)
     wan: list[dict[str, Any]]  # Injecting: the emulated WAN
     load: list[dict[str, Any]]  # Loading: runner ConfigMaps + Jobs
-    faults: list[dict[str, Any]]  # Loading: timed faults (wanwide.io/start-after)
+    faults: list[chaos.FaultObjects]  # Loading: the fault timeline (wanwide.io/start-after)
 
     @property
     def objects(self) -> list[dict[str, Any]]:
-        return [*self.base, *self.wan, *self.load, *self.faults]
+        return [*self.base, *self.wan, *self.load, *(o for f in self.faults for o in f.objects)]
 
 
 def trial_object(plan: TrialPlan, plan_generation: int = 0) -> dict[str, Any]:
@@ -65,8 +65,7 @@ def render_trial(
     start_at: str | None = None,
     attempt: int = 1,
     passwords: dict[str, str] | None = None,
-    raw_task: dict[str, Any] | None = None,
-    results: rally.ResultsTarget | None = None,
+    results: S3Target | None = None,
     plan_generation: int = 0,
 ) -> Rendered:
     base = [
@@ -83,12 +82,7 @@ def render_trial(
         base=base,
         releases=keystone.releases(plan, passwords),
         wan=chaos.wan(plan),
-        load=rally.jobs(plan, start_at=start_at, attempt=attempt, raw_task=raw_task, results=results),
+        load=rally.jobs(plan, start_at=start_at, attempt=attempt, results=results),
         faults=chaos.faults(plan),
     )
 
-
-def digest(rendered: Rendered) -> str:
-    """A stable fingerprint of the desired state (to tell edited specs from the running one)."""
-    body = json.dumps([rendered.objects, [r.document() for r in rendered.releases]], sort_keys=True, default=str)
-    return names.short_hash(body, 12)

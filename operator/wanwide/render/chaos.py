@@ -7,10 +7,12 @@ nothing else, so chaos can never reach outside the trial.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..api.units import fmt_ms, fmt_pct, fmt_rate, pct
+from ..api.units import fmt_ms, fmt_pct, fmt_rate
 from ..plan import names
+from ..plan.faults import FaultWindow
 from ..plan.latency import LinkClass, classes
 from ..plan.links import OneWay
 from ..plan.trial import TrialPlan
@@ -18,8 +20,6 @@ from .common import meta, obj
 from .database import members
 
 CHAOS_API = "chaos-mesh.org/v1alpha1"
-A_REPLACES = "wanwide.io/replaces"
-A_DURATION = "wanwide.io/duration"
 
 
 def _pod_sets(plan: TrialPlan, regions: list[str] | tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
@@ -37,12 +37,12 @@ def _tag(plan: TrialPlan) -> str:
     return names.short_hash(f"{plan.bench_namespace}/{plan.name}", 6)
 
 
-def netem(shaping: OneWay, extra_loss: float = 0.0) -> dict[str, Any]:
+def netem(shaping: OneWay) -> dict[str, Any]:
     """The netem fields of one object: delay, loss and rate together, so none overrides another."""
     body: dict[str, Any] = {}
     if shaping.delay_ms or shaping.jitter_ms:
         body["delay"] = {"latency": fmt_ms(shaping.delay_ms), "jitter": fmt_ms(shaping.jitter_ms), "correlation": "0"}
-    loss = min(100.0, shaping.loss_pct + extra_loss)
+    loss = shaping.loss_pct
     if loss:
         body["loss"] = {"loss": fmt_pct(loss), "correlation": "0"}
     if shaping.rate_mbit is not None:
@@ -50,7 +50,7 @@ def netem(shaping: OneWay, extra_loss: float = 0.0) -> dict[str, Any]:
     return body
 
 
-def _class_objects(plan: TrialPlan, c: LinkClass, prefix: str, extra_loss: float = 0.0,
+def _class_objects(plan: TrialPlan, c: LinkClass, prefix: str,
                    annotations: dict[str, str] | None = None) -> list[dict[str, Any]]:
     out = []
     for s_kind, src in _pod_sets(plan, [c.src]):
@@ -67,7 +67,7 @@ def _class_objects(plan: TrialPlan, c: LinkClass, prefix: str, extra_loss: float
                         "selector": src,
                         "direction": "to",
                         "target": {"mode": "all", "selector": dst},
-                        **netem(c.shaping, extra_loss),
+                        **netem(c.shaping),
                     },
                 )
             )
@@ -100,45 +100,52 @@ def _cut(plan: TrialPlan, name: str, cut: list[str], duration: str) -> list[tupl
     return out
 
 
-def faults(plan: TrialPlan) -> list[dict[str, Any]]:
-    """Timed faults; ``wanwide.io/start-after`` says when, counted from the start of the load."""
-    f = plan.spec.faults
-    out: list[dict[str, Any]] = []
-    for i, p in enumerate(f.partitions):
-        ns = plan.namespace(p.regions[0])
-        for name, spec in _cut(plan, f"partition{i}-{_tag(plan)}", list(p.regions), p.duration):
-            out.append(obj(CHAOS_API, "NetworkChaos",
-                           meta(name, ns, plan.labels(p.regions[0], "fault"), {names.A_START_AFTER: p.start}),
-                           spec=spec))
-    for i, d in enumerate(f.dropouts):
-        cut = list(d.regions) if d.regions else [r for r in plan.region_names if r != plan.primary_region]
-        ns = plan.namespace(cut[0])
-        for name, spec in _cut(plan, f"dropout{i}-{_tag(plan)}", cut, d.for_):
-            out.append(
-                obj(
-                    CHAOS_API,
-                    "Schedule",
-                    meta(name, ns, plan.labels(cut[0], "fault"), {names.A_START_AFTER: "0s"}),
-                    spec={
-                        "schedule": f"@every {d.every}",
-                        "type": "NetworkChaos",
-                        "historyLimit": 1,
-                        "concurrencyPolicy": "Forbid",
-                        "networkChaos": spec,
-                    },
-                )
-            )
-    all_classes = classes(plan.links, plan.region_names, include_noop=True)
-    for i, w in enumerate(f.loss_windows):
-        extra = pct(w.loss)
-        for r in w.regions:
-            for c in all_classes[r]:
-                base = [b for b in plan.classes[r] if b.shaping == c.shaping]
-                replaced = [o["metadata"]["name"] for b in base for o in _class_objects(plan, b, "wan")]
-                out.extend(
-                    _class_objects(
-                        plan, c, f"loss{i}", extra,
-                        {names.A_START_AFTER: w.start, A_DURATION: w.duration, A_REPLACES: ",".join(replaced)},
-                    )
-                )
-    return out
+@dataclass(frozen=True)
+class FaultObjects:
+    """A fault window as Chaos Mesh objects: applied at its start, replacing some WAN objects.
+
+    ``ends_by_removal``: the operator deletes ``objects`` and re-applies
+    ``replaces`` at the window's end (loss windows); partitions end by their
+    own ``duration`` and dropout Schedules live until clean-up.
+    """
+
+    window: FaultWindow
+    objects: list[dict[str, Any]]
+    replaces: list[dict[str, Any]]
+    ends_by_removal: bool
+
+
+def _partition(plan: TrialPlan, w: FaultWindow) -> FaultObjects:
+    ns = plan.namespace(w.regions[0])
+    objs = [obj(CHAOS_API, "NetworkChaos",
+                meta(name, ns, plan.labels(w.regions[0], "fault"), {names.A_START_AFTER: w.start}), spec=spec)
+            for name, spec in _cut(plan, f"{w.name}-{_tag(plan)}", list(w.regions), w.duration)]
+    return FaultObjects(w, objs, [], False)
+
+
+def _dropout(plan: TrialPlan, w: FaultWindow) -> FaultObjects:
+    ns = plan.namespace(w.regions[0])
+    objs = [obj(CHAOS_API, "Schedule", meta(name, ns, plan.labels(w.regions[0], "fault"), {names.A_START_AFTER: w.start}),
+                spec={"schedule": f"@every {w.every}", "type": "NetworkChaos", "historyLimit": 1,
+                      "concurrencyPolicy": "Forbid", "networkChaos": spec})
+            for name, spec in _cut(plan, f"{w.name}-{_tag(plan)}", list(w.regions), w.duration)]
+    return FaultObjects(w, objs, [], False)
+
+
+def _loss(plan: TrialPlan, w: FaultWindow) -> FaultObjects:
+    """Every source region whose links change gets its whole outgoing shaping anew for the window."""
+    during = {**plan.links, **w.links}
+    window_classes = classes(during, plan.region_names)
+    objs, replaced = [], []
+    for src in w.sources:
+        for c in window_classes[src]:
+            objs += _class_objects(plan, c, w.name, {names.A_START_AFTER: w.start})
+        for c in plan.classes[src]:
+            replaced += _class_objects(plan, c, "wan")
+    return FaultObjects(w, objs, replaced, True)
+
+
+def faults(plan: TrialPlan) -> list[FaultObjects]:
+    """The plan's fault timeline as objects (``wanwide.io/start-after``: counted from the start of the load)."""
+    render = {"partition": _partition, "dropout": _dropout, "loss": _loss}
+    return [render[w.kind](plan, w) for w in plan.faults]

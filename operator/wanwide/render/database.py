@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..plan.services import KEYSTONE_DB, KEYSTONE_DB_CHARSET, KEYSTONE_DB_USER
 from ..plan.trial import TrialPlan
 from .common import meta, obj, svc_host
 from .secrets import CREDENTIALS
@@ -14,8 +15,6 @@ CRDB_API = "crdb.cockroachlabs.com/v1alpha1"
 MARIADB_NAME = "db"
 GALERA_NAME = "galera"
 CRDB_NAME = "crdb"
-KEYSTONE_DB = "keystone"
-KEYSTONE_DB_USER = "keystone"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 CRDB_JOB_IMAGE_DEFAULT = "cockroachdb/cockroach"
 
@@ -52,15 +51,8 @@ def endpoint(plan: TrialPlan, region: str) -> Endpoint:
     return Endpoint(f"{CRDB_NAME}-{region}", plan.db_namespace, 26257, "cockroachdb")
 
 
-def _node_selector(plan: TrialPlan, region: str) -> dict[str, str] | None:
-    for r in plan.regions:
-        if r.name == region:
-            return r.node_selector
-    return None
-
-
 def _storage(plan: TrialPlan) -> dict[str, Any]:
-    if plan.spec.database.in_memory:
+    if plan.database.in_memory:
         return {"ephemeral": True}
     return {"size": "2Gi"}
 
@@ -70,7 +62,7 @@ def _mariadb_common(plan: TrialPlan, name: str, region: str | None, replicas: in
         "rootPasswordSecretKeyRef": {"name": CREDENTIALS, "key": "db-root-password"},
         "replicas": replicas,
         "storage": _storage(plan),
-        "myCnf": "[mariadb]\nmax_connections=2000\ninnodb_flush_log_at_trx_commit=2\n",
+        "myCnf": "[mariadb]\n" + "".join(f"{k}={v}\n" for k, v in plan.database.server.items()),
         "podMetadata": {"labels": plan.labels(region, "database")},
         "metrics": {"enabled": plan.spec.monitoring.enabled},
         # No TLS, as in the studies and the lab: mariadb-operator turns it on when not told,
@@ -79,7 +71,7 @@ def _mariadb_common(plan: TrialPlan, name: str, region: str | None, replicas: in
     }
     if plan.spec.database.image:
         spec["image"] = plan.spec.database.image
-    sel = _node_selector(plan, region) if region else None
+    sel = plan.node_selector(region) if region else None
     if sel:
         spec["nodeSelector"] = sel
     return spec
@@ -90,7 +82,7 @@ def _sql_objects(plan: TrialPlan, ns: str, mariadb: str) -> list[dict[str, Any]]
     labels = plan.labels(None, "database")
     return [
         obj(MARIADB_API, "Database", meta(KEYSTONE_DB, ns, labels), spec={**ref, "name": KEYSTONE_DB,
-            "characterSet": "utf8mb3", "collate": "utf8mb3_general_ci"}),
+            "characterSet": KEYSTONE_DB_CHARSET[0], "collate": KEYSTONE_DB_CHARSET[1]}),
         obj(MARIADB_API, "User", meta(KEYSTONE_DB_USER, ns, labels), spec={
             **ref,
             "name": KEYSTONE_DB_USER,
@@ -137,22 +129,21 @@ def _mariadb(plan: TrialPlan) -> list[dict[str, Any]]:
 
 def _galera(plan: TrialPlan) -> list[dict[str, Any]]:
     ns = plan.db_namespace
-    g = plan.spec.database.galera
+    db = plan.database
     spec = _mariadb_common(plan, GALERA_NAME, None, len(plan.regions))
     # mariadb-operator refuses ephemeral storage for Galera: PVCs (use a tmpfs-backed
     # StorageClass for the studies' in-memory setting) and an odd-size rule we lift.
     spec["storage"] = {"size": "1Gi"}
     if len(plan.regions) % 2 == 0:
         spec["replicasAllowEvenNumber"] = True
-    opts = ";".join(f"{k}={v}" for k, v in sorted(plan.galera_options.items()))
-    healthy = g.cluster_healthy_timeout or f"{max(30, int(plan.max_rtt_ms * 0.3))}s"
+    opts = ";".join(f"{k}={v}" for k, v in db.galera.items())
     spec["galera"] = {
         "enabled": True,
         "primary": {"podIndex": 0, "autoFailover": True},
-        "sst": g.sst,
+        "sst": db.galera_sst,
         "replicaThreads": 1,
-        "providerOptions": {"gcs.fc_limit": "64", **{k: v for k, v in sorted(plan.galera_options.items())}},
-        "recovery": {"enabled": True, "clusterHealthyTimeout": healthy, "clusterBootstrapTimeout": "10m",
+        "providerOptions": dict(db.galera),
+        "recovery": {"enabled": True, "clusterHealthyTimeout": db.cluster_healthy_timeout, "clusterBootstrapTimeout": "10m",
                      "podRecoveryTimeout": "5m", "podSyncTimeout": "5m"},
     }
     spec["podMetadata"]["annotations"] = {"wanwide.io/wsrep-provider-options": opts}

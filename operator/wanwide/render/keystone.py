@@ -6,9 +6,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..plan import names
+from ..plan.services import (
+    KEYSTONE_DB,
+    KEYSTONE_DB_USER,
+    MEMCACHED_CONNECTIONS,
+    MEMCACHED_MEMORY_MB,
+    MEMCACHED_PORT,
+)
 from ..plan.trial import TrialPlan
 from .common import PLACEHOLDER, deep_merge, meta, obj, svc_host
-from .database import KEYSTONE_DB, KEYSTONE_DB_USER, endpoint
+from .database import endpoint
 
 RELEASE = "keystone"
 API_SERVICE = "keystone-api"
@@ -54,16 +61,11 @@ def public_url(plan: TrialPlan, region: str) -> str:
     return f"http://{svc_host(API_SERVICE, plan.namespace(region))}:{API_PORT}/v3"
 
 
-def cache_settings(plan: TrialPlan, region: str) -> dict[str, Any]:
-    """The [cache] section each Keystone runs with (recorded in every bundle)."""
-    ks = plan.spec.openstack.keystone
-    if not ks.cache:
-        return {"enabled": False}
-    return {
-        "enabled": True,
-        "backend": "dogpile.cache.memcached",
-        "memcache_servers": f"{svc_host(MEMCACHED, plan.namespace(region))}:11211",
-    }
+def memcache_servers(plan: TrialPlan, region: str) -> list[str]:
+    """The region's memcached, as Keystone's ``[cache] memcache_servers`` names it."""
+    if not plan.keystone.cache:
+        return []
+    return [f"{svc_host(MEMCACHED, plan.namespace(region))}:{MEMCACHED_PORT}"]
 
 
 def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None) -> dict[str, Any]:
@@ -72,7 +74,7 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
     ks = plan.spec.openstack.keystone
     ns = plan.namespace(region)
     db = endpoint(plan, region)
-    sel = next((r.node_selector for r in plan.regions if r.name == region), None)
+    sel = plan.node_selector(region)
     # The chart takes one key/value; without placement, one every Linux node has.
     sel_key, sel_val = next(iter(sel.items())) if sel else ("kubernetes.io/os", "linux")
     images = {k: v for k, v in ks.images.model_dump(exclude_none=True).items() if k != "memcached"}
@@ -130,13 +132,7 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
             "ingress_api": False,
             "service_ingress_api": False,
         },
-        "conf": {
-            "keystone": {
-                "oslo_messaging_notifications": {"driver": "noop"},
-                "cache": cache_settings(plan, region),
-                "DEFAULT": {"max_token_size": 255},
-            },
-        },
+        "conf": {"keystone": plan.keystone.conf(memcache_servers(plan, region))},
         "labels": {
             "api": {"node_selector_key": sel_key, "node_selector_value": sel_val},
             "job": {"node_selector_key": sel_key, "node_selector_value": sel_val},
@@ -146,7 +142,7 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
             "labels": {"default": plan.labels(region, "keystone")},
         },
     }
-    if not ks.cache:
+    if not plan.keystone.cache:
         # the chart's api pods wait (dep-check) for the oslo_cache Service too: without a
         # memcached there is none, so they would wait forever
         v["dependencies"] = {"static": {"api": {"services": [{"endpoint": "internal", "service": "oslo_db"}]}}}
@@ -174,7 +170,7 @@ def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[H
 
 def memcached(plan: TrialPlan) -> list[dict[str, Any]]:
     """One memcached per region when caching is on (with a metrics exporter when monitoring is)."""
-    if not plan.spec.openstack.keystone.cache:
+    if not plan.keystone.cache:
         return []
     image = plan.spec.openstack.keystone.images.memcached or MEMCACHED_IMAGE
     out = []
@@ -187,9 +183,9 @@ def memcached(plan: TrialPlan) -> list[dict[str, Any]]:
                 {
                     "name": "memcached",
                     "image": image,
-                    "args": ["-m", "256", "-c", "4096"],
-                    "ports": [{"name": "memcache", "containerPort": 11211}],
-                    "readinessProbe": {"tcpSocket": {"port": 11211}, "periodSeconds": 5},
+                    "args": ["-m", str(MEMCACHED_MEMORY_MB), "-c", str(MEMCACHED_CONNECTIONS)],
+                    "ports": [{"name": "memcache", "containerPort": MEMCACHED_PORT}],
+                    "readinessProbe": {"tcpSocket": {"port": MEMCACHED_PORT}, "periodSeconds": 5},
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 11211, "allowPrivilegeEscalation": False},
                 },
             ],
@@ -200,8 +196,9 @@ def memcached(plan: TrialPlan) -> list[dict[str, Any]]:
                 "image": MEMCACHED_EXPORTER_IMAGE,
                 "ports": [{"name": "metrics", "containerPort": 9150}],
             })
-        if r.node_selector:
-            pod_spec["nodeSelector"] = r.node_selector
+        sel = plan.node_selector(r.name)
+        if sel:
+            pod_spec["nodeSelector"] = sel
         out.append(
             obj(
                 "apps/v1",
@@ -216,7 +213,8 @@ def memcached(plan: TrialPlan) -> list[dict[str, Any]]:
                 "v1",
                 "Service",
                 meta(MEMCACHED, ns, labels),
-                spec={"selector": select, "ports": [{"name": "memcache", "port": 11211, "targetPort": 11211}]},
+                spec={"selector": select, "ports": [{"name": "memcache", "port": MEMCACHED_PORT,
+                                                     "targetPort": MEMCACHED_PORT}]},
             )
         )
     return out

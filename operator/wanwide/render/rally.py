@@ -1,17 +1,17 @@
-"""Rally load: the task (format v2), the runner configuration and one Job per load region."""
+"""Rally load: the runner configuration and one Job per load region (Kubernetes addresses)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__
 from ..api.units import seconds
+from ..plan.runner import Addresses, config_json, runner_config
 from ..plan.trial import TrialPlan
+from ..runner.config import S3Target
 from .common import PLACEHOLDER, meta, obj, svc_host
 from .database import endpoint
-from .keystone import API_PORT, API_SERVICE, cache_settings, public_url
+from .keystone import API_PORT, API_SERVICE, memcache_servers, public_url
 from .secrets import CREDENTIALS, RESULTS
 
 JOB = "rally"
@@ -20,123 +20,36 @@ CONFIG_PATH = "/etc/wanwide/runner.json"
 RESULTS_DIR = "/results"
 
 
-@dataclass(frozen=True)
-class ResultsTarget:
-    """Where bundles go (resolved from results.s3 or an ObjectBucketClaim)."""
-
-    endpoint: str
-    bucket: str
-    prefix: str
-    region: str = "us-east-1"
-
-
-def results_target(plan: TrialPlan) -> ResultsTarget | None:
+def results_target(plan: TrialPlan) -> S3Target | None:
+    """``results.s3`` as the runner's upload target (keys from the results Secret)."""
     s3 = plan.spec.results.s3
     if s3 is None:
         return None
-    return ResultsTarget(s3.endpoint, s3.bucket, s3.prefix, s3.region)
+    return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region)
 
 
-def task(plan: TrialPlan, region: str, raw_task: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Rally task v2 for one load region (warm-up subtasks first, titled ``warmup: …``)."""
-    if raw_task is not None:
-        return raw_task
-    subtasks = []
-    warm = plan.spec.workload.warmup
-    for s in plan.scenarios:
-        contexts: dict[str, Any] = {}
-        if s.users:
-            contexts["users"] = {"tenants": s.users[0], "users_per_tenant": s.users[1]}
-        if warm is not None:
-            subtasks.append({
-                "title": f"warmup: {s.name}",
-                "scenario": {s.name: dict(s.args)},
-                "runner": {"constant": {"times": warm.times, "concurrency": min(s.concurrency, warm.times)}},
-                "contexts": dict(contexts),
-            })
-        subtasks.append({
-            "title": s.name,
-            "scenario": {s.name: dict(s.args)},
-            "runner": {"constant": {"times": s.times, "concurrency": s.concurrency}},
-            "contexts": contexts,
-            "sla": {"failure_rate": {"max": 0}},
-        })
-    return {"version": 2, "title": f"{plan.name} {region}", "tags": [plan.benchmark, plan.id, region],
-            "subtasks": subtasks}
-
-
-def runner_config(
-    plan: TrialPlan,
-    region: str,
-    *,
-    start_at: str | None = None,
-    attempt: int = 1,
-    raw_task: dict[str, Any] | None = None,
-    results: ResultsTarget | None = None,
-    local_dir: str = RESULTS_DIR,
-    keystone_url: str | None = None,
-    rtt_targets: list[dict[str, Any]] | None = None,
-    db_host: str | None = None,
-    db_port: int | None = None,
-) -> dict[str, Any]:
-    """The runner's configuration (docs/contracts.md); the lab passes its own addresses."""
+def addresses(plan: TrialPlan, region: str) -> Addresses:
+    """Where the runner of ``region`` finds the trial's services: cluster DNS names."""
+    targets: dict[tuple[str, str], tuple[str, int]] = {}
+    for r in plan.region_names:
+        targets[(r, "keystone")] = (svc_host(API_SERVICE, plan.namespace(r)), API_PORT)
+        db = endpoint(plan, r)
+        targets[(r, "database")] = (db.host, db.port)
     db = endpoint(plan, region)
+    return Addresses(keystone_url=public_url(plan, region), database=(db.host, db.port),
+                     memcache_servers=memcache_servers(plan, region), targets=targets)
+
+
+def config_document(plan: TrialPlan, region: str, *, start_at: str | None, attempt: int,
+                    results: S3Target | None) -> dict[str, Any]:
+    """runner.json of one load region (the start time a placeholder until Loading sets it)."""
     ks = plan.spec.openstack.keystone
-    if rtt_targets is None:
-        rtt_targets = []
-        for r in plan.region_names:
-            if r == region:
-                continue
-            rtt_targets.append({"region": r, "kind": "keystone", "host": svc_host(API_SERVICE, plan.namespace(r)),
-                                "port": API_PORT})
-            other = endpoint(plan, r)
-            if other.host != db.host:
-                rtt_targets.append({"region": r, "kind": "database", "host": other.host, "port": other.port})
-    gauge_db = None
-    if plan.backend in ("mariadb", "galera"):
-        gauge_db = {"backend": plan.backend, "host": db_host or db.host, "port": db_port or db.port, "user": "root",
-                    "password_env": "DB_ROOT_PASSWORD"}
-    res = results if results is not None else results_target(plan)
-    return {
-        "benchmark": plan.benchmark,
-        "namespace": plan.bench_namespace,
-        "trial": {"id": plan.id, "index": plan.index, "repetition": plan.repetition, "parameters": dict(plan.parameters)},
-        "region": region,
-        "role": "load",
-        "attempt": attempt,
-        "keystone": {
-            "url": keystone_url or public_url(plan, region),
-            "region_name": region,
-            "username": "admin",
-            "password_env": "OS_PASSWORD",
-            "project_name": "admin",
-            "user_domain_name": "Default",
-            "project_domain_name": "Default",
-            "cache": cache_settings(plan, region),
-            "rally_user": plan.spec.runner.rally_users == "Prepared",
-        },
-        "task": task(plan, region, raw_task),
-        "start_at": start_at,
-        "max_start_skew_s": seconds(plan.spec.workload.max_start_skew),
-        "gauges": {"database": gauge_db, "rtt_targets": rtt_targets, "samples": 10},
-        "network_requested": [
-            {"src": a, "dst": b, "delay_ms": v.delay_ms, "jitter_ms": v.jitter_ms, "loss_pct": v.loss_pct,
-             "rate_mbit": v.rate_mbit}
-            for (a, b), v in sorted(plan.links.items())
-        ],
-        "results": {
-            "local_dir": local_dir,
-            "s3": None if res is None else {
-                "endpoint": res.endpoint, "bucket": res.bucket, "prefix": res.prefix, "region": res.region,
-                "access_key_env": "AWS_ACCESS_KEY_ID", "secret_key_env": "AWS_SECRET_ACCESS_KEY",
-            },
-        },
-        "versions": {
-            "wanwide": __version__,
-            "keystone-chart": f"{ks.chart}-{ks.chart_version}",
-            "database": plan.backend,
-        },
-    }
+    cfg = runner_config(plan, region, addresses(plan, region), start_at=start_at, attempt=attempt,
+                        results=results, local_dir=RESULTS_DIR,
+                        versions={"keystone-chart": f"{ks.chart}-{ks.chart_version}"})
+    doc = config_json(cfg)
+    doc["start_at"] = start_at or PLACEHOLDER
+    return doc
 
 
 def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
@@ -148,8 +61,7 @@ def jobs(
     *,
     start_at: str | None = None,
     attempt: int = 1,
-    raw_task: dict[str, Any] | None = None,
-    results: ResultsTarget | None = None,
+    results: S3Target | None = None,
 ) -> list[dict[str, Any]]:
     """ConfigMap + Job per load region. Created at Loading, when ``start_at`` is known."""
     out = []
@@ -158,7 +70,7 @@ def jobs(
     for r in plan.load_regions:
         ns = plan.namespace(r)
         labels = plan.labels(r, "load")
-        cfg = runner_config(plan, r, start_at=start_at or PLACEHOLDER, attempt=attempt, raw_task=raw_task, results=res)
+        cfg = config_document(plan, r, start_at=start_at, attempt=attempt, results=res)
         out.append(obj("v1", "ConfigMap", meta(CONFIG, ns, labels),
                        data={"runner.json": json.dumps(cfg, indent=2, sort_keys=True)}))
         env = [
@@ -183,7 +95,7 @@ def jobs(
             }],
             "volumes": [{"name": "config", "configMap": {"name": CONFIG}}, {"name": "results", "emptyDir": {}}],
         }
-        sel = next((x.node_selector for x in plan.regions if x.name == r), None)
+        sel = plan.node_selector(r)
         if sel:
             pod["nodeSelector"] = sel
         out.append(obj("batch/v1", "Job", meta(JOB, ns, labels, {"wanwide.io/attempt": str(attempt)}), spec={

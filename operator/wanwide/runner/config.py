@@ -6,11 +6,13 @@ The shape is the contract of docs/contracts.md ("Runner configuration").
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..timestamps import parse
 
 Scalar = str | int | float | bool | None
 
@@ -136,16 +138,7 @@ class RunnerConfig(_Model):
 
 def parse_time(value: str) -> datetime:
     """ISO 8601 to an aware UTC datetime; a naive time is taken as UTC."""
-    s = value.strip()
-    if s.endswith("Z") or s.endswith("z"):
-        s = s[:-1] + "+00:00"
-    try:
-        t = datetime.fromisoformat(s)
-    except ValueError as e:
-        raise ValueError(f"not an ISO 8601 time: {value!r}") from e
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.astimezone(UTC)
+    return parse(value)
 
 
 def load_config(path: str | Path) -> RunnerConfig:

@@ -1,0 +1,168 @@
+"""What a phase needs to know about a Trial's world, read from the API server, Helm and S3.
+
+Each function returns plain data (the observation the pure decisions in
+:mod:`.phases` take); only what the current phase needs is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..kube import helm, readiness
+from ..kube.client import Kube, MissingSource
+from ..plan import names
+from ..plan.trial import TrialPlan
+from ..render.chaos import CHAOS_API
+from ..render.keystone import API_SERVICE, MEMCACHED, releases
+from ..render.rally import JOB
+from ..render.secrets import KEY_FIELDS, keys_secret_name
+from . import metrics, results
+from .phases import DB_KINDS, Obs, done, rendered
+
+
+@dataclass
+class Where:
+    """The Trial's identity and the operator's settings observations depend on."""
+
+    kube: Kube
+    instance: str | None = None  # the owning Benchmark's uid (part of the results prefix)
+    plan_generation: int = 0
+    kubeconfig: str | None = None
+    trial_clusterrole: str | None = None
+    operator_subject: dict[str, str] | None = None
+
+
+def passwords(w: Where, plan: TrialPlan) -> dict[str, str]:
+    out = {}
+    for k in KEY_FIELDS["passwords"]:
+        v = w.kube.secret_value(keys_secret_name(plan.benchmark), plan.bench_namespace, k)
+        if v is None:
+            raise MissingSource(f"Secret {plan.bench_namespace}/{keys_secret_name(plan.benchmark)} lacks {k}: "
+                                "the operator creates it with the Benchmark; do not edit it")
+        out[k] = v
+    return out
+
+
+def rolebinding(w: Where, plan: TrialPlan, ns: str) -> dict[str, Any] | None:
+    """The operator's RoleBinding in a trial namespace (when the chart names a trial ClusterRole)."""
+    if not w.trial_clusterrole or not w.operator_subject:
+        return None
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "wanwide-operator", "namespace": ns, "labels": plan.labels()},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": w.trial_clusterrole},
+        "subjects": [w.operator_subject],
+    }
+
+
+def chaos_children(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
+    sel = {names.L_TRIAL: plan.name}
+    return [c for ns in plan.namespaces for kind in ("NetworkChaos", "Schedule")
+            for c in w.kube.list(CHAOS_API, kind, sel, ns)]
+
+
+def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    """States of the releases of the first wave not yet done ('queued' beyond helm's parallelism)."""
+    wave = next((n for n in (0, 1) if f"wave{n}" not in done(status)), None)
+    if wave is None:
+        return
+    states: dict[str, str] = {}
+    for rel in releases(plan, obs["passwords"]):
+        if rel.wave != wave:
+            continue
+        bg = helm.BACKGROUND
+        if bg.key(rel) not in bg.procs and bg.running() >= bg.max_running:
+            states[rel.namespace] = "queued"
+            continue
+        try:
+            states[rel.namespace] = bg.observe(rel, w.kubeconfig)
+        except helm.HelmError as e:
+            metrics.HELM_ERRORS.inc()
+            obs["helm_failed"] = str(e)
+    obs["helm"] = states
+
+
+def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    if "base" not in done(status):
+        obs["rolebindings"] = [rb for ns in plan.namespaces if (rb := rolebinding(w, plan, ns))]
+        return
+    try:
+        obs["passwords"] = passwords(w, plan)
+    except MissingSource as e:
+        obs["missing"] = str(e)
+        return
+    if not {"wave0", "wave1"} <= done(status):
+        _helm(w, plan, status, obs)
+        return
+    ready: dict[str, bool] = {}
+    for o in rendered(plan, status, obs).base:
+        if o["kind"] in DB_KINDS:
+            live = w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"])
+            ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
+    for r in plan.region_names:
+        ns = plan.namespace(r)
+        for dep in [API_SERVICE] + ([MEMCACHED] if plan.keystone.cache else []):
+            ready[f"{ns}/{dep}"] = readiness.deployment_available(w.kube.get("apps/v1", "Deployment", dep, ns))
+    obs["ready"] = ready
+
+
+def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    obs["chaos_installed"] = w.kube.has_kind(CHAOS_API, "NetworkChaos")
+    if not obs["chaos_installed"]:
+        return
+    if any(plan.classes.values()) and "wan-injected" not in done(status):
+        obs["chaos"] = chaos_children(w, plan)
+        if obs["chaos"]:
+            return
+    obs["running_pods"] = {
+        r: any((p.get("status") or {}).get("phase") == "Running" for p in w.kube.list("v1", "Pod", None, plan.namespace(r)))
+        for r in plan.region_names}
+
+
+def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    if "wan" not in done(status):
+        return
+    obs["injected"] = {
+        o["metadata"]["name"]: readiness.chaos_injected(
+            w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"]))
+        for o in rendered(plan, status, obs).wan}
+
+
+def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    obs["results"] = results.target(w.kube, plan, w.instance)
+    if status.get("loadStartAt") and f"load-{max(1, int(status.get('attempt') or 1))}" in done(status):
+        obs["jobs"] = {r: readiness.job_state(w.kube.get("batch/v1", "Job", JOB, plan.namespace(r)))
+                       for r in plan.load_regions}
+
+
+def collecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    obs["bundles"] = results.bundles(w.kube, plan, max(1, int(status.get("attempt") or 1)), w.instance)
+
+
+def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    obs["chaos"] = chaos_children(w, plan)
+    if obs["chaos"]:
+        return
+    live = {ns: w.kube.get("v1", "Namespace", ns) for ns in plan.namespaces}
+    obs["namespaces"] = {ns: bool(o["metadata"].get("deletionTimestamp")) for ns, o in live.items() if o is not None}
+
+
+OBSERVERS = {
+    "Provisioning": provisioning,
+    "VerifyingNetwork": verifying_network,
+    "Injecting": injecting,
+    "Loading": loading,
+    "Collecting": collecting,
+    "CleaningUp": cleaning_up,
+}
+
+
+def observe(w: Where, plan: TrialPlan, status: dict[str, Any]) -> Obs:
+    """The observation for the Trial's current phase."""
+    obs: Obs = {"plan_generation": w.plan_generation}
+    phase = status.get("phase") or "Pending"
+    if phase in OBSERVERS:
+        OBSERVERS[phase](w, plan, status, obs)
+    return obs

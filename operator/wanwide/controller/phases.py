@@ -1,0 +1,224 @@
+"""The Trial phase machine's decisions: (plan, status, observation, now) → Decision. Pure.
+
+An observation is a plain dict gathered by :mod:`.observe` (what the phase
+needs to know about the Trial's children); the decision names the next phase
+and the actions, which :class:`.actions.Executor` carries out. ``status["done"]``
+records which one-off steps are behind us, so a restarted operator resumes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from .. import timestamps as ts
+from ..api.units import seconds
+from ..plan.trial import TrialPlan
+from ..render import Rendered, render_trial
+from .actions import Apply, Decision, Delete, Emit, Install
+from .trialstate import timed_out
+
+Obs = dict[str, Any]
+DB_KINDS = {"MariaDB", "Database", "User", "Grant", "CrdbCluster"}
+
+
+def done(status: dict[str, Any]) -> set[str]:
+    return set(status.get("done") or [])
+
+
+def marked(status: dict[str, Any], *items: str) -> dict[str, Any]:
+    return {"done": sorted(done(status) | set(items))}
+
+
+def attempt(status: dict[str, Any]) -> int:
+    return max(1, int(status.get("attempt") or 1))
+
+
+def rendered(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Rendered:
+    """The desired state for this status (start time, attempt) and what was observed (passwords, results)."""
+    return render_trial(plan, start_at=status.get("loadStartAt"), attempt=attempt(status),
+                        passwords=obs.get("passwords"), results=obs.get("results"),
+                        plan_generation=int(obs.get("plan_generation", 0)))
+
+
+def _fail(reason: str, message: str) -> Decision:
+    return Decision("CleaningUp", reason, message, {"outcome": "Failed"})
+
+
+# ---- phases -------------------------------------------------------------------------------
+
+def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    """Base objects, then Keystone wave 0 (schema owner), then wave 1, then wait until all is ready."""
+    if obs.get("missing"):
+        return _fail("MissingSecret", obs["missing"])
+    if obs.get("helm_failed"):
+        return _fail("HelmFailed", obs["helm_failed"])
+    r = rendered(plan, status, obs)
+    if "base" not in done(status):
+        acts = [Apply(o) for o in r.base if o["kind"] != "Trial"]
+        acts += [Apply(rb) for rb in obs.get("rolebindings", [])]
+        acts.append(Emit("Provisioning", f"applied {len(r.base) - 1} objects in {len(plan.namespaces)} namespaces"))
+        return Decision(status=marked(status, "base"), actions=acts)
+    budget = seconds(plan.spec.timeouts.provisioning)
+    for wave in (0, 1):
+        if f"wave{wave}" in done(status):
+            continue
+        states = obs.get("helm", {})
+        releases = [rel for rel in r.releases if rel.wave == wave]
+        acts = [Install(rel, reset=states.get(rel.namespace) == "reset", timeout_s=budget)
+                for rel in releases if states.get(rel.namespace) in ("install", "reset")]
+        if acts or any(states.get(rel.namespace) != "done" for rel in releases):
+            return Decision(message=f"helm installing keystone (wave {wave}: {len(releases)} release(s); "
+                                    "hooks run db-sync)", actions=acts, wake_s=5)
+        emit = Emit("HelmInstalled", f"keystone in {len(releases)} region(s)" + (" (schema owner first)" if wave == 0 else ""))
+        return Decision(status=marked(status, f"wave{wave}"), actions=[emit])
+    waiting = [k for k, ready in obs.get("ready", {}).items() if not ready]
+    if waiting:
+        return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""))
+    return Decision("VerifyingNetwork", "Deployed", f"database and {len(plan.regions)} Keystones ready")
+
+
+def verifying_network(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    """Chaos Mesh present, no leftover chaos of this trial, a running pod in every region."""
+    if not obs.get("chaos_installed", False):
+        return _fail("ChaosMeshMissing", "Chaos Mesh CRDs are not installed: install Chaos Mesh first")
+    stale = obs.get("chaos", [])
+    if any(plan.classes.values()) and stale and "wan-injected" not in done(status):
+        # Leftovers would stack with the new rules.
+        return Decision(message=f"removing {len(stale)} leftover chaos objects first",
+                        actions=[Delete.of(c) for c in stale])
+    empty = [r for r in plan.region_names if not obs.get("running_pods", {}).get(r)]
+    if empty:
+        return Decision(message=f"no running pod yet in regions {', '.join(empty)}", wake_s=5)
+    return Decision("Injecting", "NetworkReady",
+                    f"{len(plan.regions)} regions up; {sum(map(len, plan.classes.values()))} link classes to inject")
+
+
+def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    wan = rendered(plan, status, obs).wan
+    if "wan" not in done(status):
+        return Decision(status=marked(status, "wan"), actions=[
+            *(Apply(o) for o in wan), Emit("Injecting", f"applied {len(wan)} NetworkChaos objects (the emulated WAN)")])
+    pending = [o["metadata"]["name"] for o in wan if not obs.get("injected", {}).get(o["metadata"]["name"])]
+    if pending:
+        return Decision(message=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}")
+    return Decision("Loading", "Injected", f"Chaos Mesh reports AllInjected on {len(wan)} objects",
+                    marked(status, "wan-injected"))
+
+
+def fault_steps(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    """Apply each fault when its time comes; end loss windows and restore the WAN they replaced."""
+    r = rendered(plan, status, obs)
+    elapsed = (now - ts.parse(status["loadStartAt"])).total_seconds()
+    acts: list[Any] = []
+    new: list[str] = []
+    upcoming: list[float] = []
+    for f in r.faults:
+        w = f.window
+        if f"fault:{w.name}" not in done(status):
+            if elapsed >= w.start_s:
+                acts += [*(Delete.of(o) for o in f.replaces), *(Apply(o) for o in f.objects),
+                         Emit("Fault", f"{w.name} started ({len(f.objects)} object(s))")]
+                new.append(f"fault:{w.name}")
+            else:
+                upcoming.append(w.start_s)
+        end = w.start_s + w.duration_s
+        if f.ends_by_removal and f"fault-end:{w.name}" not in done(status):
+            if elapsed >= end:
+                acts += [*(Delete.of(o) for o in f.objects), *(Apply(o) for o in f.replaces),
+                         Emit("Fault", f"{w.name} ended")]
+                new.append(f"fault-end:{w.name}")
+            else:
+                upcoming.append(end)
+    wake = max(0.5, min(upcoming) - elapsed) if upcoming else None
+    return Decision(status=marked(status, *new) if new else {}, actions=acts, wake_s=wake)
+
+
+def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    n = attempt(status)
+    if not status.get("loadStartAt"):
+        start = now + dt.timedelta(seconds=seconds(plan.spec.workload.start_delay))
+        return Decision(message="start time chosen", status={"loadStartAt": ts.iso(start), "attempt": n})
+    key = f"load-{n}"
+    if key not in done(status):
+        return Decision(status=marked(status, key), actions=[
+            *(Apply(o) for o in rendered(plan, status, obs).load),
+            Emit("Loading", f"attempt {n}: Rally in {len(plan.load_regions)} region(s), start at {status['loadStartAt']}")])
+    faults = fault_steps(plan, status, obs, now)
+    states = obs.get("jobs", {})
+    failed = [r for r in plan.load_regions if states.get(r, "missing") in ("failed", "missing")]
+    if failed and n < plan.spec.runner.max_attempts:
+        from ..render.rally import JOB
+
+        acts = [Delete("batch/v1", "Job", JOB, plan.namespace(r)) for r in plan.load_regions]
+        acts.append(Emit("LoadRetry", f"Rally failed in {', '.join(failed)}; attempt {n + 1} of "
+                                      f"{plan.spec.runner.max_attempts}", "Warning"))
+        return Decision(message="retrying", actions=faults.actions + acts,
+                        status={"attempt": n + 1, "loadStartAt": None,
+                                "done": sorted(done({**status, **faults.status}) - {key})})
+    if failed:
+        return Decision("CleaningUp", "LoadFailed",
+                        f"Rally failed in {', '.join(failed)} after {n} attempt(s): see the rally Job logs",
+                        {**faults.status, "outcome": "Failed"}, faults.actions)
+    running = [r for r in plan.load_regions if states.get(r) != "complete"]
+    if running:
+        return Decision(message=f"Rally running in {len(running)} region(s)", status=faults.status,
+                        actions=faults.actions, wake_s=faults.wake_s)
+    return Decision("Collecting", "LoadDone", f"Rally finished in {len(plan.load_regions)} region(s)",
+                    faults.status, faults.actions)
+
+
+def collecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    found, missing, uri = obs.get("bundles", ([], list(plan.load_regions), ""))
+    if missing:
+        return Decision(message=f"waiting for result bundles of {', '.join(missing)} in {uri}", wake_s=5)
+    return Decision("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}",
+                    {"resultsURI": uri, "outcome": "Succeeded"})
+
+
+def cleaning_up(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    """Chaos first (always), then the namespaces as spec.cleanup says, then the outcome."""
+    chaos = obs.get("chaos", [])
+    if chaos:
+        return Decision(message=f"removing chaos: {len(chaos)} object(s) not yet recovered", wake_s=5,
+                        actions=[Delete.of(c) for c in chaos if not c["metadata"].get("deletionTimestamp")])
+    outcome = status.get("outcome") or "Failed"
+    policy = plan.spec.cleanup
+    if policy == "Always" or (policy == "OnSuccess" and outcome == "Succeeded"):
+        left = obs.get("namespaces", {})
+        if left:
+            return Decision(message=f"deleting {len(left)} namespace(s)", wake_s=5,
+                            actions=[Delete("v1", "Namespace", ns) for ns, deleting in left.items() if not deleting])
+    reason = status.get("reason") if outcome == "Failed" else "Completed"
+    message = status.get("outcomeMessage") if outcome == "Failed" else "chaos removed; results stored"
+    return Decision(outcome, reason or outcome, message or "")
+
+
+Phase = Callable[[TrialPlan, dict[str, Any], Obs, dt.datetime], Decision]
+PHASES: dict[str, Phase] = {
+    "Provisioning": provisioning,
+    "VerifyingNetwork": verifying_network,
+    "Injecting": injecting,
+    "Loading": loading,
+    "Collecting": collecting,
+    "CleaningUp": cleaning_up,
+}
+
+
+def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    """The decision for the Trial's current phase (Pending and terminal phases: nothing), timeouts first."""
+    phase = status.get("phase") or "Pending"
+    if phase not in PHASES:
+        return Decision()
+    if timed_out(phase, status.get("phaseStartTime"), plan.spec.timeouts, now):
+        if phase != "CleaningUp":
+            return _fail(f"{phase}Timeout", f"{phase} took longer than its timeout (spec.timeouts); cleaning up")
+        if obs.get("chaos"):
+            return Decision("Failed", "ChaosNotRecovered",
+                            f"{len(obs['chaos'])} chaos object(s) still present after the clean-up timeout: "
+                            "check Chaos Mesh; namespaces kept for inspection")
+    return PHASES[phase](plan, status, obs, now)
+
+
+__all__ = ["PHASES", "Obs", "decide", "rendered"]

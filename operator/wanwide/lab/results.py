@@ -1,0 +1,78 @@
+"""Where the lab's bundles go, whether a trial's are complete, and the copy to ``results.s3``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from ..plan.trial import TrialPlan
+from ..runner.config import S3Target
+from ..runner.upload import CredentialsMissing, UploadError, credentials, upload_bundle
+
+
+def bundles_root(out: Path, p: TrialPlan) -> Path:
+    """Where a trial's bundles go: ``results.localDir`` if the Benchmark sets it, else ``OUT/bundles``."""
+    d = p.spec.results.local_dir
+    return Path(d).resolve() if d else out / "bundles"
+
+
+def s3_target(p: TrialPlan) -> S3Target | None:
+    """``results.s3`` as the runner's upload target; the keys come from the environment
+    variables named like the Secret's keys (the lab has no Secret)."""
+    s3 = p.spec.results.s3
+    if s3 is None:
+        return None
+    return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region,
+                    access_key_env=s3.secret_ref.access_key_key, secret_key_env=s3.secret_ref.secret_key_key)
+
+
+def check_results(trials: list[TrialPlan]) -> list[str]:
+    """What about the results destinations cannot work here, before anything runs."""
+    errors = []
+    for p in {(p.bench_namespace, p.benchmark): p for p in trials}.values():
+        if p.spec.results.object_bucket_claim:
+            errors.append(f"Benchmark {p.benchmark}: results.objectBucketClaim needs the Kubernetes provider; "
+                          "in the lab use results.s3 (keys from the environment) or local bundles")
+        target = s3_target(p)
+        if target is not None:
+            try:
+                credentials(target)
+            except CredentialsMissing as e:
+                errors.append(f"Benchmark {p.benchmark}: {e}")
+    return errors
+
+
+def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:
+    """The succeeded bundles of every load region of a trial, or None if any is missing."""
+    found = []
+    for r in p.load_regions:
+        hits = []
+        for m in sorted((bundles_root(out, p) / p.benchmark / p.id / r).glob("attempt-*/manifest.json")):
+            try:
+                if json.loads(m.read_text()).get("status", {}).get("result") == "succeeded":
+                    hits.append(m.parent)
+            except (OSError, ValueError):
+                continue
+        if not hits:
+            return None
+        found.append(hits[-1])
+    return found
+
+
+def upload(out: Path, p: TrialPlan, bundles: list[Path], say: Callable[[str, str], None]) -> str:
+    """Copy the trial's bundles to ``results.s3`` from the host (the runners write locally).
+
+    Returns "" or why the upload failed; the bundles stay local either way.
+    """
+    target = s3_target(p)
+    if target is None:
+        return ""
+    root = bundles_root(out, p)
+    try:
+        keys = [k for b in bundles for k in upload_bundle(b, target, str(b.relative_to(root)), log=lambda m: None)]
+    except UploadError as e:
+        say("Collecting", f"upload failed: {e}")
+        return f"upload failed: {e}"
+    say("Collecting", f"{len(keys)} file(s) uploaded to {target.endpoint} bucket {target.bucket}")
+    return ""

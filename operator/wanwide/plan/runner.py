@@ -1,0 +1,132 @@
+"""The runner's configuration for one load region: Rally task, gauges, results. Pure.
+
+The plan decides everything in it; a provider only says where things are
+(:class:`Addresses`) and what it adds about itself (versions, deployment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import __version__
+from ..api.units import seconds
+from ..runner.config import RunnerConfig, S3Target
+from .trial import TrialPlan
+
+PROBE_SAMPLES = 10
+
+
+@dataclass(frozen=True)
+class Addresses:
+    """How one load region reaches the services, in a provider's terms."""
+
+    keystone_url: str  # this region's Keystone (…/v3)
+    database: tuple[str, int]  # the database endpoint this region's Keystone uses
+    memcache_servers: list[str]  # this region's memcached (empty when caching is off)
+    targets: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # (region, kind) → host, port
+
+
+def probe_targets(plan: TrialPlan, region: str) -> list[tuple[str, str]]:
+    """What the runner of ``region`` measures the RTT to: (region, "keystone" | "database").
+
+    Every other region's Keystone; with a database member per region (Galera,
+    CockroachDB), every other region's member too. A central MariaDB is the
+    same endpoint for all, so it is not a far target.
+    """
+    per_region_db = plan.backend != "mariadb"
+    out = []
+    for r in plan.region_names:
+        if r == region:
+            continue
+        out.append((r, "keystone"))
+        if per_region_db:
+            out.append((r, "database"))
+    return out
+
+
+def task(plan: TrialPlan, region: str) -> dict[str, Any]:
+    """Rally task v2 for one load region (warm-up subtasks first, titled ``warmup: …``)."""
+    subtasks = []
+    warm = plan.spec.workload.warmup
+    for s in plan.scenarios:
+        contexts: dict[str, Any] = {}
+        if s.users:
+            contexts["users"] = {"tenants": s.users[0], "users_per_tenant": s.users[1]}
+        if warm is not None:
+            subtasks.append({
+                "title": f"warmup: {s.name}",
+                "scenario": {s.name: dict(s.args)},
+                "runner": {"constant": {"times": warm.times, "concurrency": min(s.concurrency, warm.times)}},
+                "contexts": dict(contexts),
+            })
+        subtasks.append({
+            "title": s.name,
+            "scenario": {s.name: dict(s.args)},
+            "runner": {"constant": {"times": s.times, "concurrency": s.concurrency}},
+            "contexts": contexts,
+            "sla": {"failure_rate": {"max": 0}},
+        })
+    return {"version": 2, "title": f"{plan.name} {region}", "tags": [plan.benchmark, plan.id, region],
+            "subtasks": subtasks}
+
+
+def runner_config(
+    plan: TrialPlan,
+    region: str,
+    where: Addresses,
+    *,
+    start_at: str | None,
+    attempt: int = 1,
+    results: S3Target | None = None,
+    local_dir: str,
+    namespace: str | None = None,
+    versions: dict[str, str] | None = None,
+    deployment: dict[str, Any] | None = None,
+) -> RunnerConfig:
+    """The runner's configuration (docs/contracts.md); ``where`` holds the provider's addresses."""
+    gauge_db = None
+    if plan.backend in ("mariadb", "galera"):
+        host, port = where.database
+        gauge_db = {"backend": plan.backend, "host": host, "port": port, "user": "root",
+                    "password_env": "DB_ROOT_PASSWORD"}
+    targets = [{"region": r, "kind": k, "host": where.targets[(r, k)][0], "port": where.targets[(r, k)][1]}
+               for r, k in probe_targets(plan, region)]
+    cfg: dict[str, Any] = {
+        "benchmark": plan.benchmark,
+        "namespace": namespace or plan.bench_namespace,
+        "trial": {"id": plan.id, "index": plan.index, "repetition": plan.repetition, "parameters": dict(plan.parameters)},
+        "region": region,
+        "role": "load",
+        "attempt": attempt,
+        "keystone": {
+            "url": where.keystone_url,
+            "region_name": region,
+            "username": "admin",
+            "password_env": "OS_PASSWORD",
+            "project_name": "admin",
+            "user_domain_name": "Default",
+            "project_domain_name": "Default",
+            "cache": plan.keystone.cache_section(where.memcache_servers),
+            "rally_user": plan.spec.runner.rally_users == "Prepared",
+        },
+        "task": task(plan, region),
+        "start_at": start_at,
+        "max_start_skew_s": seconds(plan.spec.workload.max_start_skew),
+        "gauges": {"database": gauge_db, "rtt_targets": targets, "samples": PROBE_SAMPLES},
+        "network_requested": [
+            {"src": a, "dst": b, "delay_ms": v.delay_ms, "jitter_ms": v.jitter_ms, "loss_pct": v.loss_pct,
+             "rate_mbit": v.rate_mbit}
+            for (a, b), v in sorted(plan.links.items())
+        ],
+        "results": {"local_dir": local_dir, "s3": None if results is None else results.model_dump()},
+        "versions": {"wanwide": __version__, "database": plan.backend, **(versions or {})},
+    }
+    if deployment:
+        cfg["deployment"] = deployment
+    return RunnerConfig.model_validate(cfg)
+
+
+def config_json(cfg: RunnerConfig) -> dict[str, Any]:
+    """The configuration as the runner reads it (only what was set: defaults stay the runner's)."""
+    return cfg.model_dump(mode="json", exclude_unset=True)

@@ -1,0 +1,255 @@
+"""Every Trial phase decision, without a cluster: a status dict and an observation dict in, a Decision out."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+import yaml
+
+from tests.plan.specs import benchmark
+from wanwide import timestamps as ts
+from wanwide.controller import phases, trialstate
+from wanwide.controller.actions import Apply, Decision, Delete, Emit, Install
+from wanwide.controller.trial import A_PLAN_INPUT, InvalidPlan, plan_input, trial_plan
+from wanwide.plan.load import load_documents
+from wanwide.plan.matrix import expand
+from wanwide.plan.trial import TrialPlan, plan
+from wanwide.render import render_trial
+
+T0 = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
+
+
+def _plan(**spec) -> TrialPlan:
+    b = benchmark("galera", "explicit", **spec)
+    b["spec"]["faults"]["lossWindows"] = [{"regions": ["paris"], "start": "40s", "duration": "15s", "loss": "7%"}]
+    docs = load_documents([yaml.safe_dump(b)])
+    (bench,) = docs.benchmarks
+    return plan(bench, docs.topology_for(bench))[0]
+
+
+P = _plan()
+
+
+def _status(phase: str, *done: str, at: dt.datetime = T0, **more) -> dict:
+    return {"phase": phase, "phaseStartTime": ts.iso(at), "attempt": 1, "done": sorted(done), **more}
+
+
+def _applied(d: Decision) -> list[dict]:
+    return [a.obj for a in d.actions if isinstance(a, Apply)]
+
+
+def _names(objs) -> set[str]:
+    return {o["metadata"]["name"] for o in objs}
+
+
+# ---- Provisioning -------------------------------------------------------------------------
+
+def test_provisioning_applies_the_base_once_with_the_operators_rolebindings():
+    rb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "x"}}
+    d = phases.decide(P, _status("Provisioning"), {"rolebindings": [rb]}, T0)
+    kinds = [o["kind"] for o in _applied(d)]
+    assert "Trial" not in kinds and "MariaDB" in kinds and "Namespace" in kinds and "RoleBinding" in kinds
+    assert kinds.index("Namespace") < kinds.index("MariaDB")
+    assert d.status["done"] == ["base"] and d.phase is None
+    assert any(isinstance(a, Emit) and a.reason == "Provisioning" for a in d.actions)
+
+
+def test_provisioning_installs_wave0_before_wave1_and_resets_a_stuck_release():
+    st = _status("Provisioning", "base")
+    first, *others = [P.namespace(r) for r in P.region_names]
+    obs = {"passwords": {"admin-password": "a"}, "helm": {first: "reset"}}
+    d = phases.decide(P, st, obs, T0)
+    installs = [a for a in d.actions if isinstance(a, Install)]
+    assert [(a.release.namespace, a.reset) for a in installs] == [(first, True)]
+    assert installs[0].release.values["endpoints"]["identity"]["auth"]["admin"]["password"] == "a"
+    assert "wave0" not in d.status.get("done", []) and d.wake_s
+    d = phases.decide(P, st, {**obs, "helm": {first: "running"}}, T0)
+    assert not d.actions and d.phase is None
+    d = phases.decide(P, st, {**obs, "helm": {first: "done"}}, T0)
+    assert d.status["done"] == ["base", "wave0"]
+    st1 = _status("Provisioning", "base", "wave0")
+    d = phases.decide(P, st1, {**obs, "helm": {ns: "install" for ns in others} | {others[0]: "queued"}}, T0)
+    assert [a.release.namespace for a in d.actions if isinstance(a, Install)] == others[1:]
+
+
+def test_provisioning_waits_for_readiness_then_moves_on():
+    st = _status("Provisioning", "base", "wave0", "wave1")
+    d = phases.decide(P, st, {"passwords": {}, "ready": {"MariaDB/galera": False, "ns/keystone-api": True}}, T0)
+    assert d.phase is None and "MariaDB/galera" in d.message
+    d = phases.decide(P, st, {"passwords": {}, "ready": {"MariaDB/galera": True}}, T0)
+    assert d.phase == "VerifyingNetwork"
+
+
+@pytest.mark.parametrize(("obs", "reason"), [({"missing": "Secret lab/x lacks admin-password"}, "MissingSecret"),
+                                             ({"passwords": {}, "helm_failed": "helm exited 1"}, "HelmFailed")])
+def test_provisioning_errors_retrying_cannot_fix_fail_the_trial(obs, reason):
+    d = phases.decide(P, _status("Provisioning", "base"), obs, T0)
+    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", reason, "Failed")
+
+
+def test_each_phase_times_out_into_cleaning_up():
+    for phase, field in trialstate.PHASE_TIMEOUT.items():
+        limit = trialstate.seconds(getattr(P.spec.timeouts, field))
+        st = _status(phase, at=T0)
+        late = T0 + dt.timedelta(seconds=limit + 1)
+        d = phases.decide(P, st, {"chaos": [{"metadata": {"name": "c"}}]}, late)
+        if phase == "CleaningUp":
+            assert (d.phase, d.reason) == ("Failed", "ChaosNotRecovered")
+        else:
+            assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", f"{phase}Timeout", "Failed")
+        in_time = phases.decide(P, st, {"chaos": []}, T0 + dt.timedelta(seconds=limit - 1))
+        assert in_time.reason != f"{phase}Timeout"
+
+
+# ---- VerifyingNetwork, Injecting ------------------------------------------------------------
+
+def test_verifying_network():
+    st = _status("VerifyingNetwork")
+    assert phases.decide(P, st, {"chaos_installed": False}, T0).reason == "ChaosMeshMissing"
+    left = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos", "metadata": {"name": "old", "namespace": "n"}}
+    d = phases.decide(P, st, {"chaos_installed": True, "chaos": [left]}, T0)
+    assert d.actions == [Delete("chaos-mesh.org/v1alpha1", "NetworkChaos", "old", "n")] and d.phase is None
+    pods = {r: r != "chicago" for r in P.region_names}
+    d = phases.decide(P, st, {"chaos_installed": True, "chaos": [], "running_pods": pods}, T0)
+    assert d.phase is None and "chicago" in d.message
+    d = phases.decide(P, st, {"chaos_installed": True, "running_pods": dict.fromkeys(P.region_names, True)}, T0)
+    assert d.phase == "Injecting"
+
+
+def test_injecting_applies_the_wan_once_and_waits_for_all_injected():
+    wan = render_trial(P).wan
+    d = phases.decide(P, _status("Injecting"), {}, T0)
+    assert _names(_applied(d)) == _names(wan) and d.status["done"] == ["wan"]
+    st = _status("Injecting", "wan")
+    some = {o["metadata"]["name"]: True for o in wan[1:]}
+    assert phases.decide(P, st, {"injected": some}, T0).phase is None
+    d = phases.decide(P, st, {"injected": dict.fromkeys(_names(wan), True)}, T0)
+    assert d.phase == "Loading" and "wan-injected" in d.status["done"] and not d.actions
+
+
+# ---- Loading, faults ----------------------------------------------------------------------
+
+def _loading(*done: str, started: dt.datetime = T0, attempt: int = 1) -> dict:
+    return _status("Loading", "base", "wan", "wan-injected", *done, loadStartAt=ts.iso(started), attempt=attempt)
+
+
+def test_loading_chooses_a_start_then_applies_the_runners_with_it():
+    d = phases.decide(P, _status("Loading"), {}, T0)
+    assert d.status["loadStartAt"] == ts.iso(T0 + dt.timedelta(seconds=30)) and not d.actions
+    d = phases.decide(P, _loading(), {}, T0)
+    cms = [o for o in _applied(d) if o["kind"] == "ConfigMap"]
+    assert len(cms) == len(P.load_regions) and "load-1" in d.status["done"]
+    assert all(json.loads(c["data"]["runner.json"])["start_at"] == ts.iso(T0) for c in cms)
+
+
+def test_loading_retries_a_failed_runner_then_gives_up():
+    jobs = dict.fromkeys(P.load_regions, "running") | {P.load_regions[-1]: "failed"}
+    d = phases.decide(P, _loading("load-1"), {"jobs": jobs}, T0)
+    assert d.status["attempt"] == 2 and d.status["loadStartAt"] is None and "load-1" not in d.status["done"]
+    assert {a.namespace for a in d.actions if isinstance(a, Delete) and a.kind == "Job"} == \
+        {P.namespace(r) for r in P.load_regions}
+    last = P.spec.runner.max_attempts
+    d = phases.decide(P, _loading(f"load-{last}", attempt=last), {"jobs": jobs}, T0)
+    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "LoadFailed", "Failed")
+    d = phases.decide(P, _loading("load-1"), {"jobs": dict.fromkeys(P.load_regions, "complete")}, T0)
+    assert d.phase == "Collecting"
+
+
+def test_faults_start_and_end_on_time_and_loss_windows_restore_the_wan():
+    r = render_trial(P)
+    by = {f.window.name: f for f in r.faults}
+    jobs = {"jobs": dict.fromkeys(P.load_regions, "running")}
+    d = phases.decide(P, _loading("load-1"), jobs, T0 + dt.timedelta(seconds=1))
+    assert _names(_applied(d)) == _names(by["dropout0"].objects)  # schedules start with the load
+    assert d.wake_s == pytest.approx(29)  # the partition at 30 s
+    st = _loading("load-1", "fault:dropout0")
+    d = phases.decide(P, st, jobs, T0 + dt.timedelta(seconds=30))
+    assert _names(_applied(d)) == _names(by["partition0"].objects) and "fault:partition0" in d.status["done"]
+    st = _loading("load-1", "fault:dropout0", "fault:partition0")
+    d = phases.decide(P, st, jobs, T0 + dt.timedelta(seconds=41))
+    loss = by["loss0"]
+    assert _names(_applied(d)) == _names(loss.objects)
+    assert {a.name for a in d.actions if isinstance(a, Delete)} == _names(loss.replaces)
+    assert d.wake_s == pytest.approx(14)  # its end at 55 s
+    st = _loading("load-1", "fault:dropout0", "fault:partition0", "fault:loss0")
+    d = phases.decide(P, st, jobs, T0 + dt.timedelta(seconds=56))
+    assert {a.name for a in d.actions if isinstance(a, Delete)} == _names(loss.objects)
+    assert _names(_applied(d)) == _names(loss.replaces) and "fault-end:loss0" in d.status["done"]
+    d = phases.decide(P, {**st, "done": st["done"] + ["fault-end:loss0"]}, jobs, T0 + dt.timedelta(seconds=57))
+    assert not d.actions and d.wake_s is None
+
+
+def test_a_restarted_operator_repeats_nothing_already_recorded_and_decides_the_same():
+    st = _loading("load-1", "fault:dropout0", "fault:partition0")
+    obs = {"jobs": dict.fromkeys(P.load_regions, "running")}
+    at = T0 + dt.timedelta(seconds=35)
+    first, again = phases.decide(P, st, obs, at), phases.decide(P, st, obs, at)
+    assert first == again  # pure: actions lost to a kill before the status write are simply redone
+    assert not _applied(first)  # nothing already marked done is applied again
+
+
+# ---- Collecting, CleaningUp -----------------------------------------------------------------
+
+def test_collecting_waits_for_every_bundle():
+    d = phases.decide(P, _status("Collecting"), {"bundles": (["paris"], ["rennes"], "s3://b/p/")}, T0)
+    assert d.phase is None and "rennes" in d.message
+    d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/")}, T0)
+    assert (d.phase, d.status["outcome"], d.status["resultsURI"]) == ("CleaningUp", "Succeeded", "s3://b/p/")
+
+
+def test_cleaning_up_removes_chaos_first_then_namespaces_then_ends_with_the_outcome():
+    st = _status("CleaningUp", outcome="Failed", reason="LoadFailed", outcomeMessage="Rally failed in paris")
+    gone = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos",
+            "metadata": {"name": "a", "namespace": "n", "deletionTimestamp": "x"}}
+    live = {**gone, "metadata": {"name": "b", "namespace": "n"}}
+    d = phases.decide(P, st, {"chaos": [gone, live]}, T0)
+    assert [a.name for a in d.actions] == ["b"] and d.phase is None
+    d = phases.decide(P, st, {"chaos": [], "namespaces": {}}, T0)
+    assert (d.phase, d.reason, d.message) == ("Failed", "LoadFailed", "Rally failed in paris")
+    always = _plan(cleanup="Always")
+    d = phases.decide(always, {**st, "outcome": "Succeeded"}, {"chaos": [], "namespaces": {"x": False, "y": True}}, T0)
+    assert [a.name for a in d.actions] == ["x"] and d.phase is None
+    d = phases.decide(always, {**st, "outcome": "Succeeded"}, {"chaos": [], "namespaces": {}}, T0)
+    assert (d.phase, d.reason) == ("Succeeded", "Completed")
+
+
+# ---- status, conditions, error policy -------------------------------------------------------
+
+def _cond(status: dict, ctype: str) -> dict | None:
+    return next((c for c in status.get("conditions", []) if c["type"] == ctype), None)
+
+
+def test_conditions_follow_the_phase_and_carry_the_generation():
+    st = _status("Collecting", conditions=[{"type": "Succeeded", "status": "False", "reason": "stale",
+                                            "message": "", "lastTransitionTime": "x", "observedGeneration": 1}])
+    patch = trialstate.trial_status(st, "CleaningUp", "Collected", "2 bundles", {"outcome": "Succeeded"}, 3, T0)
+    assert patch["phase"] == "CleaningUp" and _cond(patch, "Succeeded") is None  # stale: removed
+    assert _cond(patch, "Progressing")["status"] == "True" and patch["observedGeneration"] == 3
+    st = {**st, **patch}
+    patch = trialstate.trial_status(st, "Succeeded", "Completed", "done", {}, 3, T0)
+    assert (_cond(patch, "Succeeded")["status"], _cond(patch, "Failed")["status"]) == ("True", "False")
+    assert _cond(patch, "Progressing")["status"] == "False" and patch["completionTime"] == ts.iso(T0)
+    assert all(c["observedGeneration"] == 3 for c in patch["conditions"])
+    back = trialstate.trial_status({**st, **patch}, "Loading", "x", "", {}, 3, T0)
+    assert "phase" not in back  # forward only
+
+
+def test_a_frozen_plan_that_no_longer_validates_is_a_permanent_failure():
+    b = benchmark("galera", "explicit")
+    docs = load_documents([yaml.safe_dump(b)])
+    (bench,) = docs.benchmarks
+    topo = docs.topology_for(bench)
+    trial = {"metadata": {"annotations": {A_PLAN_INPUT: plan_input(b, topo, expand(bench.spec)[0])}}}
+    assert trial_plan(trial).backend == "galera"
+    data = json.loads(trial["metadata"]["annotations"][A_PLAN_INPUT])
+    data["topology"]["regions"] = data["topology"]["regions"][:2]  # galera below quorum: no longer plans
+    data["benchmark"]["spec"]["faults"] = {}
+    trial["metadata"]["annotations"][A_PLAN_INPUT] = json.dumps(data)
+    with pytest.raises(InvalidPlan, match="galera needs at least 3 regions"):
+        trial_plan(trial)
+    with pytest.raises(InvalidPlan, match=A_PLAN_INPUT):
+        trial_plan({"metadata": {"annotations": {}}})
+    patch = trialstate.trial_status(_status("Loading"), "Failed", "InvalidPlan", "no longer validates", {}, 1, T0)
+    assert patch["phase"] == "Failed" and _cond(patch, "Failed")["status"] == "True"
