@@ -67,3 +67,27 @@ def test_helm_release_left_stuck_by_a_killed_helm_is_reset_not_upgraded():
         assert helm.next_action(stuck) == "reset", stuck
     for fresh in (None, "failed", "uninstalled", "superseded"):
         assert helm.next_action(fresh) == "install", fresh
+
+
+def test_a_poke_from_any_thread_wakes_the_trial_loop_and_children_find_it_by_namespace():
+    import asyncio
+    import threading
+    import time
+
+    from wanwide.controller.wakeups import Wakeups, sleep
+
+    async def main() -> tuple[bool, float, bool, bool]:
+        w = Wakeups()
+        ev = w.event("lab/b-t000")
+        w.watch_namespaces("lab/b-t000", ["b-abcde-t000-r1"])
+        t0 = time.monotonic()
+        threading.Timer(0.2, lambda: w.poke_namespace("b-abcde-t000-r1")).start()
+        poked = await sleep(ev, 10)
+        took = time.monotonic() - t0
+        ev.clear()
+        timed_out = not await sleep(ev, 0.1)
+        w.forget("lab/b-t000")
+        return poked, took, timed_out, w.poke_namespace("b-abcde-t000-r1")
+
+    poked, took, timed_out, after_forget = asyncio.run(main())
+    assert poked and took < 5 and timed_out and not after_forget

@@ -15,7 +15,7 @@ class ScenarioDefaults:
     needs_users: bool = False
 
 
-# Times as in the studies' table (seeds.md); concurrency 10 as in the high-load runs.
+# Times as in the studies' table of Keystone scenarios; concurrency 10 as in the high-load runs.
 KEYSTONE_SCENARIOS: dict[str, ScenarioDefaults] = {
     s.name.split(".", 1)[1]: s
     for s in (

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wanwide.lab import procs, shaping
-from wanwide.lab.procs import LabError
-from wanwide.lab.state import LabState, default_state_dir, list_states
-from wanwide.plan.links import LinkMap, OneWay
+from ..plan.links import LinkMap, OneWay
+from . import procs, shaping
+from .procs import LabError
+from .state import LabState, default_state_dir, list_states
 
 log = logging.getLogger(__name__)
 
@@ -374,7 +374,7 @@ def _build(net: Network) -> None:
             procs.run(["ip", "link", "set", "host", "up"], netns=ns)
             procs.run(["ip", "route", "add", f"{HOST_ADDRESS}/32", "dev", "host", "src",
                        net.address(r)], netns=ns)
-    # Trap (lab.md): stale neighbour entries after (re)linking stall traffic ~10 s.
+    # Trap: stale neighbour entries after (re)linking stall traffic ~10 s.
     for r in net.regions:
         procs.run(["ip", "neigh", "flush", "all"], netns=net.netns(r), check=False)
     # Then pin every peer's MAC: otherwise the first packet after an idle minute

@@ -213,10 +213,11 @@ class LabRun:
             say("Provisioning", f"keystone {r} up ({ks.start_s:.0f}s)")
             return ks
 
-        names = p.region_names
-        out = {names[0]: one(0, names[0])}
-        with ThreadPoolExecutor(max_workers=min(8, max(1, len(names) - 1))) as ex:
-            futures = {r: ex.submit(one, k, r) for k, r in enumerate(names) if k > 0}
+        first = p.schema_region
+        out = {first: one(0, first)}
+        others = [r for r in p.region_names if r != first]
+        with ThreadPoolExecutor(max_workers=min(8, max(1, len(others)))) as ex:
+            futures = {r: ex.submit(one, k + 1, r) for k, r in enumerate(others)}
             for r, f in futures.items():
                 out[r] = f.result()
         return out

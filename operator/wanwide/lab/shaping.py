@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wanwide.lab import procs
-from wanwide.lab.procs import LabError
-from wanwide.plan.links import OneWay
+from ..plan.links import OneWay
+from . import procs
+from .procs import LabError
 
 SHAPERS = ("netem", "wirefilter")
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wanwide.lab import procs
+from . import procs
 
 log = logging.getLogger(__name__)
 

@@ -48,9 +48,3 @@ def expand(spec: BenchmarkSpec) -> list[Point]:
             points.append(Point(len(points), rep, dict(zip(axes, combo, strict=True))))
     return points
 
-
-def size(spec: BenchmarkSpec) -> int:
-    n = spec.matrix.repetitions
-    for a in swept_axes(spec):
-        n *= len(getattr(spec.matrix, a))
-    return n

@@ -12,8 +12,6 @@ L_ROLE = "wanwide.io/role"
 A_PARAMETERS = "wanwide.io/parameters"
 A_COPY_FROM = "wanwide.io/copy-from"
 A_START_AFTER = "wanwide.io/start-after"
-A_WAVE = "wanwide.io/wave"
-FINALIZER = "wanwide.io/chaos-cleanup"
 
 
 def short_hash(text: str, n: int = 5) -> str:

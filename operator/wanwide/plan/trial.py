@@ -62,6 +62,11 @@ class TrialPlan:
     def region_names(self) -> list[str]:
         return [r.name for r in self.regions]
 
+    @property
+    def schema_region(self) -> str:
+        """The region whose Keystone creates the schema (db_sync) before the others start."""
+        return self.region_names[0]
+
     def namespace(self, region: str) -> str:
         return names.namespace(self.bench_namespace, self.benchmark, self.index, region)
 

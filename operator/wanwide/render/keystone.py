@@ -162,9 +162,9 @@ def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[H
             chart=ks.chart,
             version=ks.chart_version,
             values=values(plan, r, passwords),
-            wave=0 if i == 0 else 1,
+            wave=0 if r == plan.schema_region else 1,
         )
-        for i, r in enumerate(plan.region_names)
+        for r in plan.region_names
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from wanwide.runner.config import load_config
+from .config import load_config
 
 
 def add_runner_parser(subparsers) -> argparse.ArgumentParser:
@@ -36,7 +36,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from wanwide.runner.run import run_from_config
+    from .run import run_from_config
 
     try:
         cfg = load_config(args.config)

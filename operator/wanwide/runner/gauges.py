@@ -9,7 +9,7 @@ import statistics
 import time
 from typing import Any
 
-from wanwide.runner.config import DatabaseGauge, RttTarget
+from .config import DatabaseGauge, RttTarget
 
 COUNTERS = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_replace")
 WRITE_COUNTERS = ("Com_insert", "Com_update", "Com_delete", "Com_replace")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wanwide.runner.config import KeystoneSettings
+from .config import KeystoneSettings
 
 
 class RallyError(RuntimeError):

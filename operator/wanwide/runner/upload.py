@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from wanwide.runner.bundle import MANIFEST, list_files
-from wanwide.runner.config import S3Target
+from .bundle import MANIFEST, list_files
+from .config import S3Target
 
 
 class UploadError(RuntimeError):

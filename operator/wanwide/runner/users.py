@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from wanwide.runner.config import KeystoneSettings
+from .config import KeystoneSettings
 
 
 class KeystoneError(RuntimeError):
