@@ -9,11 +9,12 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def iso(t: dt.datetime | None) -> str | None:
-    """``YYYY-MM-DDTHH:MM:SSZ`` (whole seconds, UTC); None stays None."""
+def iso(t: dt.datetime | None, precise: bool = False) -> str | None:
+    """``YYYY-MM-DDTHH:MM:SSZ`` (UTC; whole seconds unless ``precise``: microseconds too); None stays None."""
     if t is None:
         return None
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t = t.astimezone(dt.UTC)
+    return t.isoformat().replace("+00:00", "Z") if precise else t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse(value: str) -> dt.datetime:

@@ -25,8 +25,8 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_report(args) -> int:
-    from wanwide.results.ingest import IngestError
-    from wanwide.results.report import build_report
+    from .ingest import IngestError
+    from .report import build_report
 
     t0 = time.monotonic()
     try:

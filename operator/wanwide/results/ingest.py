@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -589,18 +590,30 @@ def ingest_bundle(bundle_dir: str | Path) -> pd.DataFrame:
     return b.frame()
 
 
-def ingest_paths(paths: Iterable[str | Path], *, progress: bool = False) -> pd.DataFrame:
-    """Every bundle and plain Rally JSON file under ``paths`` → one table."""
-    sources = discover(paths)
+def ingest_sources(sources: list[Source], *, progress: bool = False) -> pd.DataFrame:
+    """The bundles and plain Rally JSON files found by :func:`discover` → one table.
+
+    With ``progress``, a progress bar (one step per source) goes to stderr.
+    """
     b = _Builder()
-    it = iter_ingest(sources, b)
+    it: Iterable[Source] = iter_ingest(sources, b)
     if progress:
         from tqdm import tqdm
 
-        it = tqdm(it, total=len(sources), desc="reading results", unit="file")
+        it = tqdm(it, total=len(sources), desc="reading results", unit="file", file=sys.stderr)
     for _ in it:
         pass
     return b.frame()
+
+
+def bundle_manifests(sources: list[Source]) -> list[dict[str, Any]]:
+    """The parsed manifest.json of every bundle among ``sources``, in their order."""
+    return [load_json(s.path / MANIFEST) for s in sources if s.kind == "bundle"]
+
+
+def ingest_paths(paths: Iterable[str | Path], *, progress: bool = False) -> pd.DataFrame:
+    """Every bundle and plain Rally JSON file under ``paths`` → one table."""
+    return ingest_sources(discover(paths), progress=progress)
 
 
 def write_parquet(df: pd.DataFrame, path: str | Path) -> Path:

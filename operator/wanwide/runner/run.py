@@ -16,13 +16,14 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-import wanwide
-from wanwide.runner import gauges
-from wanwide.runner.bundle import (
+from .. import __version__
+from .. import timestamps as ts
+from . import gauges
+from .bundle import (
     RALLY_JSON,
     DatabaseInfo,
     HostInfo,
@@ -37,16 +38,16 @@ from wanwide.runner.bundle import (
     new_run_id,
     write_manifest,
 )
-from wanwide.runner.config import RunnerConfig
-from wanwide.runner.rally import ProgressCounter, Rally, RallyError, find_rally, rally_versions
-from wanwide.runner.upload import (
+from .config import RunnerConfig
+from .rally import ProgressCounter, Rally, RallyError, find_rally, rally_versions
+from .upload import (
     CredentialsMissing,
     UploadError,
     credentials,
     join_key,
     upload_bundle,
 )
-from wanwide.runner.users import KeystoneError, ensure_user
+from .users import KeystoneError, ensure_user
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -58,12 +59,9 @@ class StartTooLate(RuntimeError):
     pass
 
 
-def now_utc() -> datetime:
-    return datetime.now(UTC)
-
-
 def iso(t: datetime | None) -> str | None:
-    return t.astimezone(UTC).isoformat().replace("+00:00", "Z") if t else None
+    """Times in the bundle keep microseconds (start skews are sub-second)."""
+    return ts.iso(t, precise=True)
 
 
 @dataclass
@@ -105,8 +103,8 @@ def wait_until(start: datetime, report_every_s: float = 10.0) -> datetime:
     while True:
         if RELEASE.is_set():
             _say("released by the coordinator (SIGUSR1)")
-            return now_utc()
-        left = (start - now_utc()).total_seconds()
+            return ts.now()
+        left = (start - ts.now()).total_seconds()
         if left <= 0:
             return start
         if time.monotonic() - last >= report_every_s or left < 0.5:
@@ -149,9 +147,43 @@ def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float =
     return _run(cfg, run_id=run_id, task_timeout_s=task_timeout_s)
 
 
-def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
-    """Do one run; never raises for run failures, returns the outcome with an exit code."""
-    run_id = run_id or new_run_id()
+@dataclass
+class _Run:
+    """One run as it goes: where its bundle is and the manifest's parts, filled in step by step."""
+
+    cfg: RunnerConfig
+    run_id: str
+    rel: str  # bundle path below results.local_dir and the S3 prefix
+    bundle_dir: Path
+    logs: Path
+    work: Path  # Rally's private state; removed at the end
+    versions: dict[str, str]
+    start_info: StartInfo
+    db_info: DatabaseInfo
+    host_info: HostInfo
+    network: NetworkInfo
+    rally_info: RallyInfo = field(default_factory=RallyInfo)
+    rally_user: str | None = None
+    status: Status = field(
+        default_factory=lambda: Status(result="failed", reason="InternalError", message="run did not finish"))
+
+    def manifest(self) -> Manifest:
+        """The manifest as of now (``end`` = now)."""
+        cfg = self.cfg
+        return Manifest(
+            benchmark=cfg.benchmark, namespace=cfg.namespace,
+            trial=TrialInfo(**cfg.trial.model_dump()), region=cfg.region, role=cfg.role,
+            attempt=cfg.attempt, run_id=self.run_id, scenarios=cfg.scenarios(), versions=self.versions,
+            deployment=cfg.deployment,
+            keystone=KeystoneInfo(url=cfg.keystone.url, region_name=cfg.keystone.region_name,
+                                  cache=cfg.keystone.cache, rally_user=self.rally_user),
+            start=self.start_info, end=iso(ts.now()), network=self.network, database=self.db_info,
+            host=self.host_info, rally=self.rally_info, status=self.status,
+        )
+
+
+def _new_run(cfg: RunnerConfig, run_id: str) -> _Run:
+    """Create the bundle directory (logs/, task.json) and the run's initial record."""
     rel = bundle_relpath(cfg.benchmark, cfg.trial.id, cfg.region, cfg.attempt, run_id)
     bundle_dir = Path(cfg.results.local_dir) / rel
     bundle_dir.mkdir(parents=True, exist_ok=False)
@@ -161,156 +193,216 @@ def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float 
     (bundle_dir / "task.json").write_text(json.dumps(cfg.task, indent=2) + "\n")
     _say(f"run {run_id}: bundle {bundle_dir}")
 
-    versions = {"wanwide": wanwide.__version__, **cfg.versions}
-    start_info = StartInfo(scheduled=cfg.start_at and iso(cfg.start_time()), max_skew_s=cfg.max_start_skew_s)
-    db_info = DatabaseInfo(
-        backend=cfg.gauges.database.backend if cfg.gauges.database else None,
-        host=cfg.gauges.database.host if cfg.gauges.database else None,
-    )
+    db = cfg.gauges.database
     host = gauges.host_info()
-    host_info = HostInfo(hostname=host["hostname"], cpu_count=host["cpu_count"], loadavg_before=host["loadavg"])
-    network = NetworkInfo(requested=[link.model_dump() for link in cfg.network_requested])
-    rally_info = RallyInfo()
-    rally_user: str | None = None
-    status = Status(result="failed", reason="InternalError", message="run did not finish")
+    return _Run(
+        cfg=cfg, run_id=run_id, rel=rel, bundle_dir=bundle_dir, logs=logs, work=work,
+        versions={"wanwide": __version__, **cfg.versions},
+        start_info=StartInfo(scheduled=cfg.start_at and iso(cfg.start_time()), max_skew_s=cfg.max_start_skew_s),
+        db_info=DatabaseInfo(backend=db.backend if db else None, host=db.host if db else None),
+        host_info=HostInfo(hostname=host["hostname"], cpu_count=host["cpu_count"], loadavg_before=host["loadavg"]),
+        network=NetworkInfo(requested=[link.model_dump() for link in cfg.network_requested]),
+    )
 
-    def manifest() -> Manifest:
-        return Manifest(
-            benchmark=cfg.benchmark, namespace=cfg.namespace,
-            trial=TrialInfo(**cfg.trial.model_dump()), region=cfg.region, role=cfg.role,
-            attempt=cfg.attempt, run_id=run_id, scenarios=cfg.scenarios(), versions=versions,
-            deployment=cfg.deployment,
-            keystone=KeystoneInfo(url=cfg.keystone.url, region_name=cfg.keystone.region_name,
-                                  cache=cfg.keystone.cache, rally_user=rally_user),
-            start=start_info, end=iso(now_utc()), network=network, database=db_info,
-            host=host_info, rally=rally_info, status=status,
-        )
 
+def _create_rally_env(r: _Run, rally: Rally, password: str) -> None:
+    """Rally's database, the user for its users context (if configured), its environment."""
+    rally.db_create()
+    users = []
+    if r.cfg.keystone.rally_user:
+        users = [ensure_user(r.cfg.keystone, password, f"wanwide-rally-{r.cfg.region}")]
+        r.rally_user = users[0]["username"]
+        _say(f"user {r.rally_user} for Rally's users context (Rally makes none per subtask)")
+    rally.env_create(r.cfg.keystone, password, users=users)
+    rally.env_check()
+
+
+def _setup_rally(r: _Run) -> Rally:
+    """Find Rally and prepare it; a failed preparation is recorded as RallySetupFailed and raised."""
+    cfg = r.cfg
+    exe = find_rally()
+    r.versions.update({k: v for k, v in rally_versions(exe).items() if k in ("rally", "rally-openstack")})
+    password = os.environ.get(cfg.keystone.password_env)
+    if password is None:
+        raise RallyError(f"Keystone password missing: set environment variable {cfg.keystone.password_env}")
+    rally = Rally(exe=exe, workdir=r.work, logdir=r.logs)
+    _say(f"rally {exe}: creating database, environment for {cfg.keystone.url} ({cfg.keystone.region_name})")
     try:
-        check_start(cfg, now_utc())
-        exe = find_rally()
-        versions.update({k: v for k, v in rally_versions(exe).items() if k in ("rally", "rally-openstack")})
-        password = os.environ.get(cfg.keystone.password_env)
-        if password is None:
-            raise RallyError(f"Keystone password missing: set environment variable {cfg.keystone.password_env}")
-        rally = Rally(exe=exe, workdir=work, logdir=logs)
-        _say(f"rally {exe}: creating database, environment for {cfg.keystone.url} ({cfg.keystone.region_name})")
-        try:
-            rally.db_create()
-            users = []
-            if cfg.keystone.rally_user:
-                users = [ensure_user(cfg.keystone, password, f"wanwide-rally-{cfg.region}")]
-                rally_user = users[0]["username"]
-                _say(f"user {rally_user} for Rally's users context (Rally makes none per subtask)")
-            rally.env_create(cfg.keystone, password, users=users)
-            rally.env_check()
-        except KeystoneError as e:
-            status = Status(result="failed", reason="RallySetupFailed",
-                            message=f"preparing the user for Rally's users context: {e} "
-                                    "(or set spec.runner.rallyUsers: PerSubtask to let Rally make its own)")
-            raise RallyError(str(e)) from None
-        except RallyError as e:
-            status = Status(result="failed", reason="RallySetupFailed", message=str(e))
-            raise
-        task_file = work / "task.json"
-        task_file.write_text(json.dumps(cfg.task, indent=2))
-
-        if cfg.gauges.rtt_targets and cfg.gauges.samples:
-            _say(f"measuring RTT to {len(cfg.gauges.rtt_targets)} target(s), {cfg.gauges.samples} samples each")
-            network.measured = gauges.measure_rtt(cfg.region, cfg.gauges.rtt_targets, cfg.gauges.samples)
-            for m in network.measured:
-                _say(f"  rtt {m['src']}→{m['dst']} ({m['kind']} {m['host']}:{m['port']}): "
-                     f"median {m['median_ms']} ms, p95 {m['p95_ms']} ms, {m['errors']} error(s)")
-        before = None
-        if cfg.gauges.database:
-            try:
-                before = gauges.read_db_counters(cfg.gauges.database)
-            except Exception as e:
-                db_info.error = str(e)
-                _say(f"database gauge: {e}")
-
-        start = cfg.start_time()
-        if start is not None:
-            check_start(cfg, now_utc())
-            start = wait_until(start)
-            start_info.scheduled = iso(start)
-        actual = now_utc()
-        start_info.actual = iso(actual)
-        if start is not None:
-            start_info.skew_s = round((actual - start).total_seconds(), 3)
-            check_start(cfg, actual)
-        _say(f"starting rally task at {start_info.actual}" +
-             (f" (skew {start_info.skew_s:+.3f}s)" if start_info.skew_s is not None else ""))
-        progress = ProgressCounter("rally task", _expected_iterations(cfg.task))
-        uuid, rc = rally.task_start(task_file, tag=f"wanwide-{run_id}", timeout=task_timeout_s, on_line=progress)
-        progress.print()
-        rally_info.task_uuid, rally_info.exit_code = uuid, rc
-        if cfg.gauges.database and before is not None:
-            try:
-                after = gauges.read_db_counters(cfg.gauges.database)
-                d = gauges.diff_counters(before, after)
-                db_info.reads, db_info.writes = d["reads"], d["writes"]
-                db_info.read_pct, db_info.write_pct = d["read_pct"], d["write_pct"]
-                db_info.counters = d["counters"]
-            except Exception as e:
-                db_info.error = str(e)
-                _say(f"database gauge: {e}")
-        if uuid is None:
-            status = Status(result="failed", reason="RallyTaskFailed",
-                            message=f"rally task start exited {rc} and created no task (see logs/)")
-        else:
-            try:
-                rally.task_report_json(uuid, bundle_dir / RALLY_JSON)
-            except RallyError as e:
-                status = Status(result="failed", reason="ExportFailed", message=str(e))
-            else:
-                summary = _summarise_rally_json(bundle_dir / RALLY_JSON)
-                summary.task_uuid, summary.exit_code = uuid, rc
-                rally_info = summary
-                if summary.task_status not in ("finished", "sla_failed"):
-                    status = Status(result="failed", reason="RallyTaskFailed",
-                                    message=f"rally task {uuid} ended in status {summary.task_status} (exit {rc})")
-                elif summary.pass_sla is False:
-                    status = Status(result="succeeded", reason="SLAFailed",
-                                    message=f"{summary.failed_iterations} of {summary.iterations} iterations failed; "
-                                            "results exported")
-                else:
-                    status = Status(result="succeeded", reason="Completed",
-                                    message=f"{summary.iterations} iterations, {summary.failed_iterations} failed")
-    except StartTooLate as e:
-        status = Status(result="failed", reason="StartTooLate", message=str(e))
+        _create_rally_env(r, rally, password)
+    except KeystoneError as e:
+        r.status = Status(result="failed", reason="RallySetupFailed",
+                          message=f"preparing the user for Rally's users context: {e} "
+                                  "(or set spec.runner.rallyUsers: PerSubtask to let Rally make its own)")
+        raise RallyError(str(e)) from None
     except RallyError as e:
-        if status.reason == "InternalError":
-            reason = "RallyNotFound" if "not found" in str(e) else "RallySetupFailed"
-            status = Status(result="failed", reason=reason, message=str(e))
-    except KeyboardInterrupt:
-        status = Status(result="failed", reason="Interrupted", message="interrupted")
+        r.status = Status(result="failed", reason="RallySetupFailed", message=str(e))
+        raise
+    return rally
+
+
+def _measure_rtt(r: _Run) -> None:
+    """TCP-connect RTT to every configured target, into the manifest's network.measured."""
+    g = r.cfg.gauges
+    if not (g.rtt_targets and g.samples):
+        return
+    _say(f"measuring RTT to {len(g.rtt_targets)} target(s), {g.samples} samples each")
+    r.network.measured = gauges.measure_rtt(r.cfg.region, g.rtt_targets, g.samples)
+    for m in r.network.measured:
+        _say(f"  rtt {m['src']}→{m['dst']} ({m['kind']} {m['host']}:{m['port']}): "
+             f"median {m['median_ms']} ms, p95 {m['p95_ms']} ms, {m['errors']} error(s)")
+
+
+def _db_counters_before(r: _Run) -> dict[str, int] | None:
+    """The database's statement counters before the task; None if not gauged or unreadable."""
+    if not r.cfg.gauges.database:
+        return None
+    try:
+        return gauges.read_db_counters(r.cfg.gauges.database)
     except Exception as e:
-        status = Status(result="failed", reason="InternalError", message=f"{type(e).__name__}: {e}")
-        (logs / "runner-traceback.txt").write_text(traceback.format_exc())
+        r.db_info.error = str(e)
+        _say(f"database gauge: {e}")
+        return None
 
+
+def _db_counters_after(r: _Run, before: dict[str, int] | None) -> None:
+    """Reads and writes during the task (counters after minus ``before``) into the manifest."""
+    if not (r.cfg.gauges.database and before is not None):
+        return
+    try:
+        after = gauges.read_db_counters(r.cfg.gauges.database)
+        d = gauges.diff_counters(before, after)
+        r.db_info.reads, r.db_info.writes = d["reads"], d["writes"]
+        r.db_info.read_pct, r.db_info.write_pct = d["read_pct"], d["write_pct"]
+        r.db_info.counters = d["counters"]
+    except Exception as e:
+        r.db_info.error = str(e)
+        _say(f"database gauge: {e}")
+
+
+def _wait_for_start(r: _Run) -> None:
+    """Wait for start_at (refusing to start too late) and record the actual start and skew."""
+    cfg, info = r.cfg, r.start_info
+    start = cfg.start_time()
+    if start is not None:
+        check_start(cfg, ts.now())
+        start = wait_until(start)
+        info.scheduled = iso(start)
+    actual = ts.now()
+    info.actual = iso(actual)
+    if start is not None:
+        info.skew_s = round((actual - start).total_seconds(), 3)
+        check_start(cfg, actual)
+    _say(f"starting rally task at {info.actual}" +
+         (f" (skew {info.skew_s:+.3f}s)" if info.skew_s is not None else ""))
+
+
+def _start_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -> tuple[str | None, int]:
+    """``rally task start`` with progress lines; returns (task uuid or None, exit code)."""
+    progress = ProgressCounter("rally task", _expected_iterations(r.cfg.task))
+    uuid, rc = rally.task_start(task_file, tag=f"wanwide-{r.run_id}", timeout=task_timeout_s, on_line=progress)
+    progress.print()
+    r.rally_info.task_uuid, r.rally_info.exit_code = uuid, rc
+    return uuid, rc
+
+
+def _task_status(summary: RallyInfo, uuid: str, rc: int) -> Status:
+    """The run's status from the exported task: failed, SLA failed (data valid) or completed."""
+    if summary.task_status not in ("finished", "sla_failed"):
+        return Status(result="failed", reason="RallyTaskFailed",
+                      message=f"rally task {uuid} ended in status {summary.task_status} (exit {rc})")
+    if summary.pass_sla is False:
+        return Status(result="succeeded", reason="SLAFailed",
+                      message=f"{summary.failed_iterations} of {summary.iterations} iterations failed; "
+                              "results exported")
+    return Status(result="succeeded", reason="Completed",
+                  message=f"{summary.iterations} iterations, {summary.failed_iterations} failed")
+
+
+def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
+    """rally.json (``rally task report --json``, also when the SLA failed) and the run's status."""
+    if uuid is None:
+        r.status = Status(result="failed", reason="RallyTaskFailed",
+                          message=f"rally task start exited {rc} and created no task (see logs/)")
+        return
+    try:
+        rally.task_report_json(uuid, r.bundle_dir / RALLY_JSON)
+    except RallyError as e:
+        r.status = Status(result="failed", reason="ExportFailed", message=str(e))
+        return
+    summary = _summarise_rally_json(r.bundle_dir / RALLY_JSON)
+    summary.task_uuid, summary.exit_code = uuid, rc
+    r.rally_info = summary
+    r.status = _task_status(summary, uuid, rc)
+
+
+def _execute(r: _Run, task_timeout_s: float) -> None:
+    """The run proper, step by step; each step records what it learns in ``r``."""
+    check_start(r.cfg, ts.now())
+    rally = _setup_rally(r)
+    task_file = r.work / "task.json"
+    task_file.write_text(json.dumps(r.cfg.task, indent=2))
+    _measure_rtt(r)
+    before = _db_counters_before(r)
+    _wait_for_start(r)
+    uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
+    _db_counters_after(r, before)
+    _export(r, rally, uuid, rc)
+
+
+def _execute_recording_failures(r: _Run, task_timeout_s: float) -> None:
+    """:func:`_execute`, with a failure recorded as the run's status instead of raised."""
+    try:
+        _execute(r, task_timeout_s)
+    except StartTooLate as e:
+        r.status = Status(result="failed", reason="StartTooLate", message=str(e))
+    except RallyError as e:
+        if r.status.reason == "InternalError":  # not recorded by the step that failed
+            reason = "RallyNotFound" if "not found" in str(e) else "RallySetupFailed"
+            r.status = Status(result="failed", reason=reason, message=str(e))
+    except KeyboardInterrupt:
+        r.status = Status(result="failed", reason="Interrupted", message="interrupted")
+    except Exception as e:
+        r.status = Status(result="failed", reason="InternalError", message=f"{type(e).__name__}: {e}")
+        (r.logs / "runner-traceback.txt").write_text(traceback.format_exc())
+
+
+def _write_bundle(r: _Run) -> tuple[Manifest, int]:
+    """Write manifest.json (last file of the bundle), drop Rally's work dir; the exit code."""
     with contextlib.suppress(OSError):
-        host_info.loadavg_after = list(os.getloadavg())
-    m = manifest()
-    write_manifest(bundle_dir, m)
-    shutil.rmtree(work, ignore_errors=True)
-    _say(f"status {status.result} ({status.reason}): {status.message}")
-    code = EXIT_OK if status.result == "succeeded" else EXIT_RUN_FAILED
+        r.host_info.loadavg_after = list(os.getloadavg())
+    m = r.manifest()
+    write_manifest(r.bundle_dir, m)
+    shutil.rmtree(r.work, ignore_errors=True)
+    _say(f"status {r.status.result} ({r.status.reason}): {r.status.message}")
+    return m, EXIT_OK if r.status.result == "succeeded" else EXIT_RUN_FAILED
 
+
+def _upload(r: _Run, code: int) -> tuple[list[str], str, int]:
+    """Upload the bundle when S3 is configured (the local copy stays): (keys, message, exit code)."""
+    s3 = r.cfg.results.s3
     keys: list[str] = []
-    message = status.message
-    if cfg.results.s3:
+    message = r.status.message
+    if s3:
         try:
-            keys = upload_bundle(bundle_dir, cfg.results.s3, rel)
-            _say(f"uploaded {len(keys)} file(s) to {cfg.results.s3.endpoint} bucket {cfg.results.s3.bucket} "
-                 f"under {join_key(cfg.results.s3.prefix, rel)}/")
+            keys = upload_bundle(r.bundle_dir, s3, r.rel)
+            _say(f"uploaded {len(keys)} file(s) to {s3.endpoint} bucket {s3.bucket} "
+                 f"under {join_key(s3.prefix, r.rel)}/")
         except UploadError as e:
             _say(f"ERROR: {e}")
             message = str(e)
             code = EXIT_UPLOAD
     else:
-        _say(f"no S3 target configured: bundle only in {bundle_dir}")
-    return RunOutcome(code, bundle_dir, m, keys, message)
+        _say(f"no S3 target configured: bundle only in {r.bundle_dir}")
+    return keys, message, code
+
+
+def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
+    """Do one run; never raises for run failures, returns the outcome with an exit code."""
+    r = _new_run(cfg, run_id or new_run_id())
+    _execute_recording_failures(r, task_timeout_s)
+    m, code = _write_bundle(r)
+    keys, message, code = _upload(r, code)
+    return RunOutcome(code, r.bundle_dir, m, keys, message)
 
 
 def run_from_config(cfg: RunnerConfig, **kw) -> RunOutcome | int:

@@ -1,0 +1,153 @@
+"""The report's PNG figures: stacked action bars and CDFs per scenario, RTT scatter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .ingest import PARAM_PREFIX, TOTAL
+from .stats import ordered_params, param_columns, point_label, slug, trimmed_means
+
+
+def _plt() -> Any:
+    """matplotlib.pyplot on the non-interactive Agg backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Lay out, write ``path`` (110 dpi) and close the figure."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _split_constant(df: pd.DataFrame, pcols: list[str]) -> tuple[list[str], str]:
+    """Parameters that vary (for labels) and a note of those equal everywhere."""
+    varying = [c for c in pcols if df[c].nunique(dropna=False) > 1]
+    const = [f"{c[len(PARAM_PREFIX):]}={df[c].iloc[0]}" for c in pcols if c not in varying and len(df)]
+    return varying, (f"all: {', '.join(const)}" if const else "")
+
+
+# ---------------------------------------------------------------- stacked bars
+def _bar_means(sdf: pd.DataFrame, pcols: list[str], xcols: list[str]) -> pd.DataFrame:
+    """Trimmed mean per (point, action) of one scenario, with the x label in ``_x``."""
+    sdf = sdf.copy()
+    sdf["action"] = sdf["action"].astype(str)
+    m = trimmed_means(sdf, [*pcols, "action"])
+    if not m.empty:
+        m["_x"] = ([point_label({c[len(PARAM_PREFIX):]: r[c] for c in xcols}, [c[len(PARAM_PREFIX):] for c in xcols])
+                    for _, r in m.iterrows()] if xcols else "all")
+    return m
+
+
+def _stack_bars(ax: Any, fd: pd.DataFrame, xcols: list[str], actions: list[str], colors: Any, title: str) -> None:
+    """One bar per x label, stacked by action, on ``ax``."""
+    xs = list(dict.fromkeys(fd.sort_values(xcols)["_x"])) if xcols else ["all"]
+    bottom = np.zeros(len(xs))
+    for ai, a in enumerate(actions):
+        vals = np.array([fd[(fd["_x"] == x) & (fd["action"] == a)]["action_duration"].sum() for x in xs])
+        ax.bar(range(len(xs)), vals, bottom=bottom, label=a, color=colors(ai % 10))
+        bottom += vals
+    ax.set_xticks(range(len(xs)))
+    ax.set_xticklabels([x.replace(", ", "\n") for x in xs], fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _bar_figure(plt: Any, scen: str, m: pd.DataFrame, facet: str | None, xcols: list[str],
+                const: str, out_dir: Path) -> Path:
+    """bars-<scenario>.png: one panel per backend (when a parameter), stacked action means."""
+    facets = sorted(m[facet].dropna().astype(str).unique()) if facet else ["all"]
+    actions = sorted(m["action"].unique())
+    nx = max(len(set((m if facet is None else m[m[facet].astype(str) == fv])["_x"])) for fv in facets)
+    fig, axes = plt.subplots(1, len(facets), figsize=(max(5, 2.2 + 1.1 * nx) * len(facets) ** 0.8, 4.8),
+                             sharey=True, squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for ax, fv in zip(axes[0], facets, strict=True):
+        fd = m if facet is None else m[m[facet].astype(str) == fv]
+        _stack_bars(ax, fd, xcols, actions, colors, f"backend={fv}" if facet else "")
+    axes[0][0].set_ylabel("mean time per action (s), values > p95 dropped")
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.suptitle(scen + (f"\n{const}" if const else ""), fontsize=11 if not const else 10)
+    return _save(plt, fig, out_dir / f"bars-{slug(scen)}.png")
+
+
+def plot_stacked_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Per scenario, mean time per top-level action (values above p95 dropped) per point."""
+    plt = _plt()
+    pcols = ordered_params(param_columns(df))
+    facet = PARAM_PREFIX + "backend" if PARAM_PREFIX + "backend" in pcols else None
+    varying, const = _split_constant(df, pcols)
+    xcols = [c for c in varying if c != facet]
+    ok = df[df["error_type"].isna() & df["action_duration"].notna() & (df["action_depth"] == 0) & (df["action"] != TOTAL)]
+    files: list[Path] = []
+    for scen, sdf in ok.groupby("scenario", observed=True):
+        m = _bar_means(sdf, pcols, xcols)
+        if m.empty:
+            continue
+        files.append(_bar_figure(plt, scen, m, facet, xcols, const, out_dir))
+    return files
+
+
+# ---------------------------------------------------------------- CDFs
+def _cdf_figure(plt: Any, scen: str, sdf: pd.DataFrame, varying: list[str], const: str, out_dir: Path) -> Path:
+    """cdf-<scenario>.png: one step curve per parameter point."""
+    names = [c[len(PARAM_PREFIX):] for c in varying]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    groups = sdf.groupby(varying, observed=True, dropna=False) if varying else [((), sdf)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        v = np.sort(g["action_duration"].to_numpy())
+        if not len(v):
+            continue
+        y = np.arange(1, len(v) + 1) / len(v)
+        ax.step(np.r_[v[0], v], np.r_[0.0, y], where="post", label=point_label(dict(zip(names, key, strict=True)), names) if varying else "all")
+    ax.set_xlabel("total iteration time (s)")
+    ax.set_ylabel("CDF")
+    ax.set_ylim(0, 1.01)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(f"{scen}: successful iterations" + (f"\n{const}" if const else ""), fontsize=10)
+    return _save(plt, fig, out_dir / f"cdf-{slug(scen)}.png")
+
+
+def plot_cdfs(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Per scenario, the CDF of the total time of successful iterations per point."""
+    plt = _plt()
+    pcols = ordered_params(param_columns(df))
+    varying, const = _split_constant(df, pcols)
+    tot = df[(df["action"] == TOTAL) & df["error_type"].isna()]
+    return [_cdf_figure(plt, scen, sdf, varying, const, out_dir)
+            for scen, sdf in tot.groupby("scenario", observed=True)]
+
+
+# ---------------------------------------------------------------- RTT
+def plot_rtt(rtt: pd.DataFrame, out_dir: Path) -> Path | None:
+    """rtt.png: measured median (bar to p95) against requested RTT; None without data."""
+    d = rtt.dropna(subset=["measured_median_ms"])
+    if d.empty:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 5))
+    for kind, g in d.groupby("kind"):
+        ax.scatter(g["requested_rtt_ms"].fillna(0), g["measured_median_ms"], label=f"{kind} (median)", alpha=0.8)
+        ax.errorbar(g["requested_rtt_ms"].fillna(0), g["measured_median_ms"],
+                    yerr=[np.zeros(len(g)), (g["measured_p95_ms"] - g["measured_median_ms"]).clip(lower=0)],
+                    fmt="none", alpha=0.4)
+    hi = float(max(d["requested_rtt_ms"].fillna(0).max(), d["measured_p95_ms"].max(), 1.0)) * 1.1
+    ax.plot([0, hi], [0, hi], "k--", lw=0.8, label="measured = requested")
+    ax.set_xlabel("requested RTT (ms)")
+    ax.set_ylabel("measured TCP-connect RTT (ms), bar to p95")
+    ax.set_title("requested vs measured RTT per region pair", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(plt, fig, out_dir / "rtt.png")

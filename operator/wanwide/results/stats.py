@@ -1,0 +1,208 @@
+"""Statistics and tables of the report, as DataFrames (no files, no plots).
+
+Statistics follow the founding studies (docs/results.md): durations in seconds of
+successful iterations per (parameter point, scenario, atomic action incl. ``Total``);
+``failure_rate`` = failed iterations / iterations of that point and scenario; bars
+show means after dropping values above the 95th percentile of their group.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .ingest import PARAM_PREFIX, TOTAL
+
+STAT_COLUMNS = ["count", "mean", "std", "min", "p25", "p50", "p75", "max", "iterations", "failures", "failure_rate"]
+
+# Share of reads (% of reads + writes) measured in the 2018 study for KeystoneBasic.*
+STUDY_READ_PCT = {
+    "KeystoneBasic.authenticate_user_and_validate_token": 96.46,
+    "KeystoneBasic.create_add_and_list_user_roles": 96.22,
+    "KeystoneBasic.create_and_list_tenants": 92.12,
+    "KeystoneBasic.get_entities": 91.90,
+    "KeystoneBasic.create_user_update_password": 89.79,
+    "KeystoneBasic.create_user_set_enabled_and_delete": 91.07,
+    "KeystoneBasic.create_and_list_users": 92.05,
+}
+# Parameters that name the swept dimension, in the order they are shown
+SWEEP_ORDER = ["regions", "delay_ms", "rtt_ms", "latency_ms", "load", "placement", "loss_pct"]
+
+
+# ---------------------------------------------------------------- parameters
+def param_columns(df: pd.DataFrame) -> list[str]:
+    """The ``param.<name>`` columns of ``df``, in table order."""
+    return [c for c in df.columns if c.startswith(PARAM_PREFIX)]
+
+
+def with_benchmark_param(df: pd.DataFrame) -> pd.DataFrame:
+    """With results of several Benchmarks, the Benchmark is a parameter (first): equal
+    parameter points of different Benchmarks are not pooled in tables or figures."""
+    col = PARAM_PREFIX + "benchmark"
+    if col in df.columns or "benchmark" not in df.columns or df["benchmark"].nunique(dropna=True) <= 1:
+        return df
+    return df.assign(**{col: df["benchmark"]})
+
+
+def ordered_params(pcols: list[str]) -> list[str]:
+    """Parameter columns in display order: benchmark, backend, the swept ones, the rest."""
+    names = [c[len(PARAM_PREFIX):] for c in pcols]
+    first = [n for n in ["benchmark", "backend", *SWEEP_ORDER] if n in names]
+    return [PARAM_PREFIX + n for n in first + [n for n in names if n not in first]]
+
+
+def point_label(row: pd.Series | dict, names: list[str]) -> str:
+    """``name=value, …`` of a parameter point (null values left out), or ``all``."""
+    parts = []
+    for n in names:
+        v = row[n]
+        if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+            continue
+        parts.append(f"{n}={v}")
+    return ", ".join(parts) or "all"
+
+
+def slug(s: str) -> str:
+    """``s`` made safe for a file name (at most 120 characters)."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", s).strip("_")[:120] or "all"
+
+
+# ---------------------------------------------------------------- durations
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (parameter point, scenario, action): count, mean, std, min, p25, p50,
+    p75, max of successful iterations' durations (s) and the per-iteration failure rate."""
+    df = with_benchmark_param(df)
+    pcols = ordered_params(param_columns(df))
+    keys = [*pcols, "scenario"]
+    ok = df[df["error_type"].isna() & df["action_duration"].notna()]
+    g = ok.groupby([*keys, "action"], observed=True, dropna=False, sort=True)["action_duration"]
+    # one agg call (no index join: NaN parameter keys do not join reliably)
+    stats = g.agg(
+        count="count", mean="mean", std="std", min="min",
+        p25=lambda s: s.quantile(0.25), p50="median", p75=lambda s: s.quantile(0.75), max="max",
+    )
+    tot = df[df["action"] == TOTAL]
+    it = tot.groupby(keys, observed=True, dropna=False, sort=True).agg(
+        iterations=("action_duration", "size"), failures=("action_failed", "sum"))
+    it["failure_rate"] = it["failures"] / it["iterations"]
+    # actions seen only in failed iterations still get a row (count 0)
+    seen = df.groupby([*keys, "action"], observed=True, dropna=False, sort=True).size().rename("_n").reset_index()
+    out = seen.merge(stats.reset_index(), on=[*keys, "action"], how="left").drop(columns="_n")
+    out = out.merge(it.reset_index(), on=keys, how="left")
+    out["count"] = out["count"].fillna(0).astype(int)
+    out["action"] = out["action"].astype(str)
+    out["scenario"] = out["scenario"].astype(str)
+    out = out.rename(columns={c: c[len(PARAM_PREFIX):] for c in pcols})
+    # Total first within each (point, scenario)
+    out["_t"] = (out["action"] != TOTAL).astype(int)
+    out = out.sort_values([*(c[len(PARAM_PREFIX):] for c in pcols), "scenario", "_t", "action"],
+                          kind="stable").drop(columns="_t").reset_index(drop=True)
+    return out[[*(c[len(PARAM_PREFIX):] for c in pcols), "scenario", "action", *STAT_COLUMNS]]
+
+
+def trimmed_means(df: pd.DataFrame, keys: list[str], q: float = 0.95) -> pd.DataFrame:
+    """Mean per group after dropping values above the group's q-quantile (as in the studies)."""
+    g = df.groupby(keys, observed=True, dropna=False)["action_duration"]
+    thr = g.transform(lambda s: s.quantile(q))
+    kept = df[df["action_duration"] <= thr]
+    return kept.groupby(keys, observed=True, dropna=False)["action_duration"].mean().reset_index()
+
+
+@dataclass
+class PointTable:
+    """The describe table of one (scenario, parameter point) of the summary."""
+
+    scenario: str
+    label: str  # point_label of the parameter point
+    iterations: Any  # iterations of the point (NaN when none)
+    failure_rate: Any  # failed / all iterations (NaN when none)
+    table: pd.DataFrame  # action, count, mean, std, min, 25%, 50%, 75%, max
+
+
+def point_tables(summary: pd.DataFrame) -> list[PointTable]:
+    """Split the summary into one describe table per scenario and parameter point."""
+    pnames = [c for c in summary.columns if c not in ("scenario", "action", *STAT_COLUMNS)]
+    if pnames:
+        gb = summary.groupby(["scenario", *pnames], dropna=False, sort=True)
+    else:
+        gb = summary.groupby(["scenario"], sort=True)
+    out: list[PointTable] = []
+    for key, g in gb:
+        key = key if isinstance(key, tuple) else (key,)
+        label = point_label(dict(zip(pnames, key[1:], strict=True)), pnames) if pnames else "all"
+        tab = g[["action", *STAT_COLUMNS[:8]]].rename(columns={"p25": "25%", "p50": "50%", "p75": "75%"})
+        out.append(PointTable(key[0], label, g["iterations"].iloc[0], g["failure_rate"].iloc[0], tab))
+    return out
+
+
+# ---------------------------------------------------------------- from bundle manifests
+def read_write_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+    """Database reads and writes per (scenario, backend), next to the 2018 study's read share."""
+    rows = []
+    for m in manifests:
+        db = m.get("database") or {}
+        if db.get("reads") is None:
+            continue
+        scen = m.get("scenarios") or []
+        rows.append({
+            "scenario": scen[0] if len(scen) == 1 else ("mixed: " + ", ".join(scen)),
+            "backend": db.get("backend"), "region": m.get("region"), "trial": (m.get("trial") or {}).get("id"),
+            "reads": db["reads"], "writes": db["writes"],
+        })
+    if not rows:
+        return pd.DataFrame(columns=["scenario", "backend", "runs", "reads", "writes", "read_pct", "write_pct", "study_read_pct"])
+    d = pd.DataFrame(rows)
+    g = d.groupby(["scenario", "backend"], dropna=False).agg(runs=("reads", "size"), reads=("reads", "sum"),
+                                                             writes=("writes", "sum")).reset_index()
+    tot = g["reads"] + g["writes"]
+    g["read_pct"] = (100 * g["reads"] / tot).round(2)
+    g["write_pct"] = (100 * g["writes"] / tot).round(2)
+    g["study_read_pct"] = g["scenario"].map(STUDY_READ_PCT)
+    return g
+
+
+def _requested_rtt(req: dict[tuple[str, str], float], src: Any, dst: Any) -> float:
+    """Requested RTT of a pair: the sum of both one-way delays; 0 to itself, NaN if unknown."""
+    if src == dst:
+        return 0.0
+    if (src, dst) in req or (dst, src) in req:
+        return req.get((src, dst), 0.0) + req.get((dst, src), 0.0)
+    return np.nan
+
+
+def rtt_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per measured RTT target of every run: requested vs measured RTT (ms)."""
+    rows = []
+    for m in manifests:
+        req = {(link["src"], link["dst"]): float(link.get("delay_ms") or 0) for link in (m.get("network") or {}).get("requested", [])}
+        for r in (m.get("network") or {}).get("measured", []):
+            src, dst = r.get("src"), r.get("dst")
+            rows.append({"benchmark": m.get("benchmark"), "trial": (m.get("trial") or {}).get("id"), "src": src, "dst": dst, "kind": r.get("kind"),
+                         "requested_rtt_ms": _requested_rtt(req, src, dst), "measured_median_ms": r.get("median_ms"),
+                         "measured_p95_ms": r.get("p95_ms"), "samples": len(r.get("samples_ms") or []),
+                         "errors": r.get("errors")})
+    return pd.DataFrame(rows, columns=["benchmark", "trial", "src", "dst", "kind", "requested_rtt_ms", "measured_median_ms",
+                                       "measured_p95_ms", "samples", "errors"])
+
+
+def runs_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run: identity, status, start skew, host load, Keystone cache, versions."""
+    rows = []
+    for m in manifests:
+        st, start, host, ks = m.get("status") or {}, m.get("start") or {}, m.get("host") or {}, m.get("keystone") or {}
+        rows.append({
+            "benchmark": m.get("benchmark"), "trial": (m.get("trial") or {}).get("id"),
+            "repetition": (m.get("trial") or {}).get("repetition"), "region": m.get("region"),
+            "attempt": m.get("attempt"), "run_id": m.get("run_id"), "result": st.get("result"),
+            "reason": st.get("reason"), "start": start.get("actual"), "skew_s": start.get("skew_s"),
+            "loadavg_before": (host.get("loadavg_before") or [None])[0],
+            "loadavg_after": (host.get("loadavg_after") or [None])[0],
+            "keystone_cache": json.dumps(ks.get("cache") or {}, sort_keys=True),
+            "versions": ", ".join(f"{k} {v}" for k, v in sorted((m.get("versions") or {}).items())),
+        })
+    return pd.DataFrame(rows)
