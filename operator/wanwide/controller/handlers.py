@@ -30,6 +30,7 @@ log = logging.getLogger("wanwide")
 GROUP, VERSION = API_GROUP, API_VERSION
 SAFETY_NET_S = 30.0  # the Benchmarks' slow timer behind the trials' phase events
 _SCHEDULING: dict[str, threading.Lock] = {}
+_PHASES_SEEN: dict[str, str] = {}
 
 
 @kopf.on.startup()
@@ -118,16 +119,15 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
 
 @kopf.timer(GROUP, VERSION, "benchmarks", interval=SAFETY_NET_S, initial_delay=1, idle=None)
 def schedule(body: kopf.Body, status: kopf.Status, **_: Any) -> None:
-    """The safety net: trial phase changes schedule at once (``trial_phase_changed``)."""
+    """The safety net: a trial's phase change schedules at once (``trial_changed``)."""
     if status.get("phase") == "Invalid":
         return
     _schedule(dict(body))
 
 
-@kopf.on.field(GROUP, VERSION, "trials", field="status.phase")
-def trial_phase_changed(labels: kopf.Labels, namespace: str, **_: Any) -> None:
+def _schedule_owner(namespace: str, benchmark: str) -> None:
     """A trial moved: start the next ones and update the Benchmark's summary now."""
-    bench = RUNTIME.kube.get(bm.API, "Benchmark", labels.get(names.L_BENCHMARK, ""), namespace)
+    bench = RUNTIME.kube.get(bm.API, "Benchmark", benchmark, namespace)
     if bench is not None and (bench.get("status") or {}).get("phase") != "Invalid":
         _schedule(bench)
 
@@ -225,8 +225,23 @@ def _namespaces(trial: dict[str, Any]) -> list[str]:
 
 
 @kopf.on.event(GROUP, VERSION, "trials")
-async def trial_changed(name: str, namespace: str, **_: Any) -> None:
-    WAKEUPS.poke(f"{namespace}/{name}")
+async def trial_changed(name: str, namespace: str, labels: kopf.Labels, status: kopf.Status, type: str | None,
+                        **_: Any) -> None:
+    """Wake the Trial's loop; when its phase changed, schedule its Benchmark at once.
+
+    (Status changes do not reach kopf's change-detecting handlers, hence the raw event.)
+    """
+    key = f"{namespace}/{name}"
+    WAKEUPS.poke(key)
+    if type == "DELETED":
+        _PHASES_SEEN.pop(key, None)
+        return
+    phase = status.get("phase") or "Pending"
+    if _PHASES_SEEN.get(key) != phase:
+        _PHASES_SEEN[key] = phase
+        if labels.get(names.L_BENCHMARK):
+            await asyncio.to_thread(contextvars.copy_context().run, _schedule_owner, namespace,
+                                    labels[names.L_BENCHMARK])
 
 
 @kopf.on.event("batch", "v1", "jobs")
