@@ -46,12 +46,17 @@ def _names(objs) -> set[str]:
 
 # ---- Provisioning -------------------------------------------------------------------------
 
-def test_provisioning_applies_the_base_once_with_the_operators_rolebindings():
-    rb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "x"}}
-    d = phases.decide(P, _status("Provisioning"), {"rolebindings": [rb]}, T0)
-    kinds = [o["kind"] for o in _applied(d)]
-    assert "Trial" not in kinds and "MariaDB" in kinds and "Namespace" in kinds and "RoleBinding" in kinds
-    assert kinds.index("Namespace") < kinds.index("MariaDB")
+def test_provisioning_applies_the_base_once_each_namespace_with_the_operators_rolebinding_first():
+    rbs = {ns: {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "wanwide-operator", "namespace": ns}} for ns in P.namespaces}
+    d = phases.decide(P, _status("Provisioning"), {"rolebindings": rbs}, T0)
+    objs = _applied(d)
+    kinds = [o["kind"] for o in objs]
+    assert "Trial" not in kinds and "MariaDB" in kinds and kinds.count("RoleBinding") == len(P.namespaces)
+    for ns in P.namespaces:  # the operator may write in a namespace only once its RoleBinding is there
+        first = min(i for i, o in enumerate(objs) if o["metadata"].get("namespace") == ns and o["kind"] != "RoleBinding")
+        at = next(i for i, o in enumerate(objs) if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] == ns)
+        assert kinds[at - 1] == "Namespace" and at < first
     assert d.status["done"] == ["base"] and d.phase is None
     assert any(isinstance(a, Emit) and a.reason == "Provisioning" for a in d.actions)
 

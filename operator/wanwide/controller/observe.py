@@ -86,7 +86,7 @@ def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
 
 def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     if "base" not in done(status):
-        obs["rolebindings"] = [rb for ns in plan.namespaces if (rb := rolebinding(w, plan, ns))]
+        obs["rolebindings"] = {ns: rb for ns in plan.namespaces if (rb := rolebinding(w, plan, ns))}
         return
     try:
         obs["passwords"] = passwords(w, plan)

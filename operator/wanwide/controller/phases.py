@@ -56,8 +56,13 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
         return _fail("HelmFailed", obs["helm_failed"])
     r = rendered(plan, status, obs)
     if "base" not in done(status):
-        acts = [Apply(o) for o in r.base if o["kind"] != "Trial"]
-        acts += [Apply(rb) for rb in obs.get("rolebindings", [])]
+        rbs = obs.get("rolebindings", {})  # namespace → the operator's RoleBinding there, right after it
+        acts: list[Any] = []
+        for o in r.base:
+            if o["kind"] != "Trial":
+                acts.append(Apply(o))
+            if o["kind"] == "Namespace" and o["metadata"]["name"] in rbs:
+                acts.append(Apply(rbs[o["metadata"]["name"]]))
         acts.append(Emit("Provisioning", f"applied {len(r.base) - 1} objects in {len(plan.namespaces)} namespaces"))
         return Decision(status=marked(status, "base"), actions=acts)
     budget = seconds(plan.spec.timeouts.provisioning)
