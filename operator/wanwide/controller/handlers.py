@@ -31,6 +31,7 @@ GROUP, VERSION = API_GROUP, API_VERSION
 SAFETY_NET_S = 30.0  # the Benchmarks' slow timer behind the trials' phase events
 _SCHEDULING: dict[str, threading.Lock] = {}
 _PHASES_SEEN: dict[str, str] = {}
+MIN_STEP_GAP_S = 2.0  # at most one Trial step per 2 s, however many events arrive
 
 
 @kopf.on.startup()
@@ -164,8 +165,12 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
     key = f"{namespace}/{name}"
     wake = WAKEUPS.event(key)
     failures = 0
+    last = 0.0
     try:
         while not stopped:
+            # Events come in bursts (45 regions' Deployments turning Available): one step for a burst.
+            await asyncio.sleep(max(0.0, last + MIN_STEP_GAP_S - time.monotonic()))
+            last = time.monotonic()
             wake.clear()
             snapshot = copy.deepcopy(dict(body))
             phase = (snapshot.get("status") or {}).get("phase") or "Pending"
