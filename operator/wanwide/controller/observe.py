@@ -58,9 +58,12 @@ def rolebinding(w: Where, plan: TrialPlan, ns: str) -> dict[str, Any] | None:
 
 
 def chaos_children(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
+    """The trial's chaos objects: one labelled list per kind across namespaces (the chart's ClusterRole
+    lets the operator list them cluster-wide), kept to the trial's own namespaces."""
     sel = {names.L_TRIAL: plan.name}
-    return [c for ns in plan.namespaces for kind in ("NetworkChaos", "Schedule")
-            for c in w.kube.list(CHAOS_API, kind, sel, ns)]
+    mine = set(plan.namespaces)
+    return [c for kind in ("NetworkChaos", "Schedule") for c in w.kube.list(CHAOS_API, kind, sel)
+            if c["metadata"].get("namespace") in mine]
 
 
 def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:

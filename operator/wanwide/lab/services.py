@@ -383,33 +383,45 @@ class Services:
                                  connection=f"mysql+pymysql://{db_user}:{db_password}@{db_host}:{db_port}/{db_name}")
         conf = d / "keystone.conf"
         conf.write_text(render_ini(sections))
-        km = str(paths.keystone_bin("keystone-manage"))
         timings: dict[str, float] = {}
-        ns = self._ns(region)
-
-        def manage(args: list[str], label: str) -> None:
-            t0 = time.monotonic()
-            r = procs.run([km, "--config-file", str(conf), *args], netns=ns, check=False,
-                          timeout=600)
-            (d / f"{label}.log").write_text(r.stdout + r.stderr)
-            timings[label] = round(time.monotonic() - t0, 2)
-            if r.returncode != 0:
-                raise LabError(f"keystone-manage {label} in {region} failed:\n"
-                               f"{procs.tail_text(r.stdout + r.stderr)}")
-
         if db_sync:
-            manage(["db_sync"], "db_sync")
+            timings["db_sync"] = self._keystone_manage(region, d, conf, ["db_sync"], "db_sync")
         if bootstrap:
-            manage(["bootstrap", "--bootstrap-password", admin_password,
-                    "--bootstrap-region-id", region,
-                    "--bootstrap-public-url", base, "--bootstrap-internal-url", base,
-                    "--bootstrap-admin-url", base], "bootstrap")
+            timings["bootstrap"] = self._keystone_manage(region, d, conf, [
+                "bootstrap", "--bootstrap-password", admin_password, "--bootstrap-region-id", region,
+                "--bootstrap-public-url", base, "--bootstrap-internal-url", base,
+                "--bootstrap-admin-url", base], "bootstrap")
+        t0 = time.monotonic()
+        svc = self._gunicorn(region, d, conf, addr, port, workers)
+        svc.info |= {"url": f"{base}/v3", "cache": sections["cache"], "db": f"{db_host}:{db_port}"}
+
+        def ready() -> bool:
+            with urllib.request.urlopen(f"{base}/v3", timeout=5) as resp:
+                return resp.status == 200
+
+        svc.proc.wait_ready(ready, timeout, f"keystone in {region} answering {base}/v3")
+        timings["start"] = round(time.monotonic() - t0, 2)
+        svc.info["timings"] = timings
+        svc.start_s = time.monotonic() - t_all
+        return svc
+
+    def _keystone_manage(self, region: str, d: Path, conf: Path, args: list[str], label: str) -> float:
+        """``keystone-manage ARGS`` in the region; its output in ``LABEL.log``; seconds it took."""
+        t0 = time.monotonic()
+        r = procs.run([str(paths.keystone_bin("keystone-manage")), "--config-file", str(conf), *args],
+                      netns=self._ns(region), check=False, timeout=600)
+        (d / f"{label}.log").write_text(r.stdout + r.stderr)
+        if r.returncode != 0:
+            raise LabError(f"keystone-manage {label} in {region} failed:\n{procs.tail_text(r.stdout + r.stderr)}")
+        return round(time.monotonic() - t0, 2)
+
+    def _gunicorn(self, region: str, d: Path, conf: Path, addr: str, port: int, workers: int) -> Service:
+        """Keystone's WSGI app under gunicorn in the region (not yet waited for)."""
         # oslo.config parses sys.argv: under gunicorn it would see gunicorn's
         # flags, so the app is loaded from a module that resets argv first.
         (d / "wanwide_keystone_wsgi.py").write_text(
             "import sys\nsys.argv = sys.argv[:1]\n"
             "from keystone.wsgi.api import application  # noqa: E402,F401\n")
-        t0 = time.monotonic()
         argv = [str(paths.keystone_bin("gunicorn")), "--bind", f"{addr}:{port}",
                 "--workers", str(workers), "--timeout", "300", "--graceful-timeout", "5",
                 "--chdir", str(d), "--access-logfile", str(d / "access.log"),
@@ -417,18 +429,8 @@ class Services:
         proc = self._start(region, f"keystone-{region}", argv, d / "keystone.log",
                            env={"OS_KEYSTONE_CONFIG_FILES": str(conf)}, cwd=d)
         svc = Service("keystone", region, f"keystone-{region}", addr, port, d, proc,
-                      info={"url": f"{base}/v3", "cache": sections["cache"], "config": str(conf),
-                            "workers": workers, "db": f"{db_host}:{db_port}"})
+                      info={"config": str(conf), "workers": workers})
         self.started.append(svc)
-
-        def ready() -> bool:
-            with urllib.request.urlopen(f"{base}/v3", timeout=5) as resp:
-                return resp.status == 200
-
-        proc.wait_ready(ready, timeout, f"keystone in {region} answering {base}/v3")
-        timings["start"] = round(time.monotonic() - t0, 2)
-        svc.info["timings"] = timings
-        svc.start_s = time.monotonic() - t_all
         return svc
 
     # ------------------------------------------------------------ S3 (versitygw)
