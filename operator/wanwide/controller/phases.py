@@ -75,7 +75,7 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
                 for rel in releases if states.get(rel.namespace) in ("install", "reset")]
         if acts or any(states.get(rel.namespace) != "done" for rel in releases):
             return Decision(message=f"helm installing keystone (wave {wave}: {len(releases)} release(s); "
-                                    "hooks run db-sync)", actions=acts, wake_s=5)
+                                    "hooks run db-sync)", actions=acts, wake_s=2)
         emit = Emit("HelmInstalled", f"keystone in {len(releases)} region(s)" + (" (schema owner first)" if wave == 0 else ""))
         return Decision(status=marked(status, f"wave{wave}"), actions=[emit])
     waiting = [k for k, ready in obs.get("ready", {}).items() if not ready]
