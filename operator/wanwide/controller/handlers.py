@@ -204,12 +204,13 @@ def reconcile_trial(trial: dict[str, Any]) -> float:
     w = where(trial, kube=kube, kubeconfig=RUNTIME.kubeconfig, trial_clusterrole=RUNTIME.trial_clusterrole,
               operator_subject=RUNTIME.subject)
     try:
-        d = step(w, Executor(kube, RUNTIME.kubeconfig, emit), trial)
+        plan = trial_plan(trial)
+        WAKEUPS.watch_namespaces(f"{meta['namespace']}/{meta['name']}", plan.namespaces)
+        d = step(w, Executor(kube, RUNTIME.kubeconfig, emit), plan, status)
     except InvalidPlan as e:  # permanent: retrying cannot fix it
         d = Decision("Failed", "InvalidPlan", f"the trial's frozen plan no longer validates: {e}")
     finally:
         metrics.RECONCILE.labels("trial").observe(time.monotonic() - t0)
-    WAKEUPS.watch_namespaces(f"{meta['namespace']}/{meta['name']}", _namespaces(trial))
     patch = trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, meta.get("generation"), ts.now())
     patch = {k: v for k, v in patch.items() if status.get(k) != v}
     if patch:
@@ -222,23 +223,16 @@ def reconcile_trial(trial: dict[str, Any]) -> float:
     return min(d.wake_s, RUNTIME.safety_net_s) if d.wake_s is not None else RUNTIME.safety_net_s
 
 
-def _namespaces(trial: dict[str, Any]) -> list[str]:
-    try:
-        return trial_plan(trial).namespaces
-    except InvalidPlan:
-        return []
-
-
 @kopf.on.event(GROUP, VERSION, "trials")
-async def trial_changed(name: str, namespace: str, labels: kopf.Labels, status: kopf.Status, type: str | None,
-                        **_: Any) -> None:
+async def trial_changed(name: str, namespace: str, labels: kopf.Labels, status: kopf.Status,
+                        event: kopf.RawEvent, **_: Any) -> None:
     """Wake the Trial's loop; when its phase changed, schedule its Benchmark at once.
 
     (Status changes do not reach kopf's change-detecting handlers, hence the raw event.)
     """
     key = f"{namespace}/{name}"
     WAKEUPS.poke(key)
-    if type == "DELETED":
+    if event.get("type") == "DELETED":
         _PHASES_SEEN.pop(key, None)
         return
     phase = status.get("phase") or "Pending"

@@ -13,12 +13,13 @@ from ..kube import helm, readiness
 from ..kube.client import Kube, MissingSource
 from ..plan import names
 from ..plan.trial import TrialPlan
+from ..render import database
 from ..render.chaos import CHAOS_API
 from ..render.keystone import API_SERVICE, MEMCACHED, releases
 from ..render.rally import JOB
 from ..render.secrets import KEY_FIELDS, keys_secret_name
 from . import metrics, results
-from .phases import DB_KINDS, Obs, done, rendered
+from .phases import DB_KINDS, Obs, attempt, done, rendered
 
 
 @dataclass
@@ -100,7 +101,7 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
         _helm(w, plan, status, obs)
         return
     ready: dict[str, bool] = {}
-    for o in rendered(plan, status, obs).base:
+    for o in database.render(plan):
         if o["kind"] in DB_KINDS:
             live = w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"])
             ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
@@ -134,14 +135,17 @@ def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> No
 
 
 def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    obs["results"] = results.target(w.kube, plan, w.instance)
-    if status.get("loadStartAt") and f"load-{max(1, int(status.get('attempt') or 1))}" in done(status):
+    if not status.get("loadStartAt"):
+        return
+    if f"load-{attempt(status)}" not in done(status):
+        obs["results"] = results.target(w.kube, plan, w.instance)  # the runners' upload target, applied now
+    else:
         obs["jobs"] = {r: readiness.job_state(w.kube.get("batch/v1", "Job", JOB, plan.namespace(r)))
                        for r in plan.load_regions}
 
 
 def collecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    obs["bundles"] = results.bundles(w.kube, plan, max(1, int(status.get("attempt") or 1)), w.instance)
+    obs["bundles"] = results.bundles(w.kube, plan, attempt(status), w.instance)
 
 
 def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:

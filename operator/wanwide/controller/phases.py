@@ -16,6 +16,7 @@ from .. import timestamps as ts
 from ..api.units import seconds
 from ..plan.trial import TrialPlan
 from ..render import Rendered, render_trial
+from ..render.chaos import FaultObjects
 from .actions import Apply, Decision, Delete, Emit, Install
 from .trialstate import timed_out
 
@@ -112,14 +113,13 @@ def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetim
                     marked(status, "wan-injected"))
 
 
-def fault_steps(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+def fault_steps(faults: list[FaultObjects], status: dict[str, Any], now: dt.datetime) -> Decision:
     """Apply each fault when its time comes; end loss windows and restore the WAN they replaced."""
-    r = rendered(plan, status, obs)
     elapsed = (now - ts.parse(status["loadStartAt"])).total_seconds()
     acts: list[Any] = []
     new: list[str] = []
     upcoming: list[float] = []
-    for f in r.faults:
+    for f in faults:
         w = f.window
         if f"fault:{w.name}" not in done(status):
             if elapsed >= w.start_s:
@@ -146,11 +146,12 @@ def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime)
         start = now + dt.timedelta(seconds=seconds(plan.spec.workload.start_delay))
         return Decision(message="start time chosen", status={"loadStartAt": ts.iso(start), "attempt": n})
     key = f"load-{n}"
+    r = rendered(plan, status, obs)
     if key not in done(status):
         return Decision(status=marked(status, key), actions=[
-            *(Apply(o) for o in rendered(plan, status, obs).load),
+            *(Apply(o) for o in r.load),
             Emit("Loading", f"attempt {n}: Rally in {len(plan.load_regions)} region(s), start at {status['loadStartAt']}")])
-    faults = fault_steps(plan, status, obs, now)
+    faults = fault_steps(r.faults, status, now)
     states = obs.get("jobs", {})
     failed = [r for r in plan.load_regions if states.get(r, "missing") in ("failed", "missing")]
     if failed and n < plan.spec.runner.max_attempts:

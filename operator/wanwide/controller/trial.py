@@ -61,10 +61,9 @@ def where(trial: dict[str, Any], **settings: Any) -> Where:
                  plan_generation=int((trial.get("spec") or {}).get("planGeneration", 0)), **settings)
 
 
-def step(w: Where, executor: Executor, trial: dict[str, Any], now: dt.datetime | None = None) -> Decision:
+def step(w: Where, executor: Executor, plan: TrialPlan, status: dict[str, Any],
+         now: dt.datetime | None = None) -> Decision:
     """Observe → decide → act, once, for the Trial's current phase."""
-    status = trial.get("status") or {}
-    plan = trial_plan(trial)
     obs = observe(w, plan, status)
     decision = decide(plan, status, obs, now or trialstate.now())
     executor.run(decision.actions)

@@ -492,7 +492,7 @@ def _parse_options(text: str) -> dict[str, str]:
 
 def galera_cnf(address: str, gcomm: str, cluster: str, region: str,
                provider_options: Mapping[str, str]) -> dict[str, Any]:
-    """The wsrep settings of one lab Galera member (rsync state transfer, as root cannot use mariabackup here)."""
+    """The wsrep settings of one lab Galera member (rsync state transfer)."""
     return {
         "binlog_format": "ROW",
         "default_storage_engine": "InnoDB",

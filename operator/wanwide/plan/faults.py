@@ -46,12 +46,6 @@ class FaultWindow:
         return f"{self.kind}{self.index}"
 
     @property
-    def others(self) -> tuple[str, ...]:
-        """The regions on the far side of a cut."""
-        touched = {r for pair in self.links for r in pair}
-        return tuple(r for r in sorted(touched) if r not in self.regions)
-
-    @property
     def sources(self) -> list[str]:
         """Regions with outgoing links that change, in the order the links list them."""
         return list(dict.fromkeys(a for a, _ in self.links))
