@@ -227,16 +227,20 @@ def _cond(status: dict, ctype: str) -> dict | None:
 
 
 def test_conditions_follow_the_phase_and_carry_the_generation():
-    st = _status("Collecting", conditions=[{"type": "Succeeded", "status": "False", "reason": "stale",
+    st = _status("Collecting", conditions=[{"type": "Complete", "status": "False", "reason": "stale",
                                             "message": "", "lastTransitionTime": "x", "observedGeneration": 1}])
     patch = trialstate.trial_status(st, "CleaningUp", "Collected", "2 bundles", {"outcome": "Succeeded"}, 3, T0)
-    assert patch["phase"] == "CleaningUp" and _cond(patch, "Succeeded") is None  # stale: removed
+    assert patch["phase"] == "CleaningUp" and _cond(patch, "Complete") is None  # stale: removed
     assert _cond(patch, "Progressing")["status"] == "True" and patch["observedGeneration"] == 3
     st = {**st, **patch}
     patch = trialstate.trial_status(st, "Succeeded", "Completed", "done", {}, 3, T0)
-    assert (_cond(patch, "Succeeded")["status"], _cond(patch, "Failed")["status"]) == ("True", "False")
+    assert (_cond(patch, "Complete")["status"], _cond(patch, "Failed")["status"]) == ("True", "False")
     assert _cond(patch, "Progressing")["status"] == "False" and patch["completionTime"] == ts.iso(T0)
     assert all(c["observedGeneration"] == 3 for c in patch["conditions"])
+    assert [c["type"] for c in patch["conditions"]].count("Complete") == 1  # a map keyed by type
+    failed = trialstate.trial_status(st, "Failed", "LoadFailed", "rally exited 1", {}, 3, T0)
+    assert (_cond(failed, "Complete")["status"], _cond(failed, "Failed")["status"]) == ("False", "True")
+    assert _cond(failed, "Failed")["reason"] == "LoadFailed"
     back = trialstate.trial_status({**st, **patch}, "Loading", "x", "", {}, 3, T0)
     assert "phase" not in back  # forward only
 
@@ -258,3 +262,11 @@ def test_a_frozen_plan_that_no_longer_validates_is_a_permanent_failure():
         trial_plan({"metadata": {"annotations": {}}})
     patch = trialstate.trial_status(_status("Loading"), "Failed", "InvalidPlan", "no longer validates", {}, 1, T0)
     assert patch["phase"] == "Failed" and _cond(patch, "Failed")["status"] == "True"
+
+
+def test_an_invalid_benchmark_is_failed_until_fixed():
+    conds = trialstate.outcome_conditions([{"type": "Succeeded", "status": "False"}], "Invalid", "InvalidSpec",
+                                          "spec.matrix.rtt: ...", 2, T0)
+    assert {c["type"]: c["status"] for c in conds} == {"Progressing": "False", "Complete": "False", "Failed": "True"}
+    fixed = trialstate.outcome_conditions(conds, "Running", "Running", "0/4 trials done", 3, T0)
+    assert {c["type"]: c["status"] for c in fixed} == {"Progressing": "True"}  # no stale outcome left behind

@@ -103,7 +103,8 @@ def _wait_done(tc, ns: str, name: str, timeout: float) -> dict:
     end = time.time() + timeout
     while time.time() < end:
         b = tc.kubectl_json("get", "benchmark", name, "-n", ns)
-        if (b.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Invalid"):
+        conds = {c["type"]: c["status"] for c in (b.get("status") or {}).get("conditions", [])}
+        if "True" in (conds.get("Complete"), conds.get("Failed")):  # what kubectl wait --for=condition= sees
             return b
         time.sleep(5)
     raise AssertionError(f"{name} not done after {timeout:.0f} s: {b.get('status')}")

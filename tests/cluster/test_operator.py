@@ -37,19 +37,19 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     tc.apply(text, ns)
     # what a user scripts: kubectl wait on the Benchmark's condition, started before it can be true
     waiter = concurrent.futures.ThreadPoolExecutor(1).submit(
-        tc.kubectl, "wait", "-n", ns, "--for=condition=Succeeded", "benchmark/uniform-9", "--timeout=420s",
+        tc.kubectl, "wait", "-n", ns, "--for=condition=Complete", "benchmark/uniform-9", "--timeout=420s",
         check=False, timeout=450)
     bench = wait_phase(tc, ns, "uniform-9", ("Succeeded", "Failed"), 420)
     assert bench["status"]["phase"] == "Succeeded", bench["status"]
     w = waiter.result(timeout=60)
     assert w.returncode == 0 and "condition met" in w.stdout, w.stdout + w.stderr
-    w = tc.kubectl("wait", "-n", ns, "--for=condition=Succeeded", "trial/uniform-9-t000", "--timeout=30s", check=False)
+    w = tc.kubectl("wait", "-n", ns, "--for=condition=Complete", "trial/uniform-9-t000", "--timeout=30s", check=False)
     assert w.returncode == 0, w.stderr
     for obj in (bench, tc.kubectl_json("get", "trial", "uniform-9-t000", "-n", ns)):
         conds = {c["type"]: c for c in obj["status"]["conditions"]}
-        assert (conds["Succeeded"]["status"], conds["Failed"]["status"], conds["Progressing"]["status"]) == \
+        assert (conds["Complete"]["status"], conds["Failed"]["status"], conds["Progressing"]["status"]) == \
             ("True", "False", "False"), conds
-        assert conds["Succeeded"]["observedGeneration"] == obj["metadata"]["generation"]
+        assert conds["Complete"]["observedGeneration"] == obj["metadata"]["generation"]
     assert bench["status"]["progress"] == "1/1"
     uid8 = bench["metadata"]["uid"][:8]
     assert bench["status"]["resultsURI"] == f"s3://{BUCKET}/e2e/{ns}/{uid8}/uniform-9/"
@@ -104,6 +104,11 @@ def test_invalid_benchmark_gets_a_condition_not_trials(env):
     assert conds["Valid"]["status"] == "False"
     assert "Topology 'nope' not found" in conds["Valid"]["message"]
     assert b["status"]["phase"] == "Invalid"
+    # a script waiting for the end is not left hanging: an invalid spec is Failed (until fixed)
+    w = tc.kubectl("wait", "-n", ns, "--for=condition=Failed", "benchmark/missing-topo", "--timeout=30s", check=False)
+    assert w.returncode == 0, w.stderr
+    assert conds["Failed"]["reason"] == "InvalidSpec" and conds["Complete"]["status"] == "False"
+    assert conds["Failed"]["observedGeneration"] == b["metadata"]["generation"]
     assert tc.kubectl_json("get", "trials", "-n", ns, "-l", "wanwide.io/benchmark=missing-topo")["items"] == []
     tc.kubectl("delete", "benchmark", "missing-topo", "-n", ns)
 

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from .base import DNS_LABEL_RE, Model, ObjectMeta, Observed, RegionName, cel, cel_matches
 from .scenarios import FULL_NAME_RE, SHORT_NAMES
-from .topology import Condition, TopologySpec
+from .topology import Condition, TopologySpec, conditions_field
 from .units import Duration, Percent
 
 Backend = Literal["mariadb", "galera", "cockroachdb"]
@@ -338,7 +338,7 @@ class BenchmarkStatus(Observed):
     progress: str | None = None
     observed_generation: int | None = None
     plan_generation: int | None = Field(None, description="Generation whose spec the not-yet-started trials follow.")
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = conditions_field()
     trials: TrialCounts = Field(default_factory=TrialCounts)
     results_uri: str | None = Field(None, alias="resultsURI")
     start_time: str | None = None

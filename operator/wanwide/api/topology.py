@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -143,12 +143,18 @@ class Condition(Observed):
     last_transition_time: str | None = None
 
 
+def conditions_field() -> Any:
+    """``status.conditions``: a list-map keyed by ``type`` (one condition per type, merged by type)."""
+    return Field(default_factory=list, json_schema_extra={"x-kubernetes-list-type": "map",
+                                                          "x-kubernetes-list-map-keys": ["type"]})
+
+
 class TopologyStatus(Observed):
     regions: int | None = None
     groups: int | None = None
     matrix: str | None = Field(None, description="Summary of the resolved RTT matrix.")
     observed_generation: int | None = None
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = conditions_field()
 
 
 class Topology(Observed):

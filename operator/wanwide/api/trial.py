@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, ObjectMeta, Observed
-from .topology import Condition
+from .topology import Condition, conditions_field
 
 PHASES = (
     "Pending",
@@ -45,7 +45,7 @@ class TrialStatus(Observed):
     start_time: str | None = None
     completion_time: str | None = None
     observed_generation: int | None = None
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition] = conditions_field()
 
 
 class Trial(Observed):

@@ -91,11 +91,12 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
         model, tp = bm.validate(kube, bench)
     except PlanError as e:
         msg = "; ".join(str(p) for p in e.problems)
-        patch.status["conditions"] = trialstate.set_condition(conds, "Valid", "False", "InvalidSpec", msg, gen,
-                                                              ts.now())
-        patch.status["observedGeneration"] = gen
-        if not status.get("trials", {}).get("total"):
+        conds = trialstate.set_condition(conds, "Valid", "False", "InvalidSpec", msg, gen, ts.now())
+        if not status.get("trials", {}).get("total"):  # nothing planned yet: the Benchmark cannot run
             patch.status["phase"] = "Invalid"
+            conds = trialstate.outcome_conditions(conds, "Invalid", "InvalidSpec", msg, gen, ts.now())
+        patch.status["conditions"] = conds
+        patch.status["observedGeneration"] = gen
         kopf.warn(body, reason="InvalidSpec", message=msg[:1000])
         return
     bm.ensure_keys(kube, bench)
@@ -108,13 +109,11 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
             ts.now())
     else:  # stale: every trial follows this generation
         conds = [c for c in conds if c.get("type") != "SpecApplied"]
-    patch.status["conditions"] = conds
-    patch.status["observedGeneration"] = gen
-    patch.status["planGeneration"] = gen
-    patch.status.setdefault("startTime", status.get("startTime") or ts.iso(ts.now()))
     if changed:
         kopf.info(body, reason="Planned", message=f"{changed} trial(s) planned from generation {gen}")
-    _schedule(bench)  # start the first trials now, not at the next safety-net tick
+    # one status write with the schedule's (a kopf patch applied after it would replace its conditions)
+    _schedule(bench, {"conditions": conds, "observedGeneration": gen, "planGeneration": gen,
+                      "startTime": status.get("startTime") or ts.iso(ts.now())})
     metrics.RECONCILE.labels("benchmark").observe(time.monotonic() - t0)
 
 
@@ -133,10 +132,14 @@ def _schedule_owner(namespace: str, benchmark: str) -> None:
         _schedule(bench)
 
 
-def _schedule(bench: dict[str, Any]) -> None:
+def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> None:
+    """Start trials and write the Benchmark's status; ``planned``: the spec handler's fields, written with it."""
     key = f"{bench['metadata']['namespace']}/{bench['metadata']['name']}"
     with _SCHEDULING.setdefault(key, threading.Lock()):
+        if planned:
+            bench = {**bench, "status": {**(bench.get("status") or {}), **planned}}
         started, patch = bm.schedule(RUNTIME.kube, bench, ts.now())
+        patch = {**(planned or {}), **patch}
         for name in started:
             WAKEUPS.poke(f"{bench['metadata']['namespace']}/{name}")
             kopf.info(bench, reason="TrialStarted", message=f"{name} started")

@@ -47,18 +47,21 @@ def set_condition(conds: list[dict[str, Any]], ctype: str, status: str, reason: 
 
 def outcome_conditions(conds: list[dict[str, Any]], phase: str, reason: str, message: str,
                        generation: int | None, at: dt.datetime) -> list[dict[str, Any]]:
-    """``Progressing``, then ``Succeeded`` and ``Failed`` once the phase is final (removed before).
+    """Job-style conditions: ``Progressing`` while running, ``Complete`` and ``Failed`` once the phase is final.
 
-    ``kubectl wait --for=condition=Succeeded`` (or ``Failed``) returns when the run is over.
+    Succeeded gives Complete=True/Failed=False, Failed the reverse; a Benchmark whose spec is ``Invalid``
+    is Failed=True until it is fixed. Before the end neither is present, so
+    ``kubectl wait --for=condition=Complete`` (or ``Failed``) returns exactly when the run is over.
     """
-    final = phase in TERMINAL
-    out = set_condition(conds, "Progressing", "False" if final or phase in ("Pending", "Invalid") else "True",
+    final = phase in TERMINAL or phase == "Invalid"
+    out = set_condition(conds, "Progressing", "False" if final or phase == "Pending" else "True",
                         phase, message or phase, generation, at)
+    out = [c for c in out if c["type"] != "Succeeded"]  # the condition's name before Complete
     if not final:
-        return [c for c in out if c["type"] not in ("Succeeded", "Failed")]
-    out = set_condition(out, "Succeeded", "True" if phase == "Succeeded" else "False", reason or phase, message,
+        return [c for c in out if c["type"] not in ("Complete", "Failed")]
+    out = set_condition(out, "Complete", "True" if phase == "Succeeded" else "False", reason or phase, message,
                         generation, at)
-    return set_condition(out, "Failed", "True" if phase == "Failed" else "False", reason or phase, message,
+    return set_condition(out, "Failed", "False" if phase == "Succeeded" else "True", reason or phase, message,
                          generation, at)
 
 
