@@ -12,6 +12,7 @@ from tests.plan.specs import benchmark
 from wanwide import timestamps as ts
 from wanwide.controller import phases, trialstate
 from wanwide.controller.actions import Apply, Decision, Delete, Emit, Install
+from wanwide.controller.benchmark import with_runner_image
 from wanwide.controller.trial import A_PLAN_INPUT, InvalidPlan, plan_input, trial_plan
 from wanwide.plan.load import load_documents
 from wanwide.plan.matrix import expand
@@ -270,3 +271,20 @@ def test_an_invalid_benchmark_is_failed_until_fixed():
     assert {c["type"]: c["status"] for c in conds} == {"Progressing": "False", "Complete": "False", "Failed": "True"}
     fixed = trialstate.outcome_conditions(conds, "Running", "Running", "0/4 trials done", 3, T0)
     assert {c["type"]: c["status"] for c in fixed} == {"Progressing": "True"}  # no stale outcome left behind
+
+
+def test_the_runner_image_defaults_to_the_operators_and_is_frozen_with_the_trial():
+    b = benchmark("mariadb", "explicit")
+    (bench,) = load_documents([yaml.safe_dump(b)]).benchmarks
+    topo = load_documents([yaml.safe_dump(b)]).topology_for(bench)
+    point = expand(bench.spec)[0]
+
+    def job_image(spec_bench: dict) -> str:
+        trial = {"metadata": {"annotations": {A_PLAN_INPUT: plan_input(spec_bench, topo, point)}}}
+        jobs = [o for o in render_trial(trial_plan(trial)).objects if o["kind"] == "Job"]
+        assert jobs, "no Rally Job rendered"
+        return {c["image"] for j in jobs for c in j["spec"]["template"]["spec"]["containers"]}.pop()
+
+    assert job_image(with_runner_image(b, "registry.example/wanwide:dev")) == "registry.example/wanwide:dev"
+    b["spec"]["runner"] = {"image": "mine:1"}
+    assert job_image(with_runner_image(b, "registry.example/wanwide:dev")) == "mine:1"  # the user's wins

@@ -1,6 +1,7 @@
 """wanwide: geo-distributed OpenStack control-plane testbeds and benchmarks."""
 
 __version__ = "0.1.0"
+DEFAULT_IMAGE = f"ghcr.io/wanwide/wanwide:{__version__}"  # the chart's image when its values leave it alone
 
 API_GROUP = "wanwide.io"
 API_VERSION = "v1alpha1"

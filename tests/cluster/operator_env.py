@@ -27,8 +27,15 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURE_CHART = REPO / "charts" / "fixtures" / "keystone"
 BUNDLE = REPO / "tests" / "data" / "bundles" / "runner-real"
 SYSTEM_NS = "wanwide-system"
-SA = "wanwide-wanwide"
 RELEASE = "wanwide"
+
+
+def fullname(release: str) -> str:
+    """The chart's object name prefix (helm's convention: the release alone when it names the chart)."""
+    return release if "wanwide" in release else f"{release}-wanwide"
+
+
+SA = fullname(RELEASE)
 BUCKET = "wanwide-e2e"
 
 
@@ -82,7 +89,7 @@ class Operator:
     def start(self) -> None:
         env = dict(self.tc.env)
         env.update({"KUBECONFIG": str(self.kubeconfig),
-                    "WANWIDE_SERVICE_ACCOUNT": f"{self.system_ns}/{self.release}-wanwide",
+                    "WANWIDE_SERVICE_ACCOUNT": f"{self.system_ns}/{fullname(self.release)}",
                     "WANWIDE_HELM": str(self.tc.bin_dir / "helm")})
         self.starts += 1
         fh = open(self.log, "a")  # noqa: SIM115 - closed with the process
@@ -92,7 +99,7 @@ class Operator:
         ns_args = ["--namespaces", ",".join(self.namespaces)] if self.namespaces else []
         self.proc = subprocess.Popen(
             [str(REPO / ".venv" / "bin" / "wanwide"), "operator", "--kubeconfig", str(self.kubeconfig),
-             *ns_args, "--trial-clusterrole", f"{self.release}-wanwide-trial",
+             *ns_args, "--trial-clusterrole", f"{fullname(self.release)}-trial",
              "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
              "--log-format", "plain"],
             stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)

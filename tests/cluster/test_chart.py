@@ -37,5 +37,47 @@ def test_renders_hardened_operator(testcluster):
         assert "secrets" not in rule.get("resources", []), rule
         assert "networkchaos" not in rule.get("resources", []) or rule["verbs"] == ["get", "list", "watch"]
     bind = next(r for r in cluster["rules"] if "clusterroles" in r.get("resources", []))
-    assert bind["verbs"] == ["bind"] and bind["resourceNames"] == ["wanwide-wanwide-trial"]
+    assert bind["verbs"] == ["bind"] and bind["resourceNames"] == ["wanwide-trial"]
     assert kinds.count("ClusterRoleBinding") == 1
+
+
+def _template(tc, *args: str) -> list[dict]:
+    out = tc.helm("template", "wanwide", str(CHART), "-n", "wanwide-system", *args).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def test_knobs_users_expect_reach_the_operator_pod(testcluster):
+    docs = _template(testcluster, "--set", "imagePullSecrets[0].name=regcred", "--set", "nodeSelector.pool=ops",
+                     "--set-json", 'tolerations=[{"key":"ops","operator":"Exists"}]',
+                     "--set-json", 'affinity={"nodeAffinity":{}}', "--set", "priorityClassName=high",
+                     "--set", "extraArgs[0]=--verbose", "--set-json", 'extraEnv=[{"name":"HTTPS_PROXY","value":"p"}]',
+                     "--set", "image.repository=reg.example/ww", "--set", "image.tag=dev",
+                     "--set", "podAnnotations.a=b", "--set", "commonLabels.team=perf")
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}] and pod["nodeSelector"] == {"pool": "ops"}
+    assert pod["tolerations"][0]["key"] == "ops" and "nodeAffinity" in pod["affinity"]
+    assert pod["priorityClassName"] == "high" and dep["spec"]["template"]["metadata"]["annotations"] == {"a": "b"}
+    assert "--verbose" in c["args"] and {"name": "HTTPS_PROXY", "value": "p"} in c["env"]
+    # one value: the operator's image is the default image of every Benchmark's Rally Jobs
+    assert c["image"] == "reg.example/ww:dev" and "--runner-image=reg.example/ww:dev" in c["args"]
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert all(d["metadata"]["labels"]["team"] == "perf" for d in docs)
+
+
+def test_names_follow_helms_convention(testcluster):
+    names = {d["metadata"]["name"] for d in _template(testcluster) if d["kind"] == "Deployment"}
+    assert names == {"wanwide"}  # not wanwide-wanwide
+    out = testcluster.helm("template", "bench", str(CHART), "--set", "fullnameOverride=ww").stdout
+    assert {d["metadata"]["name"] for d in yaml.safe_load_all(out) if d and d["kind"] == "Deployment"} == {"ww"}
+    out = testcluster.helm("template", "bench", str(CHART)).stdout
+    assert "name: bench-wanwide\n" in out and "--trial-clusterrole=bench-wanwide-trial" in out
+
+
+def test_values_schema_refuses_mistakes_with_the_key(testcluster):
+    for args, key in ((["--set", "imag.tag=1"], "imag"), (["--set", "operator.logFormat=xml"], "/operator/logFormat"),
+                      (["--set", "extraArgs[0]=verbose"], "/extraArgs/0"),
+                      (["--set", "watchNamespaces[0]=Bad_NS"], "/watchNamespaces/0")):
+        r = testcluster.helm("template", "x", str(CHART), *args, check=False)
+        assert r.returncode != 0 and key in r.stderr, (args, r.stderr)

@@ -37,7 +37,10 @@ def install(tc, release: str, ns: str, *sets: str) -> dict:
     args = ["upgrade", "--install", release, str(CHART), "-n", ns, "--create-namespace"]
     for s in sets:
         args += ["--set", s]
-    tc.helm(*args)
+    out = tc.helm(*args).stdout
+    # the NOTES tell the user how to watch, wait for and fetch a run, with this install's names
+    assert f"deployment/{release}-wanwide" in out and "--for=condition=Complete" in out, out
+    assert "wanwide report s3://" in out
     dep = tc.kubectl_json("get", "deployment", f"{release}-wanwide", "-n", ns)
     return dep["spec"]["template"]["spec"]["containers"][0]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.operator_env import BUCKET, example, owned
+from tests.cluster.operator_env import BUCKET, SA, example, owned
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
 from wanwide.render import render_trial
@@ -115,7 +115,7 @@ def test_invalid_benchmark_gets_a_condition_not_trials(env):
 
 def test_rbac_of_the_chart_service_account(env):
     tc = env["tc"]
-    sa = "system:serviceaccount:wanwide-system:wanwide-wanwide"
+    sa = f"system:serviceaccount:wanwide-system:{SA}"
 
     def can(*args):
         return tc.kubectl("auth", "can-i", *args, "--as", sa, check=False).stdout.strip() == "yes"

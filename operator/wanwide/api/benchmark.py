@@ -271,7 +271,9 @@ class Timeouts(Model):
 
 
 class Runner(Model):
-    image: str = Field("ghcr.io/wanwide/wanwide:0.1.0", description="Image of the Rally runner (wanwide's image).")
+    image: str | None = Field(
+        None, description="Image of the Rally runner. Default: the image the operator runs (the chart's `image` "
+        "value, passed as --runner-image), so one value sets both.")
     max_attempts: int = Field(2, ge=1, le=10, description="Attempts of a trial before it is marked Failed.")
     rally_users: Literal["Prepared", "PerSubtask"] = Field(
         "Prepared",

@@ -70,6 +70,14 @@ def trials(kube: Kube, bench: dict[str, Any]) -> list[dict[str, Any]]:
     return kube.list(API, "Trial", {names.L_BENCHMARK: bench["metadata"]["name"]}, bench["metadata"]["namespace"])
 
 
+def with_runner_image(bench: dict[str, Any], image: str) -> dict[str, Any]:
+    """The Benchmark with ``spec.runner.image`` defaulted to the operator's image (a copy; set values win)."""
+    runner = dict(bench["spec"].get("runner") or {})
+    if runner.get("image"):
+        return bench
+    return {**bench, "spec": {**bench["spec"], "runner": {**runner, "image": image}}}
+
+
 def sync_trials(kube: Kube, bench: dict[str, Any], model: Benchmark, topo: TopologySpec) -> tuple[int, int]:
     """Create missing Trials; replace not-yet-started ones planned from an older generation.
 

@@ -7,6 +7,8 @@ import asyncio
 import logging
 import os
 
+from .. import DEFAULT_IMAGE
+
 
 def run(args: argparse.Namespace) -> int:
     import kopf
@@ -19,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
     RUNTIME.kubeconfig = args.kubeconfig
     RUNTIME.metrics_port = args.metrics_port
     RUNTIME.trial_clusterrole = args.trial_clusterrole
+    RUNTIME.runner_image = args.runner_image
     sa = os.environ.get("WANWIDE_SERVICE_ACCOUNT") or _in_cluster_sa()
     if sa:
         ns, name = sa.split("/", 1)
@@ -55,6 +58,8 @@ def add_operator_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--health-port", type=int, default=8081)
     p.add_argument("--trial-clusterrole", default=None,
                    help="ClusterRole bound to the operator in each trial namespace (the chart's <release>-trial)")
+    p.add_argument("--runner-image", default=os.environ.get("WANWIDE_RUNNER_IMAGE") or DEFAULT_IMAGE,
+                   help="image of the Rally Jobs when a Benchmark sets no spec.runner.image (the chart passes its own)")
     p.add_argument("--log-format", choices=["json", "plain", "full"], default="plain")
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=run)

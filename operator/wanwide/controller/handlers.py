@@ -86,7 +86,7 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
     kube = RUNTIME.kube
     gen = meta.get("generation")
     conds = list(status.get("conditions") or [])
-    bench = dict(body)
+    bench = bm.with_runner_image(dict(body), RUNTIME.runner_image)  # frozen into the trials' plans
     try:
         model, tp = bm.validate(kube, bench)
     except PlanError as e:

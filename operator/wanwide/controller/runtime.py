@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from .. import DEFAULT_IMAGE
 from ..kube.client import Kube, load_config
 
 
@@ -14,6 +15,7 @@ class Runtime:
     metrics_port: int = 0
     trial_clusterrole: str | None = None
     subject: dict[str, str] | None = None
+    runner_image: str = DEFAULT_IMAGE  # spec.runner.image when a Benchmark leaves it unset
     clusterwide: bool = True  # children's events reach the operator only when it watches every namespace
 
     @property

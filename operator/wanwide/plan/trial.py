@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import DEFAULT_IMAGE
 from ..api.benchmark import Benchmark, BenchmarkSpec, Scenario
 from ..api.scenarios import KEYSTONE_SCENARIOS, resolve
 from ..api.topology import Link, Network, TopologySpec
@@ -66,6 +67,11 @@ class TrialPlan:
     def schema_region(self) -> str:
         """The region whose Keystone creates the schema (db_sync) before the others start."""
         return self.region_names[0]
+
+    @property
+    def runner_image(self) -> str:
+        """The Rally Jobs' image: the spec's, else the operator's default (its own image, the chart's value)."""
+        return self.spec.runner.image or DEFAULT_IMAGE
 
     def namespace(self, region: str) -> str:
         return names.namespace(self.bench_namespace, self.benchmark, self.index, region)

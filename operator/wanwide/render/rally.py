@@ -85,7 +85,7 @@ def jobs(
             "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "fsGroup": 10001},
             "containers": [{
                 "name": "runner",
-                "image": plan.spec.runner.image,
+                "image": plan.runner_image,
                 "args": ["runner", "run", "--config", CONFIG_PATH],
                 "env": env,
                 "volumeMounts": [{"name": "config", "mountPath": "/etc/wanwide", "readOnly": True},
