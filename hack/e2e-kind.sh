@@ -1,67 +1,164 @@
 #!/usr/bin/env bash
-# End to end on kind with the real dependencies (needs Docker and network access to
-# chart repositories and registries; NOT run in this repository's CI, which has neither).
-#   hack/e2e-kind.sh [example]        default: manifests/examples/uniform-9.yaml
+# End to end on kind with the real dependencies: needs Docker, kind, kubectl, helm and
+# network access to chart repositories and image registries (.github/workflows/e2e-kind.yml
+# runs it; this repository's own CI machine has none of them).
+#   hack/e2e-kind.sh            everything below, in order
+#   hack/e2e-kind.sh cluster    kind cluster from hack/e2e-kind/kind.yaml (kept if it exists)
+#   hack/e2e-kind.sh image      docker build of the Dockerfile, kind load docker-image
+#   hack/e2e-kind.sh deps       Chaos Mesh, mariadb-operator, prometheus-operator
+#   hack/e2e-kind.sh results    S3 server, its bucket and the key Secret (hack/e2e-kind/results.yaml)
+#   hack/e2e-kind.sh operator   the wanwide chart, watching $E2E_NAMESPACE
+#   hack/e2e-kind.sh run        apply hack/e2e-kind/benchmark.yaml, then `wait`
+#   hack/e2e-kind.sh wait NAME  until Benchmark NAME is Complete (exit 0) or Failed, or
+#                               $E2E_TIMEOUT s pass (exit 1, after `diagnose`)
+#   hack/e2e-kind.sh diagnose [NAME]
+#                               Benchmarks, Trials, events, failing pods, operator logs
+# Environment: KIND_CLUSTER (wanwide-e2e), E2E_BENCHMARK (hack/e2e-kind/benchmark.yaml),
+# E2E_NAMESPACE (default), E2E_TIMEOUT (3600), E2E_POLL (10).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-example=${1:-$root/manifests/examples/uniform-9.yaml}
+LOG_TAG=e2e-kind
+# shellcheck source=lib.sh
+source "$root/hack/lib.sh"
+trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
+
 cluster=${KIND_CLUSTER:-wanwide-e2e}
-img=ghcr.io/wanwide/wanwide:0.1.0
+here=$root/hack/e2e-kind
+benchmark=${E2E_BENCHMARK:-$here/benchmark.yaml}
+ns=${E2E_NAMESPACE:-default}
+timeout=${E2E_TIMEOUT:-3600}
+poll=${E2E_POLL:-10}
+system_ns=wanwide-system
+app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$root/charts/wanwide/Chart.yaml")
+img=ghcr.io/wanwide/wanwide:$app_version  # the chart's default image and the runner's
+CHAOS_MESH_CHART=2.8.3
+MARIADB_OPERATOR_CHART=26.6.0
+KUBE_PROMETHEUS_STACK_CHART=83.4.3
 
-cat <<KIND | kind create cluster --name "$cluster" --config -
-kind: Cluster
-apiVersion: kind.x-k8s.io/v1alpha4
-nodes:
-  - role: control-plane
-  - role: worker
-    labels: {topology.kubernetes.io/region: r1}
-  - role: worker
-    labels: {topology.kubernetes.io/region: r2}
-  - role: worker
-    labels: {topology.kubernetes.io/region: r3}
-KIND
-docker build -t "$img" "$root"
-kind load docker-image "$img" --name "$cluster"
+cmd_cluster() {
+  if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
+    log "kind cluster $cluster exists, kept"
+  else
+    kind create cluster --name "$cluster" --config "$here/kind.yaml" --wait 5m
+  fi
+}
 
-helm repo add chaos-mesh https://charts.chaos-mesh.org
-helm repo add mariadb-operator https://mariadb-operator.github.io/mariadb-operator
-helm repo add prometheus-community https://prometheus-community.github.io/helm-charts
-helm repo update
-helm upgrade --install chaos-mesh chaos-mesh/chaos-mesh -n chaos-mesh --create-namespace --version 2.8.3 \
-  --set chaosDaemon.runtime=containerd --set chaosDaemon.socketPath=/run/containerd/containerd.sock --wait
-helm upgrade --install mariadb-operator-crds mariadb-operator/mariadb-operator-crds -n mariadb-operator --create-namespace
-helm upgrade --install mariadb-operator mariadb-operator/mariadb-operator -n mariadb-operator --wait
-helm upgrade --install prom prometheus-community/kube-prometheus-stack -n monitoring --create-namespace --wait
+cmd_image() {
+  docker build -t "$img" "$root"
+  kind load docker-image "$img" --name "$cluster"
+}
 
-# S3 for results: versitygw in the cluster
-kubectl create namespace wanwide-system --dry-run=client -o yaml | kubectl apply -f -
-kubectl -n wanwide-system apply -f - <<S3
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: s3}
-spec:
-  selector: {matchLabels: {app: s3}}
-  template:
-    metadata: {labels: {app: s3}}
-    spec:
-      containers:
-        - name: versitygw
-          image: versity/versitygw:v1.8.0
-          args: [--port, ":7070", posix, /data]
-          env: [{name: ROOT_ACCESS_KEY, value: wanwide}, {name: ROOT_SECRET_KEY, value: wanwide-secret}]
-          volumeMounts: [{name: data, mountPath: /data}]
-      volumes: [{name: data, emptyDir: {}}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: s3}
-spec: {selector: {app: s3}, ports: [{port: 7070}]}
-S3
-kubectl create secret generic wanwide-results --from-literal=AWS_ACCESS_KEY_ID=wanwide \
-  --from-literal=AWS_SECRET_ACCESS_KEY=wanwide-secret --dry-run=client -o yaml | kubectl apply -f -
+cmd_deps() {
+  helm repo add chaos-mesh https://charts.chaos-mesh.org --force-update
+  helm repo add mariadb-operator https://mariadb-operator.github.io/mariadb-operator --force-update
+  helm repo add prometheus-community https://prometheus-community.github.io/helm-charts --force-update
+  helm repo update
+  helm upgrade --install chaos-mesh chaos-mesh/chaos-mesh -n chaos-mesh --create-namespace \
+    --version "$CHAOS_MESH_CHART" --wait --timeout 10m \
+    --set chaosDaemon.runtime=containerd --set chaosDaemon.socketPath=/run/containerd/containerd.sock \
+    --set dashboard.create=false
+  helm upgrade --install mariadb-operator-crds mariadb-operator/mariadb-operator-crds \
+    -n mariadb-operator --create-namespace --version "$MARIADB_OPERATOR_CHART" --wait
+  helm upgrade --install mariadb-operator mariadb-operator/mariadb-operator -n mariadb-operator \
+    --version "$MARIADB_OPERATOR_CHART" --wait --timeout 10m
+  # the operator and one Prometheus that scrapes the PodMonitors; nothing else of the stack
+  helm upgrade --install prom prometheus-community/kube-prometheus-stack -n monitoring --create-namespace \
+    --version "$KUBE_PROMETHEUS_STACK_CHART" --wait --timeout 10m \
+    --set grafana.enabled=false --set alertmanager.enabled=false \
+    --set nodeExporter.enabled=false --set kubeStateMetrics.enabled=false \
+    --set prometheus.prometheusSpec.podMonitorSelectorNilUsesHelmValues=false
+}
 
-helm upgrade --install wanwide "$root/charts/wanwide" -n wanwide-system --set 'watchNamespaces={default}' --wait
-kubectl apply -f "$example"
-name=$(python3 -c "import yaml,sys; print([d for d in yaml.safe_load_all(open(sys.argv[1])) if d['kind']=='Benchmark'][0]['metadata']['name'])" "$example")
-kubectl wait --for=jsonpath='{.status.phase}'=Succeeded "benchmark/$name" --timeout=60m
-kubectl get benchmarks,trials
+cmd_results() {
+  kubectl create namespace "$system_ns" --dry-run=client -o yaml | kubectl apply -f -
+  kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f -
+  kubectl -n "$system_ns" delete job s3-bucket --ignore-not-found
+  kubectl apply -f "$here/results.yaml"
+  kubectl -n "$system_ns" rollout status deployment/s3 --timeout=5m
+  kubectl -n "$system_ns" wait --for=condition=complete job/s3-bucket --timeout=5m
+  kubectl -n "$system_ns" logs job/s3-bucket
+}
+
+cmd_operator() {
+  helm upgrade --install wanwide "$root/charts/wanwide" -n "$system_ns" --create-namespace \
+    --set "watchNamespaces={$ns}" --wait --timeout 5m
+}
+
+conditions() { # NAME: "Type=Status ..." of the Benchmark's conditions
+  kubectl -n "$ns" get benchmark "$1" \
+    -o jsonpath='{range .status.conditions[*]}{.type}={.status}{" "}{end}'
+}
+
+cmd_wait() { # NAME
+  local name=${1:?usage: wait NAME} end=$((SECONDS + timeout)) next=0 c
+  log "waiting up to ${timeout}s for benchmark/$name in $ns to be Complete or Failed"
+  while ((SECONDS < end)); do
+    c=" $(conditions "$name" || true)"
+    if [[ $c == *" Complete=True "* ]]; then
+      log "benchmark/$name Complete"
+      kubectl get benchmarks,trials -n "$ns"
+      return 0
+    fi
+    if [[ $c == *" Failed=True "* ]]; then
+      log "ERROR: benchmark/$name Failed"
+      cmd_diagnose "$name"
+      return 1
+    fi
+    if ((SECONDS >= next)); then
+      log "benchmark/$name: $(kubectl -n "$ns" get benchmark "$name" \
+        -o jsonpath='{.status.phase} {.status.progress}' 2>/dev/null || true) [${c# }]"
+      next=$((SECONDS + 60))
+    fi
+    sleep "$poll"
+  done
+  log "ERROR: benchmark/$name timed out after ${timeout}s (neither Complete nor Failed)"
+  cmd_diagnose "$name"
+  return 1
+}
+
+section() { printf '\n===== %s\n' "$*"; }
+
+cmd_diagnose() { # [NAME]: what to read when the run did not succeed (never fails itself)
+  local name=${1:-} pns pod
+  trap - ERR
+  set +e
+  section "benchmarks, trials, topologies"
+  kubectl get benchmarks,trials,topologies -A -o wide
+  if [[ -n $name ]]; then
+    section "benchmark/$name status"
+    kubectl -n "$ns" get benchmark "$name" -o yaml | sed -n '/^status:/,$p'
+  fi
+  section "trial conditions"
+  kubectl get trials -A -o jsonpath='{range .items[*]}{.metadata.name} {.status.phase}{"\n"}{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
+  section "events (last 80)"
+  kubectl get events -A --sort-by=.lastTimestamp | tail -n 80
+  section "pods"
+  kubectl get pods -A -o wide
+  # not ready and not completed: describe and log them
+  while read -r pns pod; do
+    section "failing pod $pns/$pod"
+    kubectl -n "$pns" describe pod "$pod" | tail -n 40
+    kubectl -n "$pns" logs "$pod" --all-containers --tail=60
+  done < <(kubectl get pods -A --no-headers 2>/dev/null |
+           awk '{split($3, r, "/"); if (r[1] != r[2] && $4 != "Completed") print $1, $2}' | head -n 15)
+  section "operator logs"
+  kubectl -n "$system_ns" logs -l app.kubernetes.io/name=wanwide --all-containers --tail=300
+  section "helm releases"
+  helm list -A
+  set -e
+  trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
+  return 0
+}
+
+cmd_run() {
+  local name
+  name=$(kubectl apply -n "$ns" -f "$benchmark" -o name | sed -n 's|^benchmark\.wanwide\.io/||p')
+  [[ -n $name ]] || { log "ERROR: no Benchmark in $benchmark"; return 1; }
+  cmd_wait "$name"
+}
+
+case ${1:-all} in
+  all) cmd_cluster; cmd_image; cmd_deps; cmd_results; cmd_operator; cmd_run ;;
+  cluster|image|deps|results|operator|run|wait|diagnose) c=$1; shift; "cmd_$c" "$@" ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
+esac
