@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     import kopf
 
     from . import handlers  # noqa: F401  (registers the handlers)
