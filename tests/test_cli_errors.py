@@ -121,13 +121,36 @@ def test_missing_dependency_says_what_to_install():
     assert r.returncode == 2 and "pip install 'wanwide[report]'" in r.stderr, r.stderr
 
 
-def test_command_whose_module_fails_is_listed_and_explains():
-    r = without("pydantic", "--help")
-    assert r.returncode == 0
-    assert "runner" in r.stdout and "unavailable: pip install 'wanwide[operator]'" in r.stdout, r.stdout
-    r = without("pydantic", "runner", "validate", "--config", "x.json")
+PLUGIN = """
+import sys
+import wanwide.cli as c
+c.COMMANDS = (*c.COMMANDS, c.Command("extra", "wwplugin.cli", "add_parser", "extra", "a command in another module"))
+sys.exit(c.main(sys.argv[1:]))
+"""
+
+
+def test_command_whose_module_fails_is_listed_and_explains(tmp_path):
+    """A sub-command module that cannot be imported (a package it needs is missing) still shows."""
+    (tmp_path / "wwplugin").mkdir()
+    (tmp_path / "wwplugin" / "__init__.py").write_text("")
+    (tmp_path / "wwplugin" / "cli.py").write_text("import package_not_installed_here\n")
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'operator'}:{tmp_path}"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", PLUGIN, *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    r = run("--help")
+    assert r.returncode == 0, r.stderr
+    assert "a command in another module [unavailable: pip install 'wanwide[extra]']" in " ".join(r.stdout.split())
+    for args in (["extra"], ["extra", "--help"], ["extra", "run", "-x"]):
+        r = run(*args)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+        assert "extra: needs the Python module 'package_not_installed_here'" in r.stderr, r.stderr
+        assert "pip install 'wanwide[extra]'" in r.stderr and "Traceback" not in r.stderr
+    r = without("pydantic", "runner", "validate", "--config", "x.json")  # found missing when it runs
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
-    assert "runner: needs the Python module 'pydantic'" in r.stderr and "Traceback" not in r.stderr
+    assert "runner: needs the Python module 'pydantic'" in r.stderr and "wanwide[operator]" in r.stderr
 
 
 def test_report_without_operator_dependencies(tmp_path):

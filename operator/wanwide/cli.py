@@ -156,8 +156,8 @@ def _mount(sub: argparse._SubParsersAction, cmd: Command) -> None:
         if (e.name or "").split(".")[0] == "wanwide":
             raise
         p = sub.add_parser(cmd.name, help=f"{cmd.help} [unavailable: pip install 'wanwide[{cmd.extra}]']",
-                           add_help=False)
-        p.add_argument("args", nargs=argparse.REMAINDER)
+                           add_help=False, prefix_chars="\0")  # every argument (--help too) is just taken
+        p.add_argument("args", nargs="*")
         p.set_defaults(func=_unavailable(missing_module(cmd, e)))
         return
     getattr(mod, cmd.add_parser)(sub)

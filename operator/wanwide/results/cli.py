@@ -21,9 +21,16 @@ def add_s3_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--endpoint", metavar="URL", help="S3 endpoint URL (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)")
     g.add_argument("--profile", help="profile of ~/.aws/config and ~/.aws/credentials (default: AWS_PROFILE)")
     g.add_argument("--region", help="S3 region (default: AWS_REGION, the profile's, us-east-1)")
-    g.add_argument("--retries", type=int, metavar="N", help="attempts per request (default: AWS_MAX_ATTEMPTS or 5)")
+    g.add_argument("--retries", type=positive_int, metavar="N", help="attempts per request, the first included (default: AWS_MAX_ATTEMPTS or 5)")
     g.add_argument("--retry-mode", choices=["standard", "adaptive", "legacy"],
                    help="botocore retry mode (default: AWS_RETRY_MODE or standard)")
+
+
+def positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least 1")
+    return n
 
 
 def s3_options(args: argparse.Namespace):

@@ -121,7 +121,7 @@ def connect(opts: S3Options, env: Mapping[str, str] | None = None, *, fallback_e
                 session = boto3.Session(aws_access_key_id=found.access_key, aws_secret_access_key=found.secret_key)
         region = (opts.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
                   or session.region_name or fallback_region or "us-east-1")
-        config = Config(retries={"mode": mode, "max_attempts": attempts}, connect_timeout=5, read_timeout=60,
+        config = Config(retries={"mode": mode, "total_max_attempts": attempts}, connect_timeout=5, read_timeout=60,
                         s3={"addressing_style": "path"} if endpoint else None)
         client = session.client("s3", endpoint_url=endpoint, region_name=region, config=config)
     except (BotoCoreError, ValueError) as e:
