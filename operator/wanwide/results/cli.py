@@ -66,7 +66,7 @@ def cmd_report(args) -> int:
         r = build_report(args.sources, args.output, progress=not args.no_progress,
                          store_parquet_beside=not args.no_store, s3=s3_options(args))
     except IngestError as e:
-        print(f"error: {_one_line(e)}", file=sys.stderr)
+        print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
         return 2
     n_it = int((r.table["action"] == "Total").sum())
     print(f"report: {n_it} iterations, {len(r.summary)} summary rows, {len(r.files)} files in "
@@ -119,7 +119,7 @@ def cmd_fetch(args) -> int:
                            keys=lambda: secret_keys(kc, where), log=log)
         res = fetch(conn, uri, Path(args.output or default_dir), log=log)
     except S3Error as e:
-        print(f"error: {_one_line(e)}", file=sys.stderr)
+        print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
         return 2
     print(f"fetched {len(res.downloaded)} file(s) ({res.bytes / 1e6:.1f} MB), {len(res.skipped)} already present, "
           f"into {res.dest} ({time.monotonic() - t0:.1f}s); next: wanwide report {res.dest} -o {res.dest}/report")
