@@ -1,4 +1,5 @@
-# The wanwide image: the operator (with helm) and the Rally runner entrypoint.
+# The wanwide image: the operator (with helm) and the Rally runner entrypoint (the
+# [operator] extra; `wanwide report` needs the [report] extra, not in the image).
 #   docker build -t ghcr.io/wanwide/wanwide:0.1.0 .
 #   operator:  wanwide operator --namespaces=default
 #   runner:    wanwide runner run --config /etc/wanwide/runner.json   (what the Rally Jobs run)
@@ -25,7 +26,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY requirements/wanwide.lock ./requirements/
 COPY operator ./operator
-RUN pip install -c requirements/wanwide.lock . && rm -rf /src
+RUN pip install -c requirements/wanwide.lock '.[operator]' && rm -rf /src
 RUN useradd --uid 10001 --create-home wanwide
 USER 10001
 ENV WANWIDE_RALLY=/opt/rally/bin/rally HOME=/home/wanwide

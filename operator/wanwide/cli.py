@@ -1,16 +1,23 @@
-"""Command line: ``wanwide plan | crds | operator | runner | report | lab``."""
+"""Command line: ``wanwide plan | crds | operator | runner | report | results | lab``."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 
 from . import __version__
+from .errors import UserError, one_line
 from .plan.errors import PlanError
+
+if TYPE_CHECKING:
+    from .plan.load import Documents
 
 
 class _Dumper(yaml.SafeDumper):
@@ -30,22 +37,41 @@ def dump_all(docs: list[dict]) -> str:
 
 
 def plan_stream(texts: list[str], trial: int | None, all_trials: bool, objects_only: bool) -> str:
+    """The ``plan`` output for YAML texts (PlanError when invalid)."""
     from .plan.load import load_documents
-    from .plan.trial import plan
-    from .render import render_trial
 
     docs = load_documents(texts)
     if not docs.benchmarks:
         raise PlanError([])
+    return render_plans(docs, trial, all_trials, objects_only)
+
+
+def render_plans(docs: Documents, trial: int | None, all_trials: bool, objects_only: bool,
+                 origin: Callable[[Any], str] | None = None) -> str:
+    """Header, Helm releases and objects of the chosen trials of every Benchmark in ``docs``.
+
+    With ``origin`` (Benchmark → ``file:line``) a planner error is a UserError naming the file.
+    """
+    from .plan.trial import plan
+    from .render import render_trial
+
     parts: list[str] = []
     for bench in docs.benchmarks:
-        plans = plan(bench, docs.topology_for(bench))
+        try:
+            plans = plan(bench, docs.topology_for(bench))
+        except PlanError as e:
+            if origin is None:
+                raise
+            from .inputs import plan_problems
+
+            raise UserError(f"{origin(bench)}: {plan_problems(e)}") from None
         if all_trials:
             chosen = plans
         else:
             idx = trial or 0
             if idx >= len(plans):
-                raise SystemExit(f"--trial {idx}: Benchmark {bench.metadata.name} has {len(plans)} trials (0–{len(plans) - 1})")
+                raise UserError(f"--trial {idx}: Benchmark {bench.metadata.name} has {len(plans)} trials "
+                                f"(0–{len(plans) - 1})")
             chosen = [plans[idx]]
         header = [f"# Benchmark {bench.metadata.namespace}/{bench.metadata.name}: {len(plans)} trials"]
         for p in plans:
@@ -62,18 +88,12 @@ def plan_stream(texts: list[str], trial: int | None, all_trials: bool, objects_o
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    texts = [sys.stdin.read() if f == "-" else Path(f).read_text() for f in args.file]
-    try:
-        out = plan_stream(texts, args.trial, args.all, args.objects_only)
-    except PlanError as e:
-        if not e.problems:
-            print("error: no Benchmark document in the input", file=sys.stderr)
-            return 2
-        print(f"error: the spec is invalid ({len(e.problems)} problem(s)); nothing was planned:", file=sys.stderr)
-        for p in e.problems:
-            print(f"  - {p}", file=sys.stderr)
-        return 2
-    sys.stdout.write(out)
+    if args.trial is not None and args.trial < 0:
+        raise UserError(f"--trial {args.trial}: a trial index is 0 or more")
+    from .inputs import load_files
+
+    specs = load_files(args.file)
+    sys.stdout.write(render_plans(specs.docs, args.trial, args.all, args.objects_only, specs.origin))
     return 0
 
 
@@ -91,16 +111,68 @@ def cmd_crds(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mount(sub: argparse._SubParsersAction, module: str, fn: str) -> None:
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A sub-command defined in another module, and the extra that installs what it needs."""
+
+    name: str
+    module: str
+    add_parser: str
+    extra: str
+    help: str
+
+
+COMMANDS = (
+    Command("operator", "wanwide.controller.cli", "add_operator_parser", "operator", "run the Kubernetes operator (kopf)"),
+    Command("runner", "wanwide.runner.cli", "add_runner_parser", "operator",
+            "run one Rally benchmark run and write/upload its result bundle"),
+    Command("report", "wanwide.results.cli", "add_report_parser", "report",
+            "tables and plots from result bundles (dir or s3://bucket/prefix) or plain Rally JSON"),
+    Command("results", "wanwide.results.cli", "add_results_parser", "report",
+            "fetch a Benchmark's result bundles from S3"),
+    Command("lab", "wanwide.lab.cli", "add_lab_parser", "all",
+            "run a Benchmark for real on this machine (namespaces, netem/wirefilter)"),
+)
+
+
+def missing_module(cmd: Command, e: ModuleNotFoundError) -> UserError:
+    """The one-line error for a sub-command whose dependencies are not installed."""
+    return UserError(f"{cmd.name}: needs the Python module {e.name or str(e)!r}, which is not installed: "
+                     f"pip install 'wanwide[{cmd.extra}]'")
+
+
+def _mount(sub: argparse._SubParsersAction, cmd: Command) -> None:
+    """Add ``cmd``'s parser; if its module cannot be imported, a stand-in that says what to install."""
     try:
-        mod = importlib.import_module(module)
-    except ImportError:
+        mod = importlib.import_module(cmd.module)
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] == "wanwide":
+            raise
+        p = sub.add_parser(cmd.name, help=f"{cmd.help} [unavailable: pip install 'wanwide[{cmd.extra}]']",
+                           add_help=False, prefix_chars="\0")  # every argument (--help too) is just taken
+        p.add_argument("args", nargs="*")
+        p.set_defaults(func=_unavailable(missing_module(cmd, e)))
         return
-    getattr(mod, fn)(sub)
+    getattr(mod, cmd.add_parser)(sub)
+    sub.choices[cmd.name].set_defaults(command_info=cmd)
+
+
+def _unavailable(err: UserError) -> Callable[[argparse.Namespace], int]:
+    def run(_args: argparse.Namespace) -> int:
+        raise err
+
+    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="wanwide", description=__doc__)
+    ap = Parser(prog="wanwide", description=__doc__)
     ap.add_argument("--version", action="version", version=f"wanwide {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
 
@@ -116,16 +188,24 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="directory to write one file per CRD")
     c.set_defaults(func=cmd_crds)
 
-    _mount(sub, "wanwide.controller.cli", "add_operator_parser")
-    _mount(sub, "wanwide.runner.cli", "add_runner_parser")
-    _mount(sub, "wanwide.results.cli", "add_report_parser")
-    _mount(sub, "wanwide.lab.cli", "add_lab_parser")
+    for cmd in COMMANDS:
+        _mount(sub, cmd)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a sub-command; user errors are one line on stderr and exit code 2."""
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"wanwide: error: {one_line(str(e))}", file=sys.stderr)
+    except ModuleNotFoundError as e:
+        cmd = getattr(args, "command_info", None)
+        if cmd is None or (e.name or "").split(".")[0] == "wanwide":
+            raise
+        print(f"wanwide: error: {missing_module(cmd, e)}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

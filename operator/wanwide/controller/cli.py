@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 
@@ -11,6 +10,8 @@ from .. import DEFAULT_IMAGE
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     import kopf
 
     from . import handlers  # noqa: F401  (registers the handlers)

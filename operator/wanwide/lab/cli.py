@@ -6,9 +6,23 @@ import argparse
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Check the files (one-line UserError naming the file), then run; a PlanError is a UserError too."""
+    from ..errors import UserError
+    from ..inputs import load_files, plan_problems
+    from ..plan.errors import PlanError
+    from ..plan.trial import plan
     from .run import run
 
-    return run(args.file, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh)
+    specs = load_files(args.file)
+    for bench in specs.docs.benchmarks:
+        try:
+            plan(bench, specs.docs.topology_for(bench))
+        except PlanError as e:
+            raise UserError(f"{specs.origin(bench)}: {plan_problems(e)}") from None
+    try:
+        return run(args.file, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh)
+    except PlanError as e:
+        raise UserError(f"{', '.join(args.file)}: {plan_problems(e)}") from None
 
 
 def _clean(args: argparse.Namespace) -> int:

@@ -1,25 +1,58 @@
-"""``wanwide report SOURCE… -o DIR`` (mounted by wanwide.cli)."""
+"""``wanwide report SOURCE… -o DIR`` and ``wanwide results fetch SOURCE`` (mounted by wanwide.cli).
+
+Needs only ``pip install 'wanwide[report]'``: nothing here imports kopf, kubernetes or PyMySQL.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from pathlib import Path
+
+S3_HELP = ("S3: credentials from boto3's chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+           "~/.aws/credentials and ~/.aws/config, SSO, instance roles); endpoint from --endpoint, "
+           "AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL (S3_ENDPOINT still works, deprecated) or the profile.")
+
+
+def add_s3_flags(p: argparse.ArgumentParser) -> None:
+    """--endpoint, --profile, --region, --retries, --retry-mode."""
+    g = p.add_argument_group("S3")
+    g.add_argument("--endpoint", metavar="URL", help="S3 endpoint URL (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)")
+    g.add_argument("--profile", help="profile of ~/.aws/config and ~/.aws/credentials (default: AWS_PROFILE)")
+    g.add_argument("--region", help="S3 region (default: AWS_REGION, the profile's, us-east-1)")
+    g.add_argument("--retries", type=positive_int, metavar="N", help="attempts per request, the first included (default: AWS_MAX_ATTEMPTS or 5)")
+    g.add_argument("--retry-mode", choices=["standard", "adaptive", "legacy"],
+                   help="botocore retry mode (default: AWS_RETRY_MODE or standard)")
+
+
+def positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least 1")
+    return n
+
+
+def s3_options(args: argparse.Namespace):
+    from .s3 import S3Options
+
+    return S3Options(endpoint=args.endpoint, profile=args.profile, region=args.region,
+                     max_attempts=args.retries, retry_mode=args.retry_mode)
 
 
 def add_report_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "report",
         help="tables and plots from result bundles (dir or s3://bucket/prefix) or plain Rally JSON",
-        description="SOURCE: a directory of bundles, s3://bucket/prefix (S3_ENDPOINT, AWS_ACCESS_KEY_ID, "
-        "AWS_SECRET_ACCESS_KEY from the environment), or plain Rally JSON files/directories "
-        "(parameters then come from file names or a sidecar params.yaml).",
+        description="SOURCE: a directory of bundles, s3://bucket/prefix, or plain Rally JSON files/directories "
+        "(parameters then come from file names or a sidecar params.yaml). " + S3_HELP,
     )
     p.add_argument("sources", nargs="+", metavar="SOURCE")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the report")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-store", action="store_true",
                    help="do not store results.parquet beside the raw files (only in DIR)")
+    add_s3_flags(p)
     p.set_defaults(func=cmd_report)
     return p
 
@@ -31,14 +64,70 @@ def cmd_report(args) -> int:
     t0 = time.monotonic()
     try:
         r = build_report(args.sources, args.output, progress=not args.no_progress,
-                         store_parquet_beside=not args.no_store)
+                         store_parquet_beside=not args.no_store, s3=s3_options(args))
     except IngestError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
         return 2
     n_it = int((r.table["action"] == "Total").sum())
     print(f"report: {n_it} iterations, {len(r.summary)} summary rows, {len(r.files)} files in "
           f"{r.out_dir} ({time.monotonic() - t0:.1f}s); open {r.out_dir / 'index.html'}")
     return 0
+
+
+def add_results_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("results", help="fetch a Benchmark's result bundles from S3")
+    sub = p.add_subparsers(dest="results_command", metavar="COMMAND", required=True)
+    f = sub.add_parser(
+        "fetch", help="download a Benchmark's bundles (skips files already here)",
+        description="SOURCE: s3://bucket/prefix, or the name of a Benchmark, whose status.resultsURI and "
+        "results endpoint are read from the cluster with kubectl (--kubeconfig, --context, -n); its "
+        "Secret's keys are used only when boto3 finds no credentials. Files already present with the "
+        "same size and ETag are skipped, so a second run only fetches what is new. " + S3_HELP,
+    )
+    f.add_argument("source", metavar="SOURCE", help="s3://bucket/prefix or a Benchmark name")
+    f.add_argument("-o", "--output", metavar="DIR", help="where to put the bundles (default: ./<benchmark or last "
+                   "prefix part>)")
+    f.add_argument("-n", "--namespace", help="namespace of the Benchmark (default: the context's)")
+    f.add_argument("--kubeconfig", help="kubeconfig to read the Benchmark with (default: kubectl's)")
+    f.add_argument("--context", help="kubeconfig context")
+    f.add_argument("-q", "--quiet", action="store_true", help="no line per file")
+    add_s3_flags(f)
+    f.set_defaults(func=cmd_fetch)
+    return p
+
+
+def cmd_fetch(args) -> int:
+    from .s3 import S3Error, connect, fetch, parse_uri
+
+    t0 = time.monotonic()
+    log = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        if args.source.startswith("s3://"):
+            uri = args.source
+            bucket, prefix = parse_uri(uri)
+            conn = connect(s3_options(args))
+            default_dir = prefix.rsplit("/", 1)[-1] or bucket
+        else:
+            from .benchmark import Kubectl, locate, secret_keys
+
+            kc = Kubectl(args.kubeconfig, args.context)
+            where = locate(kc, args.source, args.namespace)
+            uri, default_dir = where.uri, where.name
+            if log:
+                log(f"Benchmark {where.namespace}/{where.name}: {uri}")
+            conn = connect(s3_options(args), fallback_endpoint=where.endpoint, fallback_region=where.region,
+                           keys=lambda: secret_keys(kc, where), log=log)
+        res = fetch(conn, uri, Path(args.output or default_dir), log=log)
+    except S3Error as e:
+        print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    print(f"fetched {len(res.downloaded)} file(s) ({res.bytes / 1e6:.1f} MB), {len(res.skipped)} already present, "
+          f"into {res.dest} ({time.monotonic() - t0:.1f}s); next: wanwide report {res.dest} -o {res.dest}/report")
+    return 0
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
 
 
 def main(argv: list[str] | None = None) -> int:

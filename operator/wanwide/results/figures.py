@@ -1,4 +1,4 @@
-"""The report's PNG figures: stacked action bars and CDFs per scenario, RTT scatter."""
+"""The report's figures, each as PNG and SVG: stacked action bars and CDFs per scenario, RTT scatter."""
 
 from __future__ import annotations
 
@@ -17,17 +17,24 @@ def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "wanwide"  # the same ids in the SVG on every run
     import matplotlib.pyplot as plt
 
     return plt
 
 
 def _save(plt: Any, fig: Any, path: Path) -> Path:
-    """Lay out, write ``path`` (110 dpi) and close the figure."""
+    """Lay out, write ``path`` (PNG, 110 dpi) and the same plot beside it as SVG; close the figure."""
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    fig.savefig(svg_of(path), metadata={"Date": None})
     plt.close(fig)
     return path
+
+
+def svg_of(png: Path) -> Path:
+    """The SVG written beside ``png``."""
+    return png.with_suffix(".svg")
 
 
 def _split_constant(df: pd.DataFrame, pcols: list[str]) -> tuple[list[str], str]:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from jinja2 import Environment, PackageLoader, StrictUndefined, Template
+from markupsafe import Markup
 
 from .stats import PointTable
 
-_STYLE = (
-    "body{font-family:sans-serif;margin:2em;max-width:1400px}table.t{border-collapse:collapse;font-size:12px}"
-    "table.t td,table.t th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%;border:1px solid #eee}"
-    ".note{background:#fff6d5;padding:.5em 1em}"
-)
+HTML_LINKS = ["summary.csv", "report.md", "results.parquet", "read_write.csv", "rtt.csv", "runs.csv"]
 
 
 @dataclass
@@ -88,48 +86,32 @@ def report_markdown(c: ReportContent) -> str:
 
 
 # ---------------------------------------------------------------- index.html
-def html_table(df: pd.DataFrame) -> str:
-    """``df`` as an HTML table (class ``t``; floats to 4 significant digits, nulls empty)."""
-    return df.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4g}", border=0, classes="t")
+def html_table(df: pd.DataFrame) -> Markup:
+    """``df`` as an HTML table (class ``t``; floats to 4 significant digits, nulls empty; cells escaped)."""
+    return Markup(df.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4g}", border=0, classes="t",
+                             escape=True))
 
 
-def _html_intro(c: ReportContent) -> list[str]:
-    """Head, title, what was read, where parameters came from, links to the files."""
-    e = html.escape
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>wanwide report</title><style>{_STYLE}</style></head><body>",
-        "<h1>wanwide report</h1>",
-        f"<p>Sources: {e(', '.join(map(str, c.sources)))} — {c.n_inputs} bundle(s)/file(s), "
-        f"{c.n_iterations} iterations.</p>",
-    ]
-    if c.from_names:
-        parts.append("<p class='note'>Parameters of plain Rally JSON files came from file names or a sidecar "
-                     "params.yaml, not from bundle manifests (see column <code>params_source</code>).</p>")
-    parts.append("<p>Files: <a href='summary.csv'>summary.csv</a> · <a href='report.md'>report.md</a> · "
-                 "<a href='results.parquet'>results.parquet</a> · <a href='read_write.csv'>read_write.csv</a> · "
-                 "<a href='rtt.csv'>rtt.csv</a> · <a href='runs.csv'>runs.csv</a> · tables/</p>")
-    return parts
+@cache
+def _template() -> Template:
+    """templates/index.html.j2, autoescaped."""
+    env = Environment(loader=PackageLoader("wanwide.results", "templates"), autoescape=True,
+                      trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined)
+    return env.get_template("index.html.j2")
 
 
-def _html_images(title: str, pngs: list[Path]) -> list[str]:
-    """A section of images, or nothing without images."""
-    if not pngs:
-        return []
-    return [f"<h2>{title}</h2>", *(f"<p><img src='{html.escape(p.name)}'></p>" for p in pngs)]
+def _figures(pngs: list[Path]) -> list[dict[str, str]]:
+    """File names of each figure as PNG and SVG (relative to index.html)."""
+    return [{"png": p.name, "svg": p.with_suffix(".svg").name} for p in pngs]
 
 
 def index_html(c: ReportContent) -> str:
-    """The text of index.html."""
-    parts = _html_intro(c)
-    if len(c.runs):
-        parts += ["<h2>Runs</h2>", html_table(c.runs)]
-    parts += ["<h2>Summary (seconds; successful iterations; failure rate per iteration)</h2>", html_table(c.summary)]
-    parts += _html_images("Mean time per atomic action (values above p95 dropped)", c.bars)
-    parts += _html_images("CDF of total iteration time", c.cdfs)
-    parts += ["<h2>Reads/writes per scenario, next to the 2018 study</h2>",
-              html_table(c.read_write) if len(c.read_write) else "<p>No database counters.</p>"]
-    parts += ["<h2>Requested vs measured RTT</h2>", html_table(c.rtt) if len(c.rtt) else "<p>No RTT measurements.</p>"]
-    if c.rtt_png:
-        parts.append(f"<p><img src='{c.rtt_png.name}'></p>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    """The text of index.html (templates/index.html.j2)."""
+    return _template().render(
+        sources=[str(s) for s in c.sources], n_inputs=c.n_inputs, n_iterations=c.n_iterations,
+        from_names=c.from_names, files=HTML_LINKS,
+        runs=html_table(c.runs) if len(c.runs) else None, summary=html_table(c.summary),
+        bars=_figures(c.bars), cdfs=_figures(c.cdfs),
+        read_write=html_table(c.read_write) if len(c.read_write) else None,
+        rtt=html_table(c.rtt) if len(c.rtt) else None, rtt_png=_figures([c.rtt_png] if c.rtt_png else []),
+    )

@@ -7,8 +7,6 @@ statistics live in :mod:`~wanwide.results.stats`, figures in
 
 from __future__ import annotations
 
-import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from .figures import plot_cdfs, plot_rtt, plot_stacked_bars
+from .figures import plot_cdfs, plot_rtt, plot_stacked_bars, svg_of
 from .ingest import (
     MANIFEST,
     TOTAL,
@@ -27,6 +25,7 @@ from .ingest import (
     write_parquet,
 )
 from .pages import ReportContent, index_html, report_markdown
+from .s3 import S3Error, S3Options, connect, fetch, parse_uri
 from .stats import (
     PointTable,
     point_tables,
@@ -52,46 +51,30 @@ class ReportResult:
 
 
 # ---------------------------------------------------------------- S3 sources
-def fetch_s3(url: str, dest: Path, env: dict[str, str] | None = None) -> Path:
-    """Download manifest.json/rally.json/task.json of every bundle under s3://bucket/prefix."""
-    env = dict(os.environ if env is None else env)
-    m = re.match(r"^s3://([^/]+)/?(.*)$", url)
-    if not m:
-        raise IngestError(f"{url}: expected s3://bucket/prefix")
-    bucket, prefix = m.group(1), m.group(2).strip("/")
-    missing = [k for k in ("S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY") if not env.get(k)]
-    if missing:
-        raise IngestError(f"{url}: set environment variable(s) {', '.join(missing)} to read from S3")
-    from ..runner.upload import Credentials, s3_client
+BUNDLE_DATA = (MANIFEST, "rally.json", "task.json")
 
-    client = s3_client(env["S3_ENDPOINT"], env.get("AWS_DEFAULT_REGION", "us-east-1"),
-                       Credentials(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]))
-    target = dest / bucket / prefix if prefix else dest / bucket
-    n = 0
+
+def fetch_s3(url: str, dest: Path, env: dict[str, str] | None = None, opts: S3Options | None = None) -> Path:
+    """Download manifest.json/rally.json/task.json of every bundle under s3://bucket/prefix to ``dest``.
+
+    See :mod:`wanwide.results.s3` for credentials, endpoint and retries; ``env`` stands in
+    for the environment (explicit keys in it are used as they are).
+    """
     try:
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/" if prefix else ""):
-            for obj in page.get("Contents", []):
-                key = obj["Key"]
-                if key.rsplit("/", 1)[-1] not in (MANIFEST, "rally.json", "task.json"):
-                    continue
-                rel = key[len(prefix):].lstrip("/") if prefix else key
-                out = target / rel
-                out.parent.mkdir(parents=True, exist_ok=True)
-                client.download_file(bucket, key, str(out))
-                n += 1
-    except Exception as e:
-        raise IngestError(f"{url}: reading from S3 endpoint {env['S3_ENDPOINT']} failed: {type(e).__name__}: {e}") from e
-    if n == 0:
-        raise IngestError(f"{url}: no bundle files found at endpoint {env['S3_ENDPOINT']}")
+        bucket, prefix = parse_uri(url)
+        conn = connect(opts or S3Options(), env)
+        target = dest / bucket / prefix if prefix else dest / bucket
+        fetch(conn, url, target, keep=lambda name: name in BUNDLE_DATA)
+    except S3Error as e:
+        msg = str(e)
+        raise IngestError(msg if msg.startswith(url) else f"{url}: {msg}") from e
     return target
 
 
-def _local_paths(sources: list[str | Path], out: Path, env: dict[str, str] | None) -> list[Path]:
+def _local_paths(sources: list[str | Path], out: Path, env: dict[str, str] | None,
+                 opts: S3Options | None) -> list[Path]:
     """Each source as a local path; s3:// sources are downloaded under ``out/raw`` first."""
-    local: list[Path] = []
-    for s in map(str, sources):
-        local.append(fetch_s3(s, out / "raw", env) if s.startswith("s3://") else Path(s))
-    return local
+    return [fetch_s3(s, out / "raw", env, opts) if s.startswith("s3://") else Path(s) for s in map(str, sources)]
 
 
 # ---------------------------------------------------------------- writing
@@ -144,15 +127,17 @@ def build_report(
     progress: bool = True,
     store_parquet_beside: bool = True,
     env: dict[str, str] | None = None,
+    s3: S3Options | None = None,
 ) -> ReportResult:
     """Read every source (bundle dirs, s3://bucket/prefix, plain Rally JSON) → DIR/…
 
     Writes results.parquet, summary.csv, report.md, tables/*.csv, bars-*.png, cdf-*.png,
-    read_write.csv, rtt.csv/rtt.png, runs.csv and index.html. Returns what it wrote.
+    read_write.csv, rtt.csv/rtt.png, runs.csv and index.html; every PNG also as SVG.
+    Returns what it wrote.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    local = _local_paths(sources, out, env)
+    local = _local_paths(sources, out, env, s3)
     found = discover(local)
     if not found:
         raise IngestError(f"no result bundle or Rally JSON file found in {', '.join(map(str, sources))}")
@@ -168,7 +153,8 @@ def build_report(
     files += _write_point_tables(points, out / "tables")
     bars, cdfs = plot_stacked_bars(df, out), plot_cdfs(df, out)
     rw, rtt, rtt_png, runs = _run_tables(manifests, out)
-    files += [*bars, *cdfs, out / "read_write.csv", out / "rtt.csv", out / "runs.csv", *([rtt_png] if rtt_png else [])]
+    pngs = [*bars, *cdfs, *([rtt_png] if rtt_png else [])]
+    files += [*pngs, *map(svg_of, pngs), out / "read_write.csv", out / "rtt.csv", out / "runs.csv"]
     content = ReportContent(
         sources=sources, n_inputs=len(found), n_iterations=int((df["action"] == TOTAL).sum()), n_rows=len(df),
         params_sources=sorted(set(df["params_source"].astype(str))) if len(df) else [],

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .config import load_config
-
 
 def add_runner_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("runner", help="run one Rally benchmark run and write/upload its result bundle")
@@ -26,6 +24,8 @@ def add_runner_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def cmd_validate(args) -> int:
+    from .config import load_config
+
     try:
         cfg = load_config(args.config)
     except ValueError as e:
@@ -36,6 +36,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from .config import load_config
     from .run import run_from_config
 
     try:
