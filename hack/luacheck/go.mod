@@ -1,5 +1,5 @@
 // hack/luacheck: Argo CD's health-script runtime (gopher-lua) for the tests.
-// The versions are those Argo CD's go.mod pins (hack/luacheck.sh ARGOCD_VERSION).
+// The versions are those Argo CD's go.mod pins (ARGOCD_VERSION in hack/argocd.sh).
 module wanwide.io/hack/luacheck
 
 go 1.24

@@ -5,7 +5,7 @@
 //	luacheck -lines   (stdin: one {"script": TEXT, "object": OBJECT, "openLibs": BOOL} a line;
 //	                   stdout: one {"health": HEALTH} or {"error": TEXT} a line)
 //
-// What it mirrors from Argo CD's util/lua (pinned in hack/luacheck.sh):
+// What it mirrors from Argo CD's util/lua (the version hack/argocd.sh pins):
 //   - a state without the standard libraries, then only package, base and table opened
 //     (Argo CD also opens a reduced "os"; it is absent here, so a script that needs it fails);
 //     -open-libs: every standard library, as Argo CD gives its built-in scripts and the
