@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.argocd import healths
 from tests.cluster.operator_env import BUCKET, SA, example, owned
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
@@ -72,6 +73,8 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     trial = tc.kubectl_json("get", "trial", "uniform-9-t000", "-n", ns)
     assert trial["metadata"]["ownerReferences"][0]["name"] == "uniform-9"
     assert trial["status"]["phase"] == "Succeeded"
+    (b_health, b_msg), (t_health, t_msg) = healths([bench, trial])  # what Argo CD shows
+    assert (b_health, t_health) == ("Healthy", "Healthy") and "trials 1/1" in b_msg and "results in s3://" in t_msg
     assert owned(tc, "networkchaos", ns, "uniform-9") == []
     events = tc.kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.name=uniform-9-t000").stdout
     for reason in ("Injecting", "Loading", "Collecting", "Succeeded"):
@@ -109,6 +112,7 @@ def test_invalid_benchmark_gets_a_condition_not_trials(env):
     assert w.returncode == 0, w.stderr
     assert conds["Failed"]["reason"] == "InvalidSpec" and conds["Complete"]["status"] == "False"
     assert conds["Failed"]["observedGeneration"] == b["metadata"]["generation"]
+    assert healths([b]) == [("Degraded", f"invalid spec: {conds['Valid']['message']}")]  # what Argo CD shows
     assert tc.kubectl_json("get", "trials", "-n", ns, "-l", "wanwide.io/benchmark=missing-topo")["items"] == []
     tc.kubectl("delete", "benchmark", "missing-topo", "-n", ns)
 

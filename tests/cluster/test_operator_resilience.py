@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.argocd import healths
 from tests.cluster.operator_env import example, owned
 from tests.cluster.test_operator import wait_phase
 from tests.plan.bad_inputs import CASES
@@ -77,6 +78,11 @@ def test_delete_mid_load_leaves_no_chaos(env):
     while _trial_phase(tc, ns, "hierarchical-9-t000") not in ("Loading", "Collecting"):
         assert time.time() < deadline, "never reached Loading"
         time.sleep(2)
+    b, t = (tc.kubectl_json("get", kind, name, "-n", ns) for kind, name in
+            (("benchmark", "hierarchical-9"), ("trial", "hierarchical-9-t000")))
+    (b_health, b_msg), (t_health, t_msg) = healths([b, t])  # what Argo CD shows mid-run
+    assert (b_health, t_health) == ("Progressing", "Progressing"), (b_msg, t_msg)
+    assert b_msg.startswith("phase Running, trials 0/1") and t_msg.startswith(t["status"]["phase"]), (b_msg, t_msg)
     chaos = owned(tc, "networkchaos", ns, "hierarchical-9")
     assert len(chaos) > 0
     tc.kubectl("delete", "benchmark", "hierarchical-9", "-n", ns, "--timeout=240s")
