@@ -194,7 +194,17 @@ apiserver_ready() {
     "https://127.0.0.1:$APISERVER_PORT/readyz"
 }
 
+# an apiserver started by an older version of this script (no audit log): restart it
+restart_outdated_apiserver() {
+  local p; p=$(pid_of kube-apiserver) || return 0
+  tr '\0' ' ' <"/proc/$p/cmdline" | grep -qF -- '--audit-policy-file=' && return 0
+  log "kube-apiserver runs without an audit log: restarting it"
+  stop_one kube-apiserver
+}
+
 start_apiserver() {
+  restart_outdated_apiserver
+  mkdir -p "$STATE/audit"
   start_bg kube-apiserver \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
@@ -209,6 +219,8 @@ start_apiserver() {
     --allow-privileged=true --profiling=false \
     --kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP \
     --enable-priority-and-fairness=false \
+    --audit-policy-file="$HERE/audit-policy.yaml" --audit-log-path="$STATE/audit/audit.log" \
+    --audit-log-maxsize=100 --audit-log-maxbackup=3 \
     --event-ttl=30m --v=0
   log "waiting for kube-apiserver /readyz"
   wait_for "kube-apiserver /readyz" 120 apiserver_ready || {

@@ -15,6 +15,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,17 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "hack" / "testcluster.sh"
 UPSTREAM_CRDS = REPO / "hack" / "upstream-crds.sh"
+SESSION_START = datetime.now(UTC)  # tests marked "audit" read the API server's audit log from here on
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``audit`` run last: they check what the session's other tests did."""
+    items.sort(key=lambda i: i.get_closest_marker("audit") is not None)
+
+
+@pytest.fixture(scope="session")
+def session_start() -> datetime:
+    return SESSION_START
 
 
 @dataclass

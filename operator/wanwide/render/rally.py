@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -18,6 +19,12 @@ JOB = "rally"
 CONFIG = "rally-config"
 CONFIG_PATH = "/etc/wanwide/runner.json"
 RESULTS_DIR = "/results"
+# The Pod Security Standard "restricted": the image's user (10001, HOME /home/wanwide), Rally's
+# state and the bundle under RESULTS_DIR (an emptyDir); RTTs are TCP connects (no raw sockets).
+POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 10001, "fsGroup": 10001,
+                "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": False,
+                      "capabilities": {"drop": ["ALL"]}}
 
 
 def results_target(plan: TrialPlan) -> S3Target | None:
@@ -82,7 +89,7 @@ def jobs(
                     _secret_env("AWS_SECRET_ACCESS_KEY", RESULTS, "AWS_SECRET_ACCESS_KEY")]
         pod: dict[str, Any] = {
             "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "fsGroup": 10001},
+            "securityContext": copy.deepcopy(POD_SECURITY),
             "containers": [{
                 "name": "runner",
                 "image": plan.runner_image,
@@ -91,7 +98,7 @@ def jobs(
                 "volumeMounts": [{"name": "config", "mountPath": "/etc/wanwide", "readOnly": True},
                                  {"name": "results", "mountPath": RESULTS_DIR}],
                 "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
-                "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": False},
+                "securityContext": copy.deepcopy(CONTAINER_SECURITY),
             }],
             "volumes": [{"name": "config", "configMap": {"name": CONFIG}}, {"name": "results", "emptyDir": {}}],
         }

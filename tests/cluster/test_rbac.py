@@ -1,0 +1,171 @@
+"""The chart grants the operator what it uses, no more: its ServiceAccount's requests in this
+session's audit log against the rules ``helm template`` renders.
+
+The operator tests run the operator (and the helm it starts) as the chart's ServiceAccount
+``wanwide-system/wanwide`` (tests/cluster/operator_env.py); the test cluster's API
+server logs that group's requests (hack/testcluster/audit-policy.yaml). Marked ``audit``:
+it runs after every other test of the session (tests/cluster/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cluster.operator_env import RELEASE, SA, SYSTEM_NS
+
+pytestmark = [pytest.mark.cluster, pytest.mark.audit]
+CHART = Path(__file__).resolve().parents[2] / "charts" / "wanwide"
+USER = f"system:serviceaccount:{SYSTEM_NS}:{SA}"
+RBAC = "rbac.authorization.k8s.io"
+OWN_BINDING = "wanwide-operator"  # the operator's RoleBinding in each trial namespace
+# Granted but not exercised by the cluster tests: (role, apiGroups, resources, verbs, why); an
+# entry covers what its product names and is granted. Roles: "main" (ClusterRole), "watch"
+# (Role in each watched namespace), "trial" (ClusterRole bound in each trial namespace).
+UNEXERCISED: list[tuple[str, list[str], list[str], list[str], str]] = [
+    ("trial", ["", "extensions", "batch", "apps"], ["services", "endpoints", "jobs", "pods"], ["get", "list"],
+     "openstack-helm's dependency-check Roles grant these: creating them needs the operator to hold "
+     "the same (RBAC escalation check)"),
+    ("trial", ["", "apps", "batch", "policy", RBAC],
+     ["secrets", "configmaps", "services", "serviceaccounts", "deployments", "jobs", "poddisruptionbudgets",
+      "roles", "rolebindings"], ["patch", "delete"],
+     "helm upgrade (patch) and uninstall (delete) of a keystone release: the reset of a release a killed "
+     "helm left stuck (kube/helm.py), run as admin by tests/cluster/test_helm_background.py"),
+    ("trial", ["crdb.cockroachlabs.com", "monitoring.coreos.com"], ["crdbclusters", "servicemonitors"],
+     ["get", "create", "patch"], "the cockroachdb backend; the cluster tests run mariadb and galera"),
+    ("trial", ["chaos-mesh.org"], ["schedules"], ["get", "create", "patch", "delete"],
+     "spec.faults become Schedules; no cluster test injects faults"),
+    ("watch", ["wanwide.io"], ["trials"], ["delete"],
+     "a spec change that drops a Trial not started yet (controller/benchmark.py)"),
+    ("watch", [""], ["configmaps"], ["get"],
+     "results.objectBucketClaim: the bucket's ConfigMap (controller/results.py); the tests use results.s3"),
+]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One authorization the API server made for the operator (``verb`` on ``resource``)."""
+
+    at: datetime
+    namespace: str | None
+    group: str
+    resource: str  # with "/subresource"
+    verb: str
+    name: str
+
+
+def session_events(state: Path, since: datetime) -> Iterator[dict[str, Any]]:
+    """The operator's audit events of this pytest session, once per request."""
+    seen: set[str] = set()
+    for f in sorted((state / "audit").glob("audit*.log")):
+        for line in f.read_text().splitlines():
+            e = json.loads(line)
+            if (e["user"]["username"] != USER or e["auditID"] in seen
+                    or datetime.fromisoformat(e["requestReceivedTimestamp"]) < since):
+                continue
+            seen.add(e["auditID"])
+            yield e
+
+
+def requests_of(e: dict[str, Any]) -> list[Request]:
+    """What the request needed: its verb, and what the API server checks inside it."""
+    o = e.get("objectRef")
+    if not o:  # discovery, /version: the default system:discovery role
+        return []
+    res = o["resource"] + (f"/{o['subresource']}" if o.get("subresource") else "")
+    ns = None if res == "namespaces" else o.get("namespace")  # the API server files a Namespace under itself
+    r = Request(datetime.fromisoformat(e["requestReceivedTimestamp"]), ns, o.get("apiGroup", ""),
+                res, e["verb"], o.get("name", ""))
+    out = [r]
+    created = e.get("responseStatus", {}).get("code") == 201
+    if r.verb == "patch" and created:  # a server-side apply that creates is authorized as create too
+        out.append(Request(r.at, r.namespace, r.group, res, "create", r.name))
+    if (r.group, res, r.name) == (RBAC, "rolebindings", OWN_BINDING) and r.verb in ("create", "patch"):
+        out.append(Request(r.at, r.namespace, RBAC, "clusterroles", "bind", f"{RELEASE}-wanwide-trial"))
+    return out
+
+
+def grants(rules: list[dict[str, Any]], r: Request) -> bool:
+    return any(
+        (r.group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", []))
+        and (r.resource in rule.get("resources", []) or "*" in rule.get("resources", []))
+        and (r.verb in rule["verbs"] or "*" in rule["verbs"])
+        and (not rule.get("resourceNames") or r.name in rule["resourceNames"])
+        for rule in rules)
+
+
+def triples(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(g, res, v) for rule in rules for g in rule["apiGroups"] for res in rule["resources"] for v in rule["verbs"]}
+
+
+def chart_rules(tc) -> dict[str, list[dict[str, Any]]]:
+    """The rules as tests/cluster/operator_env.install_rbac applies them (one watched namespace)."""
+    out = tc.helm("template", RELEASE, str(CHART), "--namespace", SYSTEM_NS, "--set", "watchNamespaces[0]=w").stdout
+    names = {("ClusterRole", f"{RELEASE}-wanwide"): "main", ("Role", f"{RELEASE}-wanwide-watch"): "watch",
+             ("ClusterRole", f"{RELEASE}-wanwide-trial"): "trial"}
+    roles = {names[(d["kind"], d["metadata"]["name"])]: d["rules"] for d in yaml.safe_load_all(out)
+             if d and (d["kind"], d["metadata"].get("name")) in names}
+    assert sorted(roles) == ["main", "trial", "watch"], sorted(roles)
+    return roles
+
+
+def credit(roles: dict[str, list[dict[str, Any]]], reqs: list[Request]) -> dict[str, dict[tuple, bool]]:
+    """Per role, the (group, resource, verb) it authorized, each with whether some request needed
+    it cluster-wide. A namespaced grant is credited before the ClusterRole: the watch Role in
+    namespaces where the operator watches Benchmarks, the trial ClusterRole in a trial namespace
+    from the moment the operator's RoleBinding there exists."""
+    watched = {r.namespace for r in reqs if r.group == "wanwide.io" and r.resource == "benchmarks"
+               and r.verb == "watch" and r.namespace}
+    bound: dict[str, datetime] = {}
+    for r in sorted(reqs, key=lambda r: r.at):
+        if (r.group, r.resource, r.name) == (RBAC, "rolebindings", OWN_BINDING) and r.namespace not in bound:
+            bound[r.namespace] = r.at
+    used: dict[str, dict[tuple, bool]] = {k: {} for k in roles}
+    for r in reqs:
+        key = (r.group, r.resource, r.verb)
+        in_trial = r.namespace in bound and r.at > bound[r.namespace]
+        narrow = [k for k, ok in (("watch", r.namespace in watched), ("trial", in_trial)) if ok and grants(roles[k], r)]
+        for k in narrow:
+            used[k][key] = used[k].get(key, False)
+        if not narrow and grants(roles["main"], r):
+            namespaceable = r.namespace in watched or in_trial
+            used["main"][key] = used["main"].get(key, False) or not namespaceable
+    return used
+
+
+def test_chart_rbac_is_what_the_operator_uses(testcluster, session_start):
+    tc = testcluster
+    events = list(session_events(tc.state, session_start))
+    if not events:
+        pytest.skip(f"no request of {USER} in this session's audit log: run this test in one session with "
+                    "the operator tests, e.g. pytest -m cluster tests/cluster/test_operator.py "
+                    "tests/cluster/test_operator_resilience.py tests/cluster/test_rbac.py")
+    denied = sorted({f"{e['verb']} {e['requestURI']}" for e in events
+                     if e.get("annotations", {}).get("authorization.k8s.io/decision") == "forbid"})
+    assert not denied, "the operator was refused:\n" + "\n".join(denied)
+
+    roles = chart_rules(tc)
+    reqs = [r for e in events for r in requests_of(e)]
+    used = credit(roles, reqs)
+    ungranted = sorted({(r.group, r.resource, r.verb) for r in reqs}
+                       - {k for per in used.values() for k in per})
+    assert not ungranted, f"used, allowed by something outside the chart: {ungranted}"
+
+    unused = {(role, *t) for role, rules in roles.items() for t in triples(rules) if t not in used[role]}
+    entries = [{(role, g, res, v) for g in gs for res in rs for v in vs} for role, gs, rs, vs, _ in UNEXERCISED]
+    stale = [UNEXERCISED[i][:4] for i, e in enumerate(entries) if not e & unused]
+    assert not stale, f"allow-list entries with nothing granted and unused left: {stale}"
+    unused = sorted(unused - set().union(*entries))
+    assert not unused, "granted, never used by the operator (drop them, or allow-list with a reason):\n" + \
+        "\n".join(map(str, unused))
+    local = sorted(t for t, needed in used["main"].items() if not needed)
+    assert not local, ("granted cluster-wide, used only where a namespaced role applies "
+                       f"(move them to the watch or trial rules): {local}")
+    print("used:\n" + "\n".join(f"{role}: {t}" for role, per in used.items() for t in sorted(per)))
