@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -284,15 +284,40 @@ class Runner(Model):
     )
 
 
+LABEL_KEY_RE = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE_RE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+_OWN_LABELS = "wanwide.io/"
+_OWN_LABELS_MSG = "monitoring.labels: keys under wanwide.io/ are wanwide's own; use another prefix"
+
+
 class Monitoring(Model):
-    """Metrics through prometheus-operator."""
+    """Metrics through prometheus-operator (Kubernetes only: the lab runs no exporters and no monitors)."""
 
     enabled: bool = Field(
         True,
-        description="PodMonitors and the exporters they scrape (mariadb-operator's mysqld exporter, a "
-        "memcached exporter beside each memcached). Off: neither is deployed, e.g. without prometheus-operator "
-        "or where the exporter images cannot be pulled.",
+        description="Exporters (mariadb-operator's mysqld exporter, a memcached exporter beside each memcached) and "
+        "the PodMonitors/ServiceMonitors that scrape them. Skipped, with a MonitorsSkipped event on the Trial, "
+        "when the monitoring.coreos.com CRDs are not installed. Off: neither is deployed, e.g. where the "
+        "exporter images cannot be pulled.",
     )
+    labels: dict[str, Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_RE)]] = Field(
+        default_factory=dict,
+        max_length=20,
+        description="Extra labels on every monitor, for the Prometheus monitor selectors (kube-prometheus-stack "
+        "selects release: <its Helm release>). mariadb-operator makes the MariaDB/Galera ServiceMonitor "
+        "itself: it gets only the release label.",
+        json_schema_extra={"x-kubernetes-validations": [
+            cel(f"self.all(k, !k.startsWith('{_OWN_LABELS}'))", _OWN_LABELS_MSG)]},
+    )
+
+    @model_validator(mode="after")
+    def _labels(self) -> Monitoring:
+        for k in self.labels:
+            if k.startswith(_OWN_LABELS):
+                raise ValueError(_OWN_LABELS_MSG)
+            if not re.match(LABEL_KEY_RE, k) or len(k.rpartition("/")[0]) > 253:
+                raise ValueError(f"monitoring.labels: {k!r} is not a valid label key")
+        return self
 
 
 class BenchmarkSpec(Model):

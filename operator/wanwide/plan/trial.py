@@ -16,6 +16,7 @@ from .errors import Problem, Problems
 from .faults import FaultWindow, timeline
 from .links import LinkMap
 from .matrix import Point, expand
+from .monitoring import MonitoringConfig, monitoring_config
 from .services import DatabaseConfig, KeystoneConfig, database_config, keystone_config
 
 
@@ -49,6 +50,7 @@ class TrialPlan:
     database: DatabaseConfig
     keystone: KeystoneConfig
     faults: list[FaultWindow]
+    monitoring: MonitoringConfig
     spec: BenchmarkSpec = field(repr=False)
 
     @property
@@ -259,6 +261,7 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         database=database_config(spec, backend, max_rtt),
         keystone=keystone_config(spec),
         faults=timeline(spec.faults, region_names, primary, lm),
+        monitoring=monitoring_config(spec),
         spec=spec,
     )
 

@@ -57,6 +57,18 @@ def _storage(plan: TrialPlan) -> dict[str, Any]:
     return {"size": "2Gi"}
 
 
+def _metrics(plan: TrialPlan) -> dict[str, Any]:
+    """mariadb-operator's exporter Deployment and the ServiceMonitor it makes itself (labelled
+    ``release: <prometheusRelease>``, its only label setting)."""
+    mon = plan.monitoring
+    if not mon.enabled:
+        return {"enabled": False}
+    sm = {"interval": mon.interval}
+    if mon.release:
+        sm["prometheusRelease"] = mon.release
+    return {"enabled": True, "serviceMonitor": sm}
+
+
 def _mariadb_common(plan: TrialPlan, name: str, region: str | None, replicas: int) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "rootPasswordSecretKeyRef": {"name": CREDENTIALS, "key": "db-root-password"},
@@ -64,7 +76,7 @@ def _mariadb_common(plan: TrialPlan, name: str, region: str | None, replicas: in
         "storage": _storage(plan),
         "myCnf": "[mariadb]\n" + "".join(f"{k}={v}\n" for k, v in plan.database.server.items()),
         "podMetadata": {"labels": plan.labels(region, "database")},
-        "metrics": {"enabled": plan.spec.monitoring.enabled},
+        "metrics": _metrics(plan),
         # No TLS, as in the studies and the lab: mariadb-operator turns it on when not told,
         # which also puts Galera's replication (gcomm) behind TLS.
         "tls": {"enabled": False},

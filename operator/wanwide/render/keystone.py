@@ -190,7 +190,7 @@ def memcached(plan: TrialPlan) -> list[dict[str, Any]]:
                 },
             ],
         }
-        if plan.spec.monitoring.enabled:
+        if plan.monitoring.enabled:
             pod_spec["containers"].append({
                 "name": "exporter",
                 "image": MEMCACHED_EXPORTER_IMAGE,

@@ -1,4 +1,9 @@
-"""prometheus-operator monitors: database metrics and each region's Keystone cache."""
+"""prometheus-operator monitors: CockroachDB's metrics and each region's Keystone cache.
+
+MariaDB and Galera get theirs from mariadb-operator (``metrics.serviceMonitor`` of the
+MariaDB object, see :mod:`.database`). Every monitor carries ``spec.monitoring.labels``
+under wanwide's own labels, so a Prometheus's monitor selectors find it.
+"""
 
 from __future__ import annotations
 
@@ -12,29 +17,27 @@ from .database import CRDB_NAME
 MON_API = "monitoring.coreos.com/v1"
 
 
+def _labels(plan: TrialPlan, role: str) -> dict[str, str]:
+    return {**plan.monitoring.labels, **plan.labels(None, role)}
+
+
 def render(plan: TrialPlan) -> list[dict[str, Any]]:
-    if not plan.spec.monitoring.enabled:
+    mon = plan.monitoring
+    if not mon.enabled:
         return []
     out = []
-    db_ns = plan.db_namespace
-    if plan.backend in ("mariadb", "galera"):
-        # mariadb-operator's metrics exporter (metrics.enabled) serves on the port named "metrics".
-        out.append(obj(MON_API, "PodMonitor", meta("database", db_ns, plan.labels(None, "database")), spec={
-            "selector": {"matchLabels": {names.L_TRIAL: plan.name, names.L_ROLE: "database"}},
-            "namespaceSelector": {"matchNames": [db_ns]},
-            "podMetricsEndpoints": [{"port": "metrics", "interval": "15s"}],
-        }))
-    else:
-        out.append(obj(MON_API, "ServiceMonitor", meta("database", db_ns, plan.labels(None, "database")), spec={
+    if plan.backend == "cockroachdb":
+        db_ns = plan.db_namespace
+        out.append(obj(MON_API, "ServiceMonitor", meta("database", db_ns, _labels(plan, "database")), spec={
             "selector": {"matchLabels": {"app.kubernetes.io/instance": CRDB_NAME}},
             "namespaceSelector": {"matchNames": [db_ns]},
-            "endpoints": [{"port": "http", "path": "/_status/vars", "interval": "15s"}],
+            "endpoints": [{"port": "http", "path": "/_status/vars", "interval": mon.interval}],
         }))
-    if plan.spec.openstack.keystone.cache:
+    if plan.keystone.cache:
         nss = [plan.namespace(r) for r in plan.region_names]
-        out.append(obj(MON_API, "PodMonitor", meta("keystone-cache", nss[0], plan.labels(None, "cache")), spec={
+        out.append(obj(MON_API, "PodMonitor", meta("keystone-cache", nss[0], _labels(plan, "cache")), spec={
             "selector": {"matchLabels": {names.L_TRIAL: plan.name, names.L_ROLE: "cache"}},
             "namespaceSelector": {"matchNames": nss},
-            "podMetricsEndpoints": [{"port": "metrics", "interval": "15s"}],
+            "podMetricsEndpoints": [{"port": "metrics", "interval": mon.interval}],
         }))
     return out
