@@ -74,9 +74,11 @@ class Executor:
             try:
                 self._one(a)
             except Exception:
-                kind = a.obj["kind"] if isinstance(a, Apply) else getattr(a, "kind", type(a).__name__)
-                metrics.APPLY_ERRORS.labels(kind).inc()
-                raise
+                if isinstance(a, Apply):
+                    metrics.APPLY_ERRORS.labels("apply", a.obj["kind"]).inc()
+                elif isinstance(a, Delete):
+                    metrics.APPLY_ERRORS.labels("delete", a.kind).inc()
+                raise  # helm failures count in wanwide_helm_errors_total
 
     def _one(self, a: Action) -> None:
         if isinstance(a, Apply):

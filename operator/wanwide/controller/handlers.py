@@ -20,7 +20,7 @@ from ..plan import topology as topo
 from ..plan.errors import PlanError, Problems
 from ..plan.links import LinkMap
 from . import benchmark as bm
-from . import metrics, trialstate
+from . import metrics, monitoring, trialstate
 from .actions import Decision, Executor
 from .runtime import RUNTIME
 from .trial import InvalidPlan, step, trial_plan, where
@@ -102,6 +102,7 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
     bm.ensure_keys(kube, bench)
     changed, kept = bm.sync_trials(kube, bench, model, tp)
     conds = trialstate.set_condition(conds, "Valid", "True", "Planned", "spec plans cleanly", gen, ts.now())
+    conds = monitoring.condition(kube, model, conds, gen, ts.now())
     if kept:
         conds = trialstate.set_condition(
             conds, "SpecApplied", "True", "AppliedToPendingTrials",
@@ -192,6 +193,7 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
             await sleep(wake, wait_s)
     finally:
         WAKEUPS.forget(key)
+        metrics.forget_trial(namespace, name)
 
 
 def reconcile_trial(trial: dict[str, Any]) -> float:
@@ -206,8 +208,10 @@ def reconcile_trial(trial: dict[str, Any]) -> float:
 
     w = where(trial, kube=kube, kubeconfig=RUNTIME.kubeconfig, trial_clusterrole=RUNTIME.trial_clusterrole,
               operator_subject=RUNTIME.subject)
+    timeouts = None
     try:
         plan = trial_plan(trial)
+        timeouts = plan.spec.timeouts
         WAKEUPS.watch_namespaces(f"{meta['namespace']}/{meta['name']}", plan.namespaces)
         d = step(w, Executor(kube, RUNTIME.kubeconfig, emit), plan, status)
     except InvalidPlan as e:  # permanent: retrying cannot fix it
@@ -221,8 +225,13 @@ def reconcile_trial(trial: dict[str, Any]) -> float:
     if patch.get("phase"):
         new = patch["phase"]
         metrics.PHASE_CHANGES.labels(new).inc()
+        if status.get("phaseStartTime"):
+            metrics.PHASE_SECONDS.labels(phase).observe((ts.now() - ts.parse(status["phaseStartTime"])).total_seconds())
         failed = new == "Failed" or (new == "CleaningUp" and d.status.get("outcome") == "Failed")
         emit(new, f"{phase} → {new}: {d.message or d.reason}", "Warning" if failed else "Normal")
+    now_phase = patch.get("phase") or phase
+    metrics.record_phase(meta["namespace"], meta["name"], now_phase,
+                         metrics.deadline(now_phase, patch.get("phaseStartTime") or status.get("phaseStartTime"), timeouts))
     return min(d.wake_s, RUNTIME.safety_net_s) if d.wake_s is not None else RUNTIME.safety_net_s
 
 

@@ -12,13 +12,15 @@ from typing import Any
 from ..kube import helm, readiness
 from ..kube.client import Kube, MissingSource
 from ..plan import names
+from ..plan.monitoring import MONITOR_KINDS
 from ..plan.trial import TrialPlan
 from ..render import database
 from ..render.chaos import CHAOS_API
 from ..render.keystone import API_SERVICE, MEMCACHED, releases
+from ..render.monitors import MON_API
 from ..render.rally import JOB
 from ..render.secrets import KEY_FIELDS, keys_secret_name
-from . import metrics, results
+from . import results
 from .phases import DB_KINDS, Obs, attempt, done, rendered
 
 
@@ -82,8 +84,7 @@ def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
             continue
         try:
             states[rel.namespace] = bg.observe(rel, w.kubeconfig)
-        except helm.HelmError as e:
-            metrics.HELM_ERRORS.inc()
+        except helm.HelmError as e:  # counted in wanwide_helm_errors_total
             obs["helm_failed"] = str(e)
     obs["helm"] = states
 
@@ -91,6 +92,8 @@ def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
 def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     if "base" not in done(status):
         obs["rolebindings"] = {ns: rb for ns in plan.namespaces if (rb := rolebinding(w, plan, ns))}
+        if plan.monitoring.enabled:
+            obs["monitoring_crds"] = w.kube.serves(MON_API, *MONITOR_KINDS)
         return
     try:
         obs["passwords"] = passwords(w, plan)

@@ -8,12 +8,14 @@ records which one-off steps are behind us, so a restarted operator resumes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
 from .. import timestamps as ts
 from ..api.units import seconds
+from ..plan import monitoring
 from ..plan.trial import TrialPlan
 from ..render import Rendered, render_trial
 from ..render.chaos import FaultObjects
@@ -37,7 +39,10 @@ def attempt(status: dict[str, Any]) -> int:
 
 
 def rendered(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Rendered:
-    """The desired state for this status (start time, attempt) and what was observed (passwords, results)."""
+    """The desired state for this status (start time, attempt) and what was observed (passwords, results,
+    monitoring CRDs missing: no exporters and no monitors)."""
+    if obs.get("monitoring_crds") is False:
+        plan = dataclasses.replace(plan, monitoring=monitoring.OFF)
     return render_trial(plan, start_at=status.get("loadStartAt"), attempt=attempt(status),
                         passwords=obs.get("passwords"), results=obs.get("results"),
                         plan_generation=int(obs.get("plan_generation", 0)))
@@ -65,6 +70,8 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
             if o["kind"] == "Namespace" and o["metadata"]["name"] in rbs:
                 acts.append(Apply(rbs[o["metadata"]["name"]]))
         acts.append(Emit("Provisioning", f"applied {len(r.base) - 1} objects in {len(plan.namespaces)} namespaces"))
+        if obs.get("monitoring_crds") is False:
+            acts.append(Emit("MonitorsSkipped", monitoring.CRDS_MISSING, "Warning"))
         return Decision(status=marked(status, "base"), actions=acts)
     budget = seconds(plan.spec.timeouts.provisioning)
     for wave in (0, 1):

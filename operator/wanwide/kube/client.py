@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import time
 from typing import Any
 
 from kubernetes import client, config
@@ -16,6 +17,8 @@ from ..plan import names
 
 log = logging.getLogger(__name__)
 API_REQUESTS = Counter("wanwide_api_requests_total", "Requests to the API server (helm's not counted)", ["verb"])
+DISCOVERY_TTL_S = 10.0
+"""How long :meth:`Kube.serves` trusts a discovery answer (CRDs come and go)."""
 
 
 class MissingSource(RuntimeError):
@@ -40,6 +43,7 @@ class Kube:
         self.dyn = DynamicClient(self.api)
         self.field_manager = field_manager
         self._res: dict[tuple[str, str], Any] = {}
+        self._served: dict[str, tuple[float, frozenset[str]]] = {}
 
     def resource(self, api_version: str, kind: str) -> Any:
         key = (api_version, kind)
@@ -59,6 +63,26 @@ class Kube:
                 return True
             except ResourceNotFoundError:
                 return False
+
+    def serves(self, api_version: str, *kinds: str) -> bool:
+        """Whether the API server serves all ``kinds`` of ``api_version`` now.
+
+        One discovery request per group version, trusted for DISCOVERY_TTL_S (trials starting
+        together ask once); a kind that went away is forgotten, one that came is looked up.
+        """
+        now = time.monotonic()
+        hit = self._served.get(api_version)
+        if hit is None or now - hit[0] >= DISCOVERY_TTL_S:
+            path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+            API_REQUESTS.labels("discovery").inc()
+            try:
+                listed = self.dyn.request("GET", path).to_dict().get("resources") or []
+            except NotFoundError:
+                listed = []
+            hit = self._served[api_version] = (now, frozenset(r["kind"] for r in listed if "/" not in r["name"]))
+            for key in [k for k in self._res if k[0] == api_version and k[1] not in hit[1]]:
+                del self._res[key]
+        return all(k in hit[1] and self.has_kind(api_version, k) for k in kinds)
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply (forcing conflicts: wanwide owns what it renders)."""

@@ -9,10 +9,12 @@ import subprocess
 import tempfile
 
 import yaml
+from prometheus_client import Counter
 
 from ..render.keystone import HelmRelease
 
 logger = logging.getLogger(__name__)
+HELM_ERRORS = Counter("wanwide_helm_errors_total", "helm commands that failed or could not start", ["command"])
 
 
 class HelmError(RuntimeError):
@@ -104,6 +106,7 @@ class Background:
         for p in (values, log):
             os.unlink(p)
         if proc.returncode != 0:
+            HELM_ERRORS.labels("upgrade").inc()
             raise HelmError(f"helm upgrade --install {rel.name} in {rel.namespace} failed: {text.strip()[-800:]}")
         return "done"
 
@@ -120,14 +123,22 @@ class Background:
         if reset:
             u = uninstall(rel.name, rel.namespace, kubeconfig)
             if u.returncode != 0:
+                HELM_ERRORS.labels("uninstall").inc()
                 logger.warning("helm uninstall of the stuck release %s failed (tried again): %s", k, u.stderr.strip()[-400:])
                 return False
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             yaml.safe_dump(rel.values, f)
         log = f.name + ".log"
-        cmd = command(rel, f.name, kubeconfig) + ["--timeout", f"{int(timeout_s)}s"]
-        out = open(log, "w")  # noqa: SIM115 - closed when the process is reaped
-        self.procs[k] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True), f.name, log)
+        try:
+            cmd = command(rel, f.name, kubeconfig) + ["--timeout", f"{int(timeout_s)}s"]
+            with open(log, "w") as out:  # the child keeps its own descriptor
+                self.procs[k] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True), f.name, log)
+        except (HelmError, OSError) as e:
+            HELM_ERRORS.labels("upgrade").inc()
+            for p in (f.name, log):
+                if os.path.exists(p):
+                    os.unlink(p)
+            raise HelmError(f"helm upgrade --install {rel.name} in {rel.namespace} could not start: {e}") from e
         return True
 
     def poll(self, rel: HelmRelease, kubeconfig: str | None = None, timeout_s: float = 1800) -> str:

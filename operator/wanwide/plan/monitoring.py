@@ -30,3 +30,7 @@ def monitoring_config(spec: BenchmarkSpec) -> MonitoringConfig:
 
 OFF = MonitoringConfig(enabled=False)
 """What a trial runs with when the monitoring.coreos.com CRDs are missing."""
+
+CRDS_MISSING = ("the monitoring.coreos.com CRDs (PodMonitor, ServiceMonitor) are not installed: no exporters and "
+                "no monitors; install prometheus-operator (e.g. kube-prometheus-stack) or set "
+                "spec.monitoring.enabled: false")
