@@ -1,0 +1,104 @@
+"""manifests/monitoring: every metric the alert rules and the dashboard query is one something exports."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from prometheus_client import REGISTRY
+
+import wanwide.controller.handlers  # noqa: F401 - registers every metric the operator exports
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = ROOT / "manifests" / "monitoring" / "prometheusrule.yaml"
+DASHBOARD = ROOT / "manifests" / "monitoring" / "grafana-dashboard.json"
+# Not the operator's: documented in docs/operations.md ("Metrics from elsewhere").
+EXTERNAL = {"up"}  # Prometheus, one series per scrape target
+KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
+            "offset", "inf", "nan"}
+SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count", "_created"),
+            "summary": ("", "_sum", "_count", "_created"), "info": ("_info",)}
+
+
+def exported() -> set[str]:
+    """Sample names the operator process exports (its metrics and prometheus_client's default collectors)."""
+    out = set()
+    for family in REGISTRY.collect():
+        out |= {family.name + s for s in SUFFIXES.get(family.type, ("",))}
+        out |= {s.name for s in family.samples}
+    return out
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names in a PromQL expression (or a Grafana label_values() query)."""
+    expr = re.sub(r"label_values\((.*),\s*\w+\)", r"\1", expr)  # its last argument is a label name
+    expr = re.sub(r'"(\\.|[^"\\])*"', '""', expr)  # strings (label values, regexes)
+    expr = re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", expr)  # label matchers, ranges
+    expr = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", expr)  # label lists
+    expr = re.sub(r"\$\{?\w+\}?", " ", expr)  # Grafana variables
+    return {m.group(1) for m in re.finditer(r"(?<![\w.])([a-zA-Z_:][\w:]*)\b(?!\s*\()", expr)
+            if m.group(1).lower() not in KEYWORDS and not re.fullmatch(r"\d+e\d+", m.group(1))}
+
+
+def rule_exprs() -> Iterator[tuple[str, str]]:
+    doc = yaml.safe_load(RULES.read_text())
+    for group in doc["spec"]["groups"]:
+        for rule in group["rules"]:
+            yield rule.get("alert") or rule["record"], rule["expr"]
+
+
+def dashboard_exprs() -> Iterator[tuple[str, str]]:
+    dash = json.loads(DASHBOARD.read_text())
+    for p in dash["panels"]:
+        for t in p.get("targets", []):
+            yield p["title"], t["expr"]
+    for v in dash["templating"]["list"]:
+        if v["type"] == "query":
+            yield f"variable {v['name']}", v["query"]["query"]
+
+
+def test_the_extractor_finds_metrics_and_nothing_else():
+    assert metric_names('sum by (le, handler) (rate(wanwide_reconcile_seconds_bucket{job="x"}[5m])) > 30') == {
+        "wanwide_reconcile_seconds_bucket"}
+    assert metric_names('absent(up{job="wanwide"} == 1)') == {"up"}
+    assert metric_names('label_values(wanwide_trials{namespace="$namespace"}, benchmark)') == {"wanwide_trials"}
+    assert metric_names("a_total / ignoring (x) group_left (y) b - time()") == {"a_total", "b"}
+
+
+@pytest.mark.parametrize("source", ["rules", "dashboard"])
+def test_every_queried_metric_is_exported(source):
+    known = exported() | EXTERNAL
+    exprs = list(rule_exprs() if source == "rules" else dashboard_exprs())
+    assert exprs
+    used = set()
+    for where, expr in exprs:
+        names = metric_names(expr)
+        assert names, f"{where}: no metric in {expr!r}"
+        assert names <= known, f"{where}: {sorted(names - known)} exported by nothing (see docs/operations.md)"
+        used |= names
+    if source == "rules":  # the alerts cover the operator being down, stuck trials, failures and errors
+        assert {"up", "wanwide_trial_phase_deadline_timestamp_seconds", "wanwide_trials",
+                "wanwide_trial_step_errors_total", "wanwide_helm_errors_total"} <= used
+
+
+def test_every_operator_metric_is_documented():
+    doc = (ROOT / "docs" / "operations.md").read_text()
+    ours = {f.name for f in REGISTRY.collect() if f.name.startswith("wanwide_")}
+    assert ours
+    for name in ours:
+        family = next(f for f in REGISTRY.collect() if f.name == name)
+        shown = name + ("_total" if family.type == "counter" else "")
+        assert f"`{shown}`" in doc, f"{shown} is not in docs/operations.md"
+
+
+def test_prometheusrule_is_valid_against_the_real_crd():
+    from tests.plan.test_upstream_schemas import upstream_crds
+
+    schema = upstream_crds("prometheus-operator")[("monitoring.coreos.com/v1", "PrometheusRule")]
+    body = yaml.safe_load(RULES.read_text())
+    jsonschema.Draft4Validator(schema).validate({k: v for k, v in body.items() if k != "metadata"})
