@@ -128,9 +128,7 @@ def schedule(body: kopf.Body, status: kopf.Status, **_: Any) -> None:
 
 def _schedule_owner(namespace: str, benchmark: str) -> None:
     """A trial moved: start the next ones and update the Benchmark's summary now."""
-    bench = RUNTIME.kube.get(bm.API, "Benchmark", benchmark, namespace)
-    if bench is not None and (bench.get("status") or {}).get("phase") != "Invalid":
-        _schedule(bench)
+    _schedule({"metadata": {"name": benchmark, "namespace": namespace}})
 
 
 def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> None:
@@ -139,6 +137,11 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
     with _SCHEDULING.setdefault(key, threading.Lock()):
         if planned:
             bench = {**bench, "status": {**(bench.get("status") or {}), **planned}}
+        else:  # the status as written last (a timer's body can predate the spec handler's write)
+            fresh = RUNTIME.kube.get(bm.API, "Benchmark", bench["metadata"]["name"], bench["metadata"]["namespace"])
+            if fresh is None or (fresh.get("status") or {}).get("phase") == "Invalid":
+                return
+            bench = fresh
         started, patch = bm.schedule(RUNTIME.kube, bench, ts.now())
         patch = {**(planned or {}), **patch}
         for name in started:
