@@ -11,7 +11,7 @@ import yaml
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.cluster.operator_env import example
+from tests.cluster.operator_env import example, owned
 from wanwide.kube.client import DISCOVERY_TTL_S
 
 pytestmark = pytest.mark.cluster
@@ -84,7 +84,7 @@ def test_failed_helm_install_shows_in_the_operators_metrics(env):
     b = tc.kubectl_json("get", "benchmark", "mon-helm", "-n", ns)
     assert conditions(b)["Monitored"]["status"] == "True"
     # with prometheus-operator's CRDs the trial's monitors were applied, with the extra labels
-    pm = tc.kubectl_json("get", "podmonitors", "-A", "-l", "wanwide.io/trial=mon-helm-t000")["items"]
+    pm = owned(tc, "podmonitors", ns, "mon-helm")
     assert [m["metadata"]["labels"]["release"] for m in pm] == ["kube-prometheus-stack"]
     deadline = time.time() + 60
     while True:  # the Benchmark's counts follow the trial's phase change
@@ -139,10 +139,10 @@ def test_without_prometheus_operator_trials_run_without_monitors_and_say_so(env,
     assert len(ev) == 1 and ev[0]["type"] == "Warning", ev
     assert "spec.monitoring.enabled: false" in ev[0]["message"]
     # no exporters either: mariadb-operator's metrics off, memcached alone in its pod
-    (db,) = tc.kubectl_json("get", "mariadbs", "-A", "-l", "wanwide.io/trial=mon-off-t000")["items"]
+    (db,) = owned(tc, "mariadbs", ns, "mon-off")
     assert db["spec"]["metrics"]["enabled"] is False
-    deps = tc.kubectl_json("get", "deployments", "-A", "-l", "wanwide.io/trial=mon-off-t000,wanwide.io/role=cache")
-    assert len(deps["items"]) == 3
-    for d in deps["items"]:
+    caches = [d for d in owned(tc, "deployments", ns, "mon-off") if d["metadata"]["labels"]["wanwide.io/role"] == "cache"]
+    assert len(caches) == 3
+    for d in caches:
         assert [c["name"] for c in d["spec"]["template"]["spec"]["containers"]] == ["memcached"]
     tc.kubectl("delete", "benchmark", "mon-off", "-n", ns, "--timeout=180s")
