@@ -38,21 +38,35 @@ def svg_of(png: Path) -> Path:
 
 
 def _split_constant(df: pd.DataFrame, pcols: list[str]) -> tuple[list[str], str]:
-    """Parameters that vary (for labels) and a note of those equal everywhere."""
+    """Parameters that vary in ``df`` (for labels) and a note of those equal everywhere in it.
+
+    A parameter missing in some rows (files with other parameter sets) varies; one missing in
+    every row is left out.
+    """
     varying = [c for c in pcols if df[c].nunique(dropna=False) > 1]
-    const = [f"{c[len(PARAM_PREFIX):]}={df[c].iloc[0]}" for c in pcols if c not in varying and len(df)]
+    const = [f"{c[len(PARAM_PREFIX):]}={df[c].dropna().iloc[0]}" for c in pcols
+             if c not in varying and df[c].notna().any()]
     return varying, (f"all: {', '.join(const)}" if const else "")
 
 
+NO_VALUE = "(none)"
+
+
+def _as_label(s: pd.Series) -> pd.Series:
+    """Values as text, missing ones as ``(none)`` (a point whose file did not give the parameter)."""
+    o = s.astype(object)
+    return o.where(s.notna(), NO_VALUE).astype(str)
+
+
 # ---------------------------------------------------------------- stacked bars
-def _bar_means(sdf: pd.DataFrame, pcols: list[str], xcols: list[str]) -> pd.DataFrame:
-    """Trimmed mean per (point, action) of one scenario, with the x label in ``_x``."""
+def _bar_means(sdf: pd.DataFrame, varying: list[str], xcols: list[str], facet: str | None) -> pd.DataFrame:
+    """Trimmed mean per (point, action) of one scenario, with the x label in ``_x`` and the panel in ``_facet``."""
     sdf = sdf.copy()
     sdf["action"] = sdf["action"].astype(str)
-    m = trimmed_means(sdf, [*pcols, "action"])
-    if not m.empty:
-        m["_x"] = ([point_label({c[len(PARAM_PREFIX):]: r[c] for c in xcols}, [c[len(PARAM_PREFIX):] for c in xcols])
-                    for _, r in m.iterrows()] if xcols else "all")
+    m = trimmed_means(sdf, [*varying, "action"])
+    names = [c[len(PARAM_PREFIX):] for c in xcols]
+    m["_x"] = [point_label(dict(zip(names, r, strict=True)), names) for r in m[xcols].itertuples(index=False)]
+    m["_facet"] = _as_label(m[facet]) if facet else "all"
     return m
 
 
@@ -70,18 +84,17 @@ def _stack_bars(ax: Any, fd: pd.DataFrame, xcols: list[str], actions: list[str],
     ax.grid(axis="y", alpha=0.3)
 
 
-def _bar_figure(plt: Any, scen: str, m: pd.DataFrame, facet: str | None, xcols: list[str],
+def _bar_figure(plt: Any, scen: str, m: pd.DataFrame, faceted: bool, xcols: list[str],
                 const: str, out_dir: Path) -> Path:
-    """bars-<scenario>.png: one panel per backend (when a parameter), stacked action means."""
-    facets = sorted(m[facet].dropna().astype(str).unique()) if facet else ["all"]
+    """bars-<scenario>.png: one panel per backend (when it varies), stacked action means."""
+    facets = sorted(m["_facet"].unique())
     actions = sorted(m["action"].unique())
-    nx = max(len(set((m if facet is None else m[m[facet].astype(str) == fv])["_x"])) for fv in facets)
+    nx = max(m.groupby("_facet")["_x"].nunique())
     fig, axes = plt.subplots(1, len(facets), figsize=(max(5, 2.2 + 1.1 * nx) * len(facets) ** 0.8, 4.8),
                              sharey=True, squeeze=False)
     colors = plt.get_cmap("tab10")
     for ax, fv in zip(axes[0], facets, strict=True):
-        fd = m if facet is None else m[m[facet].astype(str) == fv]
-        _stack_bars(ax, fd, xcols, actions, colors, f"backend={fv}" if facet else "")
+        _stack_bars(ax, m[m["_facet"] == fv], xcols, actions, colors, f"backend={fv}" if faceted else "")
     axes[0][0].set_ylabel("mean time per action (s), values > p95 dropped")
     axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.suptitle(scen + (f"\n{const}" if const else ""), fontsize=11 if not const else 10)
@@ -89,19 +102,18 @@ def _bar_figure(plt: Any, scen: str, m: pd.DataFrame, facet: str | None, xcols: 
 
 
 def plot_stacked_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Per scenario, mean time per top-level action (values above p95 dropped) per point."""
+    """Per scenario with successful iterations, mean time per top-level action (values above
+    p95 dropped) per parameter point; a panel per backend when the scenario's backends differ."""
     plt = _plt()
     pcols = ordered_params(param_columns(df))
-    facet = PARAM_PREFIX + "backend" if PARAM_PREFIX + "backend" in pcols else None
-    varying, const = _split_constant(df, pcols)
-    xcols = [c for c in varying if c != facet]
     ok = df[df["error_type"].isna() & df["action_duration"].notna() & (df["action_depth"] == 0) & (df["action"] != TOTAL)]
     files: list[Path] = []
     for scen, sdf in ok.groupby("scenario", observed=True):
-        m = _bar_means(sdf, pcols, xcols)
-        if m.empty:
-            continue
-        files.append(_bar_figure(plt, scen, m, facet, xcols, const, out_dir))
+        varying, const = _split_constant(sdf, pcols)
+        facet = PARAM_PREFIX + "backend" if PARAM_PREFIX + "backend" in varying else None
+        xcols = [c for c in varying if c != facet]
+        m = _bar_means(sdf, varying, xcols, facet)
+        files.append(_bar_figure(plt, str(scen), m, facet is not None, xcols, const, out_dir))
     return files
 
 
@@ -128,12 +140,11 @@ def _cdf_figure(plt: Any, scen: str, sdf: pd.DataFrame, varying: list[str], cons
 
 
 def plot_cdfs(df: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Per scenario, the CDF of the total time of successful iterations per point."""
+    """Per scenario with successful iterations, the CDF of their total time per parameter point."""
     plt = _plt()
     pcols = ordered_params(param_columns(df))
-    varying, const = _split_constant(df, pcols)
     tot = df[(df["action"] == TOTAL) & df["error_type"].isna()]
-    return [_cdf_figure(plt, scen, sdf, varying, const, out_dir)
+    return [_cdf_figure(plt, str(scen), sdf, *_split_constant(sdf, pcols), out_dir)
             for scen, sdf in tot.groupby("scenario", observed=True)]
 
 

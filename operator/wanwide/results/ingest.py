@@ -34,6 +34,7 @@ TOTAL = "Total"
 MANIFEST = "manifest.json"
 RALLY_JSON = "rally.json"
 SIDECAR_NAMES = ("params.yaml", "params.yml")
+EMPTY_WORKLOADS = "empty_workloads"  # DataFrame.attrs key: workloads that added no row
 BACKENDS = {"mariadb", "galera", "cockroachdb", "cockroach", "crdb", "mysql", "postgresql", "sqlite"}
 
 # Columns taken from the workload level (repeated over its rows)
@@ -333,7 +334,13 @@ class _Builder:
         cols["action_failed"] = arr(self.r_fail, np.int8).astype(bool)
         df = pd.DataFrame(cols)
         df.attrs["parameters"] = pnames
+        df.attrs[EMPTY_WORKLOADS] = self.empty_workloads()
         return df
+
+    def empty_workloads(self) -> list[str]:
+        """``scenario (source)`` of each workload without iterations (no row in the table)."""
+        used = set(self.it_wl)
+        return [f"{w['scenario']} ({w['source']})" for i, w in enumerate(self.wl) if i not in used]
 
 
 def _take(values: np.ndarray, idx: np.ndarray):

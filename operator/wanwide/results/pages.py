@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -34,6 +34,7 @@ class ReportContent:
     bars: list[Path]
     cdfs: list[Path]
     rtt_png: Path | None
+    empty_workloads: list[str] = field(default_factory=list)  # "scenario (source)" without iterations
 
 
 # ---------------------------------------------------------------- report.md
@@ -60,6 +61,8 @@ def _md_intro(c: ReportContent) -> list[str]:
                " (file names or a sidecar params.yaml), not from bundle manifests.", ""]
     md += [f"Sources: {', '.join(map(str, c.sources))}; {c.n_inputs} file(s)/bundle(s), "
            f"{c.n_iterations} iterations, {c.n_rows} rows.", ""]
+    if c.empty_workloads:
+        md += ["Workloads without iterations (in no table): " + "; ".join(c.empty_workloads) + ".", ""]
     return md
 
 
@@ -109,7 +112,7 @@ def index_html(c: ReportContent) -> str:
     """The text of index.html (templates/index.html.j2)."""
     return _template().render(
         sources=[str(s) for s in c.sources], n_inputs=c.n_inputs, n_iterations=c.n_iterations,
-        from_names=c.from_names, files=HTML_LINKS,
+        from_names=c.from_names, files=HTML_LINKS, empty_workloads=c.empty_workloads,
         runs=html_table(c.runs) if len(c.runs) else None, summary=html_table(c.summary),
         bars=_figures(c.bars), cdfs=_figures(c.cdfs),
         read_write=html_table(c.read_write) if len(c.read_write) else None,

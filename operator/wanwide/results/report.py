@@ -16,6 +16,7 @@ import pandas as pd
 
 from .figures import plot_cdfs, plot_rtt, plot_stacked_bars, svg_of
 from .ingest import (
+    EMPTY_WORKLOADS,
     MANIFEST,
     TOTAL,
     IngestError,
@@ -142,7 +143,12 @@ def build_report(
     if not found:
         raise IngestError(f"no result bundle or Rally JSON file found in {', '.join(map(str, sources))}")
     df = ingest_sources(found, progress=progress)
+    empty = list(df.attrs.get(EMPTY_WORKLOADS, []))
     manifests = bundle_manifests(found)
+    if df.empty and not manifests:
+        raise IngestError(f"no iterations to report in {', '.join(map(str, sources))}: "
+                          + (f"{len(empty)} workload(s), none with data (task aborted before it ran?)"
+                             if empty else "no workloads in the Rally JSON"))
     files: list[Path] = [write_parquet(df, out / "results.parquet")]
     if store_parquet_beside:
         _store_beside(df, local, out)
@@ -159,7 +165,7 @@ def build_report(
         sources=sources, n_inputs=len(found), n_iterations=int((df["action"] == TOTAL).sum()), n_rows=len(df),
         params_sources=sorted(set(df["params_source"].astype(str))) if len(df) else [],
         from_names=any(s.kind == "file" for s in found), summary=summary, points=points,
-        read_write=rw, rtt=rtt, runs=runs, bars=bars, cdfs=cdfs, rtt_png=rtt_png,
+        read_write=rw, rtt=rtt, runs=runs, bars=bars, cdfs=cdfs, rtt_png=rtt_png, empty_workloads=empty,
     )
     files.append(_write_text(out / "report.md", report_markdown(content)))
     files.append(_write_text(out / "index.html", index_html(content)))
