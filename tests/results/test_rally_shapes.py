@@ -164,7 +164,7 @@ def test_missing_backend_gets_its_own_panel(reports):
     ("format-2", "unsupported format '2.0' (expected 1.x)"),
     ("no-iterations", "no iterations to report in"),
     ("truncated", "invalid JSON at line"),
-    ("html-only", "no result bundle or Rally JSON file found"),
+    ("html-only", "HTML reports are not read: export with `rally task report --json`"),
 ])
 def test_unusable_input_one_line(tmp_path, shape, needle):
     p = _run(str(SHAPES / "unusable" / shape), "-o", str(tmp_path / "out"))

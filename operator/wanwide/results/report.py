@@ -141,7 +141,9 @@ def build_report(
     local = _local_paths(sources, out, env, s3)
     found = discover(local)
     if not found:
-        raise IngestError(f"no result bundle or Rally JSON file found in {', '.join(map(str, sources))}")
+        html = any(p.suffix == ".html" or (p.is_dir() and next(p.rglob("*.html"), None)) for p in local)
+        raise IngestError(f"no result bundle or Rally JSON file found in {', '.join(map(str, sources))}"
+                          + ("; HTML reports are not read: export with `rally task report --json`" if html else ""))
     df = ingest_sources(found, progress=progress)
     empty = list(df.attrs.get(EMPTY_WORKLOADS, []))
     manifests = bundle_manifests(found)
