@@ -38,7 +38,7 @@ POINTS: dict[str, dict[str, set[str]]] = {
     "mixed": {AUTH: {"backend=galera, latency_ms=0", "backend=galera, latency_ms=50", "backend=mariadb, latency_ms=0",
                      "backend=mariadb, latency_ms=50", "regions=9", "backend=cockroachdb, regions=3, rtt_ms=0",
                      "backend=galera, regions=3, latency_ms=300"},
-              UPDATE: {"all"}},
+              UPDATE: {"no parameters"}},  # its file gives none; other files do
 }
 ALL = "all-together"
 
@@ -125,12 +125,13 @@ def _all_points() -> dict[str, set[str]]:
     """Points of all shapes together: equal points of different directories pool, others stay apart.
 
     With every directory together, files without a parameter show it missing, so the labels
-    are the union of the shapes' labels (no parameter gets a value it was not given).
+    are the union of the shapes' labels (no parameter gets a value it was not given); ``all``
+    of the shape without parameters becomes ``no parameters`` next to files that have some.
     """
     out: dict[str, set[str]] = {}
     for pts in POINTS.values():
         for scen, labels in pts.items():
-            out.setdefault(scen, set()).update(labels)
+            out.setdefault(scen, set()).update("no parameters" if lb == "all" else lb for lb in labels)
     return out
 
 

@@ -65,7 +65,8 @@ def _bar_means(sdf: pd.DataFrame, varying: list[str], xcols: list[str], facet: s
     sdf["action"] = sdf["action"].astype(str)
     m = trimmed_means(sdf, [*varying, "action"])
     names = [c[len(PARAM_PREFIX):] for c in xcols]
-    m["_x"] = [point_label(dict(zip(names, r, strict=True)), names) for r in m[xcols].itertuples(index=False)]
+    none = "no other parameters" if facet else "no parameters"
+    m["_x"] = [point_label(dict(zip(names, r, strict=True)), names, none) for r in m[xcols].itertuples(index=False)]
     m["_facet"] = _as_label(m[facet]) if facet else "all"
     return m
 

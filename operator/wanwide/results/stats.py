@@ -56,15 +56,16 @@ def ordered_params(pcols: list[str]) -> list[str]:
     return [PARAM_PREFIX + n for n in first + [n for n in names if n not in first]]
 
 
-def point_label(row: pd.Series | dict, names: list[str]) -> str:
-    """``name=value, …`` of a parameter point (null values left out), or ``all``."""
+def point_label(row: pd.Series | dict, names: list[str], none: str = "no parameters") -> str:
+    """``name=value, …`` of a parameter point (null values left out); ``all`` without
+    parameter names, ``none`` when the point has none of them (its file gave none)."""
     parts = []
     for n in names:
         v = row[n]
         if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
             continue
         parts.append(f"{n}={v}")
-    return ", ".join(parts) or "all"
+    return ", ".join(parts) or (none if names else "all")
 
 
 def slug(s: str) -> str:
