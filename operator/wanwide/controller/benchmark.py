@@ -116,7 +116,7 @@ def teardown(kube: Kube, bench: dict[str, Any]) -> list[str]:
     namespaces = [n for n in kube.list("v1", "Namespace", sel) if tag in n["metadata"]["name"]]
     for ns in namespaces:
         for kind in ("NetworkChaos", "Schedule"):
-            if not kube.has_kind(CHAOS_API, kind):
+            if not kube.serves(CHAOS_API, kind):
                 continue
             for c in kube.list(CHAOS_API, kind, sel, ns["metadata"]["name"]):
                 left.append(f"{kind}/{c['metadata']['name']}")

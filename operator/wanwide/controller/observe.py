@@ -116,7 +116,7 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
 
 
 def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    obs["chaos_installed"] = w.kube.has_kind(CHAOS_API, "NetworkChaos")
+    obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
     if not obs["chaos_installed"]:
         return
     if any(plan.classes.values()) and "wan-injected" not in done(status):

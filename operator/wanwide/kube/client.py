@@ -51,7 +51,8 @@ class Kube:
             self._res[key] = self.dyn.resources.get(api_version=api_version, kind=kind)
         return self._res[key]
 
-    def has_kind(self, api_version: str, kind: str) -> bool:
+    def _resolves(self, api_version: str, kind: str) -> bool:
+        """The dynamic client knows ``kind`` (its discovery cache refreshed once on a miss)."""
         try:
             self.resource(api_version, kind)
             return True
@@ -82,7 +83,7 @@ class Kube:
             hit = self._served[api_version] = (now, frozenset(r["kind"] for r in listed if "/" not in r["name"]))
             for key in [k for k in self._res if k[0] == api_version and k[1] not in hit[1]]:
                 del self._res[key]
-        return all(k in hit[1] and self.has_kind(api_version, k) for k in kinds)
+        return all(k in hit[1] and self._resolves(api_version, k) for k in kinds)
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply (forcing conflicts: wanwide owns what it renders)."""
