@@ -126,6 +126,9 @@ CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
     ("number-as-boolean", _b(database={"backend": "mariadb", "inMemory": 0}), "spec.database.inMemory",
      "write true or false", True),
     ("boolean-as-number", _b(runner={"maxAttempts": True}), "spec.runner.maxAttempts", "whole number", True),
+    ("duration-as-number", _net(rtt=20), "spec.topology.network.default.rtt", "write it as text", True),
+    ("matrix-axis-not-a-list", _b(matrix={"regions": 3}), "spec.matrix.regions", "write a list, such as [3]", True),
+    ("fractional-times", _b(workload__times=10.5), "spec.workload.times", "write a whole number", True),
     # names Kubernetes refuses, or that would make derived names too long
     ("name-upper-case", _named("My_Bench"), "Benchmark/My_Bench: metadata.name", "such as 'my-bench'", True),
     ("name-too-long", _named(LONG_NAME), f"Benchmark/{LONG_NAME}: metadata.name", "at most 40 characters", True),

@@ -35,6 +35,17 @@ PATTERN_HINTS = {
 }
 
 
+# What to write instead, for a value of the wrong type (the API server refuses it too).
+TYPE_FIXES = {
+    "string_type": "write it as text, with its unit where the field takes one (such as 20ms, 1% or 100mbit)",
+    "list_type": "write a list, such as [{input}]",
+    "int_from_float": "write a whole number",
+    "int_type": "write a whole number",
+    "model_type": "write a mapping of the fields the reference lists",
+    "dict_type": "write a mapping (key: value)",
+}
+
+
 def validation_problems(err: ValidationError, obj: str = "") -> list[Problem]:
     """Pydantic's errors as problems of ``obj`` (``Benchmark/NAME``), each with the fix."""
     problems = []
@@ -52,6 +63,8 @@ def validation_problems(err: ValidationError, obj: str = "") -> list[Problem]:
             msg = "unknown field: remove it or check its spelling against the field reference"
         elif e["type"] == "missing":
             msg = "required field is missing: add it"
+        elif e["type"] in TYPE_FIXES:
+            msg = f"{msg}: {TYPE_FIXES[e['type']].format(input=e['input'])}"
         problems.append(Problem(_loc(e["loc"]), msg, obj))
     return problems
 
