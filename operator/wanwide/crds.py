@@ -12,6 +12,7 @@ from .api.base import cel
 from .api.benchmark import BenchmarkSpec, BenchmarkStatus
 from .api.topology import TopologySpec, TopologyStatus
 from .api.trial import TrialSpec, TrialStatus
+from .plan import names
 
 _DROP = {"title", "discriminator", "examples"}
 
@@ -141,10 +142,8 @@ def _col(name: str, path: str, typ: str = "string", priority: int = 0) -> dict[s
 
 
 _AGE = _col("Age", ".metadata.creationTimestamp", "date")
-_NAME_RULE = cel(
-    "self.metadata.name.size() <= 40",
-    "metadata.name must be at most 40 characters (it prefixes namespaces and object names)",
-)
+# The API server itself refuses names that are not DNS-1123 subdomains; the planner says the same.
+_NAME_RULE = cel(f"self.metadata.name.size() <= {names.BENCHMARK_NAME_MAX}", names.BENCHMARK_NAME_MESSAGE)
 
 
 def crds() -> list[dict[str, Any]]:

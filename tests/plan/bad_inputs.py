@@ -48,11 +48,18 @@ def _net(**link: Any) -> dict[str, Any]:
     return d
 
 
+def _named(name: str) -> dict[str, Any]:
+    d = _b()
+    d["metadata"]["name"] = name
+    return d
+
+
 REGIONS3 = [{"name": "a"}, {"name": "b"}, {"name": "c"}]
+LONG_NAME = "a-benchmark-name-that-is-longer-than-forty"
 
 CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
     ("override-unknown-region", _topo(network={"overrides": [{"from": "paris", "to": "tokyo", "rtt": "5ms"}]}),
-     "overrides[0].to", "unknown region 'tokyo'", False),
+     "spec.topology.network.overrides[0].to", "unknown region 'tokyo'", False),
     ("duplicate-regions", _topo(regions=[{"name": "a"}, {"name": "a"}]), "topology", "unique", True),
     ("negative-delay", _net(rtt="-5ms"), "default.rtt", "non-negative duration with a unit", True),
     ("unitless-delay", _net(rtt="20"), "default.rtt", "with a unit", True),
@@ -73,14 +80,14 @@ CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
                                   "objectBucketClaim": "obc"}), "results", "at most one of", True),
     ("topology-both", _b(topologyRef="other"), "spec", "exactly one of spec.topologyRef", True),
     ("topology-none", _b(topology=_DEL), "spec", "exactly one of spec.topologyRef", True),
-    ("regions-and-generate", _topo(generate={"count": 3}), "topology", "exactly one of spec.regions", True),
+    ("regions-and-generate", _topo(generate={"count": 3}), "spec.topology", "exactly one of regions", True),
     ("generate-more-groups-than-regions", _topo(regions=None, generate={"count": 2, "groups": 5}) ,
      "generate", "groups must not exceed count", True),
     ("override-same-region", _topo(network={"overrides": [{"from": "paris", "to": "paris", "rtt": "5ms"}]}),
      "overrides[0]", "different regions", True),
     ("override-twice", _topo(network={"overrides": [{"from": "paris", "to": "rennes", "rtt": "5ms"},
                                                      {"from": "rennes", "to": "paris", "rtt": "7ms"}]}),
-     "overrides[1]", "already set", False),
+     "spec.topology.network.overrides[1]", "already set", False),
     ("unknown-backend", _b(database={"backend": "postgres"}), "database.backend", "mariadb", True),
     ("unknown-rally-users", _b(runner={"rallyUsers": "Sometimes"}), "runner.rallyUsers", "PerSubtask", True),
     ("unknown-load", _b(workload__load="medium"), "workload.load", "light", True),
@@ -103,6 +110,28 @@ CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
     ("bad-bucket", _b(results={"s3": {"endpoint": "http://s3:7070", "bucket": "A", "secretRef": {"name": "k"}}}),
      "results.s3.bucket", "valid S3 bucket name", True),
     ("parallelism-zero", _b(matrix={"parallelism": 0}), "matrix.parallelism", "greater than or equal to 1", True),
+    # a matrix value below its minimum: refused, not a trial silently dropped
+    ("matrix-regions-zero", _b(matrix={"regions": [0, 3]}), "spec.matrix.regions[0]", "use 1 or more", True),
+    ("matrix-regions-over-max", _b(matrix={"regions": [3, 201]}), "spec.matrix.regions[1]", "use 200 or less", True),
+    # quoted numbers and booleans: the API server refuses them, so does the planner
+    ("quoted-times", _b(workload__times="10"), "spec.workload.times", 'write 10, not "10"', True),
+    ("quoted-scenario-concurrency",
+     _b(workload__scenarios=[{"name": "create_and_list_users", "concurrency": "4"}]),
+     "spec.workload.scenarios[0].concurrency", 'write 4, not "4"', True),
+    ("quoted-matrix-regions", _b(matrix={"regions": ["3"]}), "spec.matrix.regions[0]", 'write 3, not "3"', True),
+    ("quoted-generate-count", _topo(regions=None, generate={"count": "3"}), "spec.topology.generate.count",
+     'write 3, not "3"', True),
+    ("quoted-boolean", _b(openstack={"keystone": {"cache": "false"}}), "spec.openstack.keystone.cache",
+     'write false, not "false"', True),
+    ("number-as-boolean", _b(database={"backend": "mariadb", "inMemory": 0}), "spec.database.inMemory",
+     "write true or false", True),
+    ("boolean-as-number", _b(runner={"maxAttempts": True}), "spec.runner.maxAttempts", "whole number", True),
+    ("duration-as-number", _net(rtt=20), "spec.topology.network.default.rtt", "write it as text", True),
+    ("matrix-axis-not-a-list", _b(matrix={"regions": 3}), "spec.matrix.regions", "write a list, such as [3]", True),
+    ("fractional-times", _b(workload__times=10.5), "spec.workload.times", "write a whole number", True),
+    # names Kubernetes refuses, or that would make derived names too long
+    ("name-upper-case", _named("My_Bench"), "Benchmark/My_Bench: metadata.name", "such as 'my-bench'", True),
+    ("name-too-long", _named(LONG_NAME), f"Benchmark/{LONG_NAME}: metadata.name", "at most 40 characters", True),
 ]
 
 

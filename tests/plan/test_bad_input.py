@@ -40,3 +40,24 @@ def test_cli_prints_every_problem_and_nothing_else(tmp_path, capsys):
     out = capsys.readouterr()
     assert out.out == "", "nothing partial may be printed for an invalid spec"
     assert "default.rtt" in out.err and "default.loss" in out.err
+
+
+def test_topology_problems_name_the_topology_and_its_own_paths():
+    """A separate Topology's mistake is reported on Topology/NAME with the path in that document."""
+    from tests.plan.bad_inputs import _DEL, _b
+
+    bench = _b(topologyRef="wan", topology=_DEL)
+    topology = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "wan", "namespace": "lab"},
+                "spec": {"regions": [{"name": "paris"}, {"name": "rennes"}, {"name": "chicago"}],
+                         "network": {"overrides": [{"from": "paris", "to": "tokyo", "rtt": "5ms"}]}}}
+    with pytest.raises(PlanError) as err:
+        plan_stream([yaml.safe_dump_all([topology, bench])], None, True, False)
+    assert [str(p).split(": ")[:2] for p in err.value.problems] == [["Topology/wan", "spec.network.overrides[0].to"]]
+
+
+def test_topology_name_is_checked_like_the_api_server_does():
+    doc = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "Wan_1"},
+           "spec": {"generate": {"count": 3}}}
+    with pytest.raises(PlanError) as err:
+        plan_stream([yaml.safe_dump(doc)], None, True, False)
+    assert str(err.value).startswith("Topology/Wan_1: metadata.name: 'Wan_1' is not a valid Kubernetes object name")

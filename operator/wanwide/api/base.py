@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 DNS_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
@@ -18,6 +18,38 @@ RegionName = Annotated[
         description="Region name: lower-case letters, digits and '-', at most 20 characters.",
     ),
 ]
+
+
+
+def _whole_number(value: Any) -> Any:
+    """Refuse what the API server refuses for an integer field (pydantic alone would convert it)."""
+    if isinstance(value, str):
+        fix = f'write {value.strip()}, not "{value}"' if value.strip().isdigit() else "write a whole number such as 10"
+        raise ValueError(f"{value!r} is text, not a number: {fix} (no quotes)")
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a number: write a whole number such as 10")
+    return value
+
+
+def _boolean(value: Any) -> Any:
+    """Refuse what the API server refuses for a boolean field: only true and false."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        fix = f'write {word}, not "{value}"' if word in ("true", "false") else "write true or false"
+        raise ValueError(f"{value!r} is text, not a boolean: {fix} (no quotes)")
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a boolean: write true or false")
+    return value
+
+
+WHOLE_NUMBER = BeforeValidator(_whole_number)
+Int = Annotated[int, WHOLE_NUMBER]
+"""An integer field as the CRD checks it: ``10``, never ``"10"`` or ``true``.
+
+Bounds of an optional or list item go before the validator, so the schema keeps them:
+``Annotated[int, Field(ge=1), WHOLE_NUMBER] | None``."""
+Bool = Annotated[bool, BeforeValidator(_boolean)]
+"""A boolean field as the CRD checks it: ``true`` or ``false``, never ``"true"``, ``yes`` or ``1``."""
 
 
 class Model(BaseModel):

@@ -7,7 +7,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .base import DNS_LABEL_RE, Model, ObjectMeta, Observed, RegionName, cel, cel_matches
+from .base import (
+    DNS_LABEL_RE,
+    WHOLE_NUMBER,
+    Bool,
+    Int,
+    Model,
+    ObjectMeta,
+    Observed,
+    RegionName,
+    cel,
+    cel_matches,
+)
 from .scenarios import FULL_NAME_RE, SHORT_NAMES
 from .topology import Condition, TopologySpec, conditions_field
 from .units import Duration, Percent
@@ -43,8 +54,8 @@ class Keystone(Model):
     chart: str = Field("keystone", description="Chart name in the repository.")
     chart_version: str = Field("2025.2.0", min_length=1, description="Exact chart version (pin it).")
     images: KeystoneImages = Field(default_factory=KeystoneImages)
-    replicas: int = Field(1, ge=1, le=10, description="keystone-api replicas per region.")
-    cache: bool = Field(True, description="memcached per region with [cache] enabled, as real deployments run.")
+    replicas: Int = Field(1, ge=1, le=10, description="keystone-api replicas per region.")
+    cache: Bool = Field(True, description="memcached per region with [cache] enabled, as real deployments run.")
     values: dict[str, Any] = Field(
         default_factory=dict,
         description="Extra chart values merged last (they win over wanwide's).",
@@ -59,7 +70,7 @@ class OpenStack(Model):
 class GaleraTuning(Model):
     """Galera settings; timeouts are derived from the largest RTT unless set here."""
 
-    allow_fewer_than_three: bool = Field(
+    allow_fewer_than_three: Bool = Field(
         False, description="Allow a 2-member cluster (no quorum after one failure); default needs ≥3 regions."
     )
     sst: Literal["rsync", "mariabackup", "mysqldump"] = "mariabackup"
@@ -78,15 +89,15 @@ class Database(Model):
     primary_region: RegionName | None = Field(
         None, description="mariadb: region holding the single server (default: the first region)."
     )
-    in_memory: bool = Field(True, description="Ephemeral, memory-backed storage, as the studies (tmpfs).")
+    in_memory: Bool = Field(True, description="Ephemeral, memory-backed storage, as the studies (tmpfs).")
     image: str | None = Field(None, description="Database image override.")
     galera: GaleraTuning = Field(default_factory=GaleraTuning)
     cockroachdb: CockroachTuning = Field(default_factory=CockroachTuning)
 
 
 class UsersContext(Model):
-    tenants: int = Field(1, ge=1, le=1000)
-    users_per_tenant: int = Field(1, ge=1, le=1000)
+    tenants: Int = Field(1, ge=1, le=1000)
+    users_per_tenant: Int = Field(1, ge=1, le=1000)
 
 
 def _check_scenario(name: str) -> str:
@@ -103,8 +114,8 @@ class Scenario(Model):
         json_schema_extra={"x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]},
     )
     args: dict[str, Any] | None = Field(None, json_schema_extra=_PRESERVE)
-    times: int | None = Field(None, ge=1, le=100000)
-    concurrency: int | None = Field(None, ge=1, le=1000)
+    times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None)
+    concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None)
     users: UsersContext | None = None
 
     @model_validator(mode="after")
@@ -119,7 +130,7 @@ class ConfigMapKeyRef(Model):
 
 
 class Warmup(Model):
-    times: int = Field(5, ge=1, le=10000, description="Iterations of each scenario run before, not measured.")
+    times: Int = Field(5, ge=1, le=10000, description="Iterations of each scenario run before, not measured.")
 
 
 class Workload(Model):
@@ -129,8 +140,8 @@ class Workload(Model):
     task_config_map: ConfigMapKeyRef | None = Field(None, description="A raw Rally task (v2) instead of scenarios.")
     load: Load = Field("light", description="light: one Rally in one region; high: one Rally in every region at once.")
     load_region: RegionName | None = Field(None, description="light: the loaded region (default: the first).")
-    times: int | None = Field(None, ge=1, le=100000, description="Default iterations per scenario.")
-    concurrency: int | None = Field(None, ge=1, le=1000, description="Default concurrency per scenario.")
+    times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None, description="Default iterations per scenario.")
+    concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None, description="Default concurrency per scenario.")
     warmup: Warmup | None = None
     start_delay: Duration = Field("30s", description="Load regions start together this long after the Jobs are created.")
     max_start_skew: Duration = Field("10s", description="A runner starting later than this fails the trial.")
@@ -197,7 +208,8 @@ class Matrix(Model):
     """Parameter sweep: the trials are the product of every axis given."""
 
     backend: list[Backend] | None = Field(None, min_length=1, max_length=3)
-    regions: list[int] | None = Field(None, min_length=1, max_length=20, json_schema_extra={"items": {"type": "integer", "minimum": 1, "maximum": 200}})
+    regions: list[Annotated[int, Field(ge=1, le=200), WHOLE_NUMBER]] | None = Field(
+        None, min_length=1, max_length=20, description="Number of regions (1–200).")
     rtt: list[Duration] | None = Field(None, min_length=1, max_length=20, description="Default link RTT.")
     intra_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
     inter_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
@@ -210,8 +222,8 @@ class Matrix(Model):
         json_schema_extra={"items": {"type": "string", "maxLength": 120,
                                      "x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]}},
     )
-    repetitions: int = Field(1, ge=1, le=100)
-    parallelism: int = Field(1, ge=1, le=50, description="Trials running at once.")
+    repetitions: Int = Field(1, ge=1, le=100)
+    parallelism: Int = Field(1, ge=1, le=50, description="Trials running at once.")
 
     @model_validator(mode="after")
     def _scenarios(self) -> Matrix:
@@ -274,7 +286,7 @@ class Runner(Model):
     image: str | None = Field(
         None, description="Image of the Rally runner. Default: the image the operator runs (the chart's `image` "
         "value, passed as --runner-image), so one value sets both.")
-    max_attempts: int = Field(2, ge=1, le=10, description="Attempts of a trial before it is marked Failed.")
+    max_attempts: Int = Field(2, ge=1, le=10, description="Attempts of a trial before it is marked Failed.")
     rally_users: Literal["Prepared", "PerSubtask"] = Field(
         "Prepared",
         description="Users of Rally's default users context. Prepared: the runner makes one project and user "
@@ -293,7 +305,7 @@ _OWN_LABELS_MSG = "monitoring.labels: keys under wanwide.io/ are wanwide's own; 
 class Monitoring(Model):
     """Metrics through prometheus-operator (Kubernetes only: the lab runs no exporters and no monitors)."""
 
-    enabled: bool = Field(
+    enabled: Bool = Field(
         True,
         description="Exporters (mariadb-operator's mysqld exporter, a memcached exporter beside each memcached) and "
         "the PodMonitors/ServiceMonitors that scrape them. Skipped, with a MonitorsSkipped event on the Trial, "

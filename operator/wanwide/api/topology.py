@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .base import Model, ObjectMeta, Observed, RegionName, cel
+from .base import Bool, Int, Model, ObjectMeta, Observed, RegionName, cel
 from .units import Duration, Percent, Rate
 
 
@@ -23,8 +23,8 @@ class Region(Model):
 class RegionGenerator(Model):
     """Regions generated as ``<prefix>1..<prefix>N``, split into contiguous groups."""
 
-    count: int = Field(ge=1, le=200, description="Number of regions.")
-    groups: int = Field(1, ge=1, le=200, description="Number of groups (contiguous blocks of regions).")
+    count: Int = Field(ge=1, le=200, description="Number of regions.")
+    groups: Int = Field(1, ge=1, le=200, description="Number of groups (contiguous blocks of regions).")
     prefix: str = Field("r", pattern=r"^[a-z][-a-z0-9]{0,14}$", description="Region name prefix.")
     group_prefix: str = Field("g", pattern=r"^[a-z][-a-z0-9]{0,14}$", description="Group name prefix.")
 
@@ -57,7 +57,7 @@ class LinkOverride(Link):
 
     from_: RegionName = Field(alias="from", description="First region (the source when oneWay).")
     to: RegionName = Field(description="Second region (the destination when oneWay).")
-    one_way: bool = Field(
+    one_way: Bool = Field(
         False, description="Apply only to traffic from→to; its rtt then sets that direction's delay to rtt/2."
     )
 
@@ -109,11 +109,11 @@ class TopologySpec(Model):
             "x-kubernetes-validations": [
                 cel(
                     "has(self.regions) != has(self.generate)",
-                    "set exactly one of spec.regions (explicit list) or spec.generate (count/groups/prefix)",
+                    "set exactly one of regions (explicit list) or generate (count/groups/prefix)",
                 ),
                 cel(
                     "!has(self.regions) || self.regions.all(r, self.regions.exists_one(x, x.name == r.name))",
-                    "region names must be unique: rename the duplicate in spec.regions",
+                    "region names must be unique: rename the duplicate in regions",
                 ),
             ]
         }
@@ -122,12 +122,12 @@ class TopologySpec(Model):
     @model_validator(mode="after")
     def _one_source(self) -> TopologySpec:
         if (self.regions is None) == (self.generate is None):
-            raise ValueError("set exactly one of spec.regions (explicit list) or spec.generate (count/groups/prefix)")
+            raise ValueError("set exactly one of regions (explicit list) or generate (count/groups/prefix)")
         if self.regions is not None:
             seen = set()
             for r in self.regions:
                 if r.name in seen:
-                    raise ValueError(f"region names must be unique: rename the duplicate {r.name!r} in spec.regions")
+                    raise ValueError(f"region names must be unique: rename the duplicate {r.name!r} in regions")
                 seen.add(r.name)
         return self
 

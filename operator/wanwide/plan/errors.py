@@ -1,4 +1,4 @@
-"""Planner errors: every problem names the field and says what to do."""
+"""Planner errors: every problem names the object, the field and says what to do."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Problem:
+    """``field`` is the path as written in the document of ``obj`` (``Benchmark/NAME``, ``Topology/NAME``)."""
+
     field: str
     message: str
+    obj: str = ""
 
     def __str__(self) -> str:
-        return f"{self.field}: {self.message}"
+        return f"{self.obj}: {self.field}: {self.message}" if self.obj else f"{self.field}: {self.message}"
 
 
 class PlanError(ValueError):
@@ -28,8 +31,8 @@ class Problems:
     def __init__(self) -> None:
         self.items: list[Problem] = []
 
-    def add(self, field: str, message: str) -> None:
-        self.items.append(Problem(field, message))
+    def add(self, field: str, message: str, obj: str = "") -> None:
+        self.items.append(Problem(field, message, obj))
 
     def raise_if_any(self) -> None:
         if self.items:

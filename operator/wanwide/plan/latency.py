@@ -46,7 +46,8 @@ def classes(links: LinkMap, regions: list[str], include_noop: bool = False) -> d
 
 
 def check_rule_budget(
-    cls: dict[str, list[LinkClass]], rules_per_class: int, problems: Problems, field: str = "spec.network"
+    cls: dict[str, list[LinkClass]], rules_per_class: int, problems: Problems, field: str = "spec.network",
+    obj: str = "",
 ) -> None:
     """At most 13 targeted rules on any pod, else an error naming the region."""
     for src, lst in cls.items():
@@ -58,6 +59,7 @@ def check_rule_budget(
                 + (f" × {rules_per_class} target kinds" if rules_per_class > 1 else "")
                 + f"), more than the {MAX_TARGETED_RULES} a pod supports: use coarser groups "
                 "(intraGroup/interGroup links) or fewer distinct per-pair overrides",
+                obj,
             )
 
 

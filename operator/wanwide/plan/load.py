@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from ..api.base import DNS_LABEL_RE
 from ..api.benchmark import Benchmark
 from ..api.topology import Topology, TopologySpec
+from . import names
 from .errors import PlanError, Problem
 
 
@@ -34,33 +35,63 @@ PATTERN_HINTS = {
 }
 
 
-def validation_problems(err: ValidationError, prefix: str = "") -> list[Problem]:
+# What to write instead, for a value of the wrong type (the API server refuses it too).
+TYPE_FIXES = {
+    "string_type": "write it as text, with its unit where the field takes one (such as 20ms, 1% or 100mbit)",
+    "list_type": "write a list, such as [{input}]",
+    "int_from_float": "write a whole number",
+    "int_type": "write a whole number",
+    "model_type": "write a mapping of the fields the reference lists",
+    "dict_type": "write a mapping (key: value)",
+}
+
+
+def validation_problems(err: ValidationError, obj: str = "") -> list[Problem]:
+    """Pydantic's errors as problems of ``obj`` (``Benchmark/NAME``), each with the fix."""
     problems = []
     for e in err.errors():
         msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "string_pattern_mismatch":
+        bound = (e.get("ctx") or {}).get("ge", (e.get("ctx") or {}).get("le"))
+        if e["type"] == "greater_than_equal":
+            msg = f"{msg}: {e['input']!r} is below the minimum, use {bound} or more"
+        elif e["type"] == "less_than_equal":
+            msg = f"{msg}: {e['input']!r} is above the maximum, use {bound} or less"
+        elif e["type"] == "string_pattern_mismatch":
             pattern = (e.get("ctx") or {}).get("pattern", "")
             msg = f"{e['input']!r} is not allowed here: {PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
         elif e["type"] == "extra_forbidden":
             msg = "unknown field: remove it or check its spelling against the field reference"
         elif e["type"] == "missing":
             msg = "required field is missing: add it"
-        problems.append(Problem(prefix + _loc(e["loc"]), msg))
+        elif e["type"] in TYPE_FIXES:
+            msg = f"{msg}: {TYPE_FIXES[e['type']].format(input=e['input'])}"
+        problems.append(Problem(_loc(e["loc"]), msg, obj))
     return problems
 
 
+def _name(doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata")
+    return str(meta.get("name", "?")) if isinstance(meta, dict) else "?"
+
+
 def parse_topology(doc: dict[str, Any]) -> Topology:
+    """The Topology, or PlanError naming every problem (its name included: the API server checks it too)."""
+    obj = f"Topology/{_name(doc)}"
     try:
-        return Topology.model_validate(doc)
+        t = Topology.model_validate(doc)
     except ValidationError as e:
-        raise PlanError(validation_problems(e, f"Topology/{doc.get('metadata', {}).get('name', '?')}: ")) from None
+        raise PlanError(validation_problems(e, obj)) from None
+    if (why := names.object_name_problem(t.metadata.name)) is not None:
+        raise PlanError([Problem("metadata.name", why, obj)])
+    return t
 
 
 def parse_benchmark(doc: dict[str, Any]) -> Benchmark:
+    """The Benchmark, or PlanError naming every problem (its name is checked by the planner)."""
     try:
         return Benchmark.model_validate(doc)
     except ValidationError as e:
-        raise PlanError(validation_problems(e, f"Benchmark/{doc.get('metadata', {}).get('name', '?')}: ")) from None
+        raise PlanError(validation_problems(e, f"Benchmark/{_name(doc)}")) from None
 
 
 @dataclass
@@ -75,9 +106,10 @@ class Documents:
         if key not in self.topologies:
             known = ", ".join(n for _, n in self.topologies) or "none"
             raise PlanError([Problem(
-                f"Benchmark/{bench.metadata.name}: spec.topologyRef",
+                "spec.topologyRef",
                 f"Topology {key[1]!r} not found in namespace {key[0]!r} (given: {known}): "
                 "apply it first or put it in the same file",
+                f"Benchmark/{bench.metadata.name}",
             )])
         return self.topologies[key].spec
 

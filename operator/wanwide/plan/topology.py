@@ -28,6 +28,9 @@ def _selector(spec: TopologySpec, name: str, explicit: dict[str, str] | None) ->
 def regions(spec: TopologySpec, count: int | None = None, problems: Problems | None = None) -> list[ResolvedRegion]:
     """The regions of a trial; ``count`` (a matrix point) overrides generate.count or truncates the list."""
     problems = problems or Problems()
+    if count is not None and count < 1:
+        problems.add("spec.matrix.regions", f"{count} regions asked: a trial needs at least 1 region, raise the value")
+        return []
     if spec.generate is not None:
         g = spec.generate
         n = count if count is not None else g.count
@@ -69,8 +72,10 @@ def _one_way(link: Link) -> OneWay:
     )
 
 
-def check_network(network: Network, names: set[str], problems: Problems, field: str = "spec.network") -> None:
-    """Overrides must name regions that exist and be given once per direction."""
+def check_network(
+    network: Network, names: set[str], problems: Problems, field: str = "spec.network", obj: str = ""
+) -> None:
+    """Overrides must name regions that exist and be given once per direction (``field``: the network's path)."""
     seen: dict[tuple[str, str], int] = {}
     for i, o in enumerate(network.overrides):
         for end, value in (("from", o.from_), ("to", o.to)):
@@ -79,6 +84,7 @@ def check_network(network: Network, names: set[str], problems: Problems, field: 
                     f"{field}.overrides[{i}].{end}",
                     f"unknown region {value!r}: use one of {', '.join(sorted(names)[:10])}"
                     + (" …" if len(names) > 10 else ""),
+                    obj,
                 )
         directions = [(o.from_, o.to)] if o.one_way else [(o.from_, o.to), (o.to, o.from_)]
         for d in directions:
@@ -86,6 +92,7 @@ def check_network(network: Network, names: set[str], problems: Problems, field: 
                 problems.add(
                     f"{field}.overrides[{i}]",
                     f"the link {d[0]}→{d[1]} is already set by overrides[{seen[d]}]: keep one of them",
+                    obj,
                 )
             seen[d] = i
 

@@ -177,19 +177,29 @@ def _check_regions(field_name: str, wanted: list[str] | None, have: set[str], pr
             problems.add(f"{field_name}[{j}]", f"unknown region {r!r}: use one of {', '.join(sorted(have))}")
 
 
+def topology_place(bench: Benchmark) -> tuple[str, str]:
+    """(object, path) of the Benchmark's topology as the user wrote it: inline in the Benchmark or a Topology."""
+    if bench.spec.topology is not None:
+        return "", "spec.topology"
+    return f"Topology/{bench.spec.topology_ref}", "spec"
+
+
 def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems: Problems) -> TrialPlan | None:
     """The plan of one matrix point, or None with problems recorded."""
     spec = bench.spec
     count = point.get("regions")
+    tobj, tpath = topology_place(bench)
     rs = topo.regions(topology, int(count) if count is not None else None, problems)
     if not rs:
+        if not problems.items:
+            problems.add(f"{tpath}.regions", "the topology has no regions: add some", tobj)
         return None
     names_set = {r.name for r in rs}
     if len(names_set) != len(rs):
-        problems.add("spec.regions", "region names must be unique: rename the duplicate")
+        problems.add(f"{tpath}.regions", "region names must be unique: rename the duplicate", tobj)
         return None
     net = _network_for(topology.network, point)
-    topo.check_network(net, names_set, problems)
+    topo.check_network(net, names_set, problems, f"{tpath}.network", tobj)
     backend = str(point.get("backend", spec.database.backend))
     load = str(point.get("load", spec.workload.load))
     region_names = [r.name for r in rs]
@@ -239,7 +249,7 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
     cls = latency.classes(lm, region_names)
     # Multi-member databases live in their own namespace: every class then targets
     # two kinds of pods (region namespaces, database members), two rules per class.
-    latency.check_rule_budget(cls, 1 if backend == "mariadb" else 2, problems, "spec.network")
+    latency.check_rule_budget(cls, 1 if backend == "mariadb" else 2, problems, f"{tpath}.network", tobj)
     if problems.items:
         return None
     max_rtt = max((v.delay_ms + lm[(b, a)].delay_ms for (a, b), v in lm.items()), default=0.0)
@@ -268,14 +278,17 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
 
 def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
     """Every trial of a Benchmark; raises PlanError listing every problem, producing nothing partial."""
+    where = f"Benchmark/{bench.metadata.name}"
     problems = Problems()
+    if (why := names.benchmark_name_problem(bench.metadata.name)) is not None:
+        problems.add("metadata.name", why, where)
     if bench.spec.topology is not None and bench.spec.topology_ref is not None:
-        problems.add("spec", "set exactly one of spec.topologyRef or spec.topology")
+        problems.add("spec", "set exactly one of spec.topologyRef or spec.topology", where)
     if topology.regions is not None and topology.generate is not None:
-        problems.add("spec.topology", "set exactly one of regions or generate")
+        tobj, tpath = topology_place(bench)
+        problems.add(tpath, "set exactly one of regions or generate", tobj or where)
     plans: list[TrialPlan] = []
     seen_problem_sets: set[str] = set()
-    where = f"Benchmark/{bench.metadata.name}: "
     for point in expand(bench.spec):
         local = Problems()
         p = plan_point(bench, topology, point, local)
@@ -284,9 +297,11 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
             if key not in seen_problem_sets:
                 seen_problem_sets.add(key)
                 trial = f" (trial t{point.index:03d}: {', '.join(f'{k}={v}' for k, v in point.values.items())})" if point.values else ""
-                problems.items.append(Problem(where + pr.field, pr.message + trial))
+                problems.items.append(Problem(pr.field, pr.message + trial, pr.obj or where))
         if p is not None:
             plans.append(p)
+        elif not local.items:  # never silently fewer trials
+            problems.add("spec.matrix", f"trial t{point.index:03d} cannot be planned", where)
     problems.raise_if_any()
     return plans
 
