@@ -6,7 +6,7 @@ import argparse
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Check the files (one-line UserError naming the file), then run; a PlanError is a UserError too."""
+    """Read and plan the files once (a one-line UserError naming the file), then run the trials."""
     from ..errors import UserError
     from ..inputs import load_files, plan_problems
     from ..plan.errors import PlanError
@@ -14,15 +14,13 @@ def _run(args: argparse.Namespace) -> int:
     from .run import run
 
     specs = load_files(args.file)
+    trials = []
     for bench in specs.docs.benchmarks:
         try:
-            plan(bench, specs.docs.topology_for(bench))
+            trials += plan(bench, specs.docs.topology_for(bench))
         except PlanError as e:
             raise UserError(f"{specs.origin(bench)}: {plan_problems(e)}") from None
-    try:
-        return run(args.file, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh)
-    except PlanError as e:
-        raise UserError(f"{', '.join(args.file)}: {plan_problems(e)}") from None
+    return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh)
 
 
 def _clean(args: argparse.Namespace) -> int:

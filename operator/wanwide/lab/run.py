@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..api.units import seconds
-from ..plan.load import load_documents
 from ..plan.runner import Addresses, config_json, runner_config
-from ..plan.trial import TrialPlan, plan
+from ..plan.trial import TrialPlan
 from ..runner.config import RunnerConfig
 from . import netns, paths
 from .deployment import Deployment, groups
@@ -380,19 +379,14 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
     return 1 if failed or not_uploaded else 0
 
 
-def _plans(files: list[str]) -> list[TrialPlan]:
-    docs = load_documents([Path(f).read_text() for f in files])
-    return [p for b in docs.benchmarks for p in plan(b, docs.topology_for(b))]
-
-
-def run(files: list[str], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False) -> int:
+def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False) -> int:
+    """Run the planned trials for real on this machine; bundles (and the report) under ``out_dir``."""
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     missing = [m for m in paths.missing() if "versitygw" not in m]  # S3 is optional here
     if missing:
         print("error: the lab needs: " + ", ".join(missing) + " — run hack/install-lab.sh", file=sys.stderr)
         return 2
-    trials = _plans(files)
     problems = check_results(trials)
     if problems:
         print("error: " + "\n       ".join(problems), file=sys.stderr)
