@@ -16,6 +16,8 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ def fullname(release: str) -> str:
 
 
 SA = fullname(RELEASE)
+USER = f"system:serviceaccount:{SYSTEM_NS}:{SA}"  # the operator, as the API server logs it
 BUCKET = "wanwide-e2e"
 
 
@@ -213,3 +216,16 @@ def example(tc, name: str, *, cleanup: str = "Always", extra: dict | None = None
             s["workload"]["startDelay"] = "2s"
             s.update(extra or {})
     return yaml.safe_dump_all(docs)
+
+
+def session_events(state: Path, since: datetime) -> Iterator[dict[str, Any]]:
+    """The operator's audit events of this pytest session, once per request."""
+    seen: set[str] = set()
+    for f in sorted((state / "audit").glob("audit*.log")):
+        for line in f.read_text().splitlines():
+            e = json.loads(line)
+            if (e["user"]["username"] != USER or e["auditID"] in seen
+                    or datetime.fromisoformat(e["requestReceivedTimestamp"]) < since):
+                continue
+            seen.add(e["auditID"])
+            yield e

@@ -7,13 +7,14 @@ import random
 import subprocess
 import time
 import urllib.request
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.argocd import healths
-from tests.cluster.operator_env import example, owned
+from tests.cluster.operator_env import example, owned, session_events
 from tests.cluster.test_operator import wait_phase
 
 pytestmark = pytest.mark.cluster
@@ -84,12 +85,29 @@ def test_delete_mid_load_leaves_no_chaos(env):
     assert b_msg.startswith("phase Running, trials 0/1") and t_msg.startswith(t["status"]["phase"]), (b_msg, t_msg)
     chaos = owned(tc, "networkchaos", ns, "hierarchical-9")
     assert len(chaos) > 0
+    log, since = env["op"].log, env["op"].log.stat().st_size
+    trial_ns = {n["metadata"]["name"] for n in owned(tc, "namespaces", ns, "hierarchical-9")}
+    started = datetime.now(UTC)
     tc.kubectl("delete", "benchmark", "hierarchical-9", "-n", ns, "--timeout=240s")
     assert owned(tc, "networkchaos", ns, "hierarchical-9") == []
+    assert tc.kubectl_json("get", "trials", "-n", ns, "-l", "wanwide.io/benchmark=hierarchical-9")["items"] == []
     deadline = time.time() + 120
     while owned(tc, "namespaces", ns, "hierarchical-9"):
         assert time.time() < deadline, "trial namespaces not gone"
         time.sleep(2)
+    # the trial stopped before its namespaces went: no step ran into them while they were terminating
+    after = log.read_bytes()[since:].decode(errors="replace")
+    assert [x for x in after.splitlines() if "hierarchical-9-t000" in x and "step failed" in x] == []
+    # ... and none at all by the operator once it had asked a namespace to go (the API server's audit log)
+    events = sorted(session_events(tc.state, started), key=lambda e: e["requestReceivedTimestamp"])
+    gone = next((e["requestReceivedTimestamp"] for e in events if e["verb"] == "delete"
+                 and (e.get("objectRef") or {}).get("resource") == "namespaces"
+                 and e["objectRef"].get("name") in trial_ns), None)
+    assert gone, "the operator never deleted the trial namespaces"
+    late = [f"{e['verb']} {e['requestURI']}" for e in events if e["requestReceivedTimestamp"] > gone
+            and (e.get("objectRef") or {}).get("namespace") in trial_ns
+            and e["objectRef"].get("resource") not in ("networkchaos", "schedules", "namespaces")]  # the teardown's
+    assert late == [], f"requests into terminating namespaces: {late[:5]}"
 
 
 def _api_requests(env) -> dict[str, float]:

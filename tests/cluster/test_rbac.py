@@ -9,8 +9,6 @@ it runs after every other test of the session (tests/cluster/conftest.py).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,11 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cluster.operator_env import RELEASE, SA, SYSTEM_NS, fullname
+from tests.cluster.operator_env import RELEASE, SYSTEM_NS, USER, fullname, session_events
 
 pytestmark = [pytest.mark.cluster, pytest.mark.audit]
 CHART = Path(__file__).resolve().parents[2] / "charts" / "wanwide"
-USER = f"system:serviceaccount:{SYSTEM_NS}:{SA}"
 RBAC = "rbac.authorization.k8s.io"
 OWN_BINDING = "wanwide-operator"  # the operator's RoleBinding in each trial namespace
 # Granted but not exercised by the cluster tests: (role, apiGroups, resources, verbs, why); an
@@ -59,19 +56,6 @@ class Request:
     resource: str  # with "/subresource"
     verb: str
     name: str
-
-
-def session_events(state: Path, since: datetime) -> Iterator[dict[str, Any]]:
-    """The operator's audit events of this pytest session, once per request."""
-    seen: set[str] = set()
-    for f in sorted((state / "audit").glob("audit*.log")):
-        for line in f.read_text().splitlines():
-            e = json.loads(line)
-            if (e["user"]["username"] != USER or e["auditID"] in seen
-                    or datetime.fromisoformat(e["requestReceivedTimestamp"]) < since):
-                continue
-            seen.add(e["auditID"])
-            yield e
 
 
 LAG_S = 10  # the authorizer's RBAC cache trails a new RoleBinding by up to this (seen: a few hundred ms)

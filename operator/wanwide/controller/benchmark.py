@@ -109,9 +109,16 @@ def sync_trials(kube: Kube, bench: dict[str, Any], model: Benchmark, topo: Topol
 
 
 def teardown(kube: Kube, bench: dict[str, Any]) -> list[str]:
-    """Remove every chaos object first, then the trial namespaces. Returns what is still there."""
+    """Stop the Trials first (their daemons end, so no step re-creates anything), then remove every chaos
+    object, then the trial namespaces. Returns what is still there."""
     sel = {names.L_BENCHMARK: bench["metadata"]["name"]}
     left: list[str] = []
+    for t in trials(kube, bench):
+        left.append(f"Trial/{t['metadata']['name']}")
+        if not t["metadata"].get("deletionTimestamp"):
+            kube.delete(API, "Trial", t["metadata"]["name"], t["metadata"]["namespace"])
+    if left:
+        return left
     tag = "-" + names.short_hash(f"{bench['metadata']['namespace']}/{bench['metadata']['name']}") + "-t"
     namespaces = [n for n in kube.list("v1", "Namespace", sel) if tag in n["metadata"]["name"]]
     for ns in namespaces:

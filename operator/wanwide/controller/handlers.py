@@ -139,7 +139,8 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
             bench = {**bench, "status": {**(bench.get("status") or {}), **planned}}
         else:  # the status as written last (a timer's body can predate the spec handler's write)
             fresh = RUNTIME.kube.get(bm.API, "Benchmark", bench["metadata"]["name"], bench["metadata"]["namespace"])
-            if fresh is None or (fresh.get("status") or {}).get("phase") == "Invalid":
+            if (fresh is None or (fresh.get("status") or {}).get("phase") == "Invalid"
+                    or fresh["metadata"].get("deletionTimestamp")):  # being deleted: start nothing more
                 return
             bench = fresh
         started, patch = bm.schedule(RUNTIME.kube, bench, ts.now())
