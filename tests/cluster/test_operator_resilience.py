@@ -104,9 +104,10 @@ def test_delete_mid_load_leaves_no_chaos(env):
                  and (e.get("objectRef") or {}).get("resource") == "namespaces"
                  and e["objectRef"].get("name") in trial_ns), None)
     assert gone, "the operator never deleted the trial namespaces"
+    teardown = ("networkchaos", "schedules", "namespaces")  # the teardown's own checks and deletes
     late = [f"{e['verb']} {e['requestURI']}" for e in events if e["requestReceivedTimestamp"] > gone
             and (e.get("objectRef") or {}).get("namespace") in trial_ns
-            and e["objectRef"].get("resource") not in ("networkchaos", "schedules", "namespaces")]  # the teardown's
+            and e["objectRef"].get("resource") not in teardown]
     assert late == [], f"requests into terminating namespaces: {late[:5]}"
 
 
