@@ -154,27 +154,32 @@ class Soak:
 
     def kill(self, why: str) -> set[str]:
         at = self.phases_now()
+        n_trials = len(self.trials()) if "Planning" in at else None
         self.op.kill()
         for p in at:
             self.kills[p] += 1
-        self.kill_log.append({"t": round(time.time() - self.t0, 1), "why": why, "phases": sorted(at)})
+        self.kill_log.append({"t": round(time.time() - self.t0, 1), "why": why, "phases": sorted(at),
+                              **({"trials_existing": n_trials} if n_trials is not None else {})})
         if not self.args.json:
-            print(f"  kill {len(self.kill_log):2d} at {self.kill_log[-1]['t']:6.1f}s ({why}): {', '.join(sorted(at)) or '-'}",
-                  flush=True)
+            print(f"  kill {len(self.kill_log):2d} at {self.kill_log[-1]['t']:6.1f}s ({why}): {', '.join(sorted(at)) or '-'}"
+                  + (f" ({n_trials} trials exist)" if n_trials is not None else ""), flush=True)
         time.sleep(self.rng.uniform(0.2, 2.0))  # down for a while, as a pod being rescheduled
         self.op.start()
         return at
 
     def plan_kills(self) -> None:
-        """Kills while the Benchmark is planned: right after apply, during the restart's resume, creating trials."""
+        """Kills while the Benchmark is planned: right after apply, before the restarted operator resumes it
+        (no trials yet), and once it is up and resuming it (creating trials)."""
         self.tc.apply(benchmark(self.tc, self.args.trials), self.ns)
         time.sleep(self.rng.uniform(0.0, 1.0))
         self.kill("right after apply")
-        for _ in range(6):  # the restarted operator plans on resume: kill it again at a random point
-            if "Planning" not in self.phases_now():
+        time.sleep(self.rng.uniform(0.5, 3.0))
+        self.kill("before resume")
+        for _ in range(6):  # up again, it plans on resume: kill it at a random point of that
+            if not self.healthy() or "Planning" not in self.phases_now():
                 break
-            time.sleep(self.rng.uniform(1.0, 4.0))
-            self.kill("while planning")
+            time.sleep(self.rng.uniform(0.0, 1.5))
+            self.kill("resuming")
         self.healthy()
 
     def due(self, present: set[str], quota: int) -> str | None:
@@ -232,6 +237,7 @@ class Soak:
                 attempt, run_id = parts[-2].removeprefix("attempt-").split("-", 1)
                 runs[(parts[-4], parts[-3], int(attempt))].add(run_id)
         dup, missing, details = 0, 0, []
+        succeeded = {t["spec"]["index"] for t in trials if (t.get("status") or {}).get("phase") == "Succeeded"}
         final = {t["spec"]["index"]: int((t.get("status") or {}).get("attempt") or 1) for t in trials}
         for (trial, region, attempt), ids in sorted(runs.items()):
             extra = len(ids) - 1 if attempt == final.get(int(trial.lstrip("t")), 1) else len(ids)
@@ -239,6 +245,8 @@ class Soak:
                 dup += extra
                 details.append(f"{trial}/{region}/attempt-{attempt}: {len(ids)} bundles")
         for idx, att in final.items():
+            if idx not in succeeded:  # a failed trial is counted as lost
+                continue
             for region in ("r1", "r2", "r3"):
                 if not runs.get((f"t{idx:03d}", region, att)):
                     missing += 1
@@ -275,7 +283,9 @@ class Soak:
                                    if (n := t["metadata"]["name"]) in failed},
                         "stuck": {n: phases[n] for n in stuck}, "rerun": sorted(rerun),
                         "chaos": [c["metadata"]["name"] for c in chaos], "namespaces": ns_leaked,
-                        "bundles": bundle_details[:20]},
+                        "bundles": bundle_details[:20],
+                        "planning_kills_trials_existing": [k["trials_existing"] for k in self.kill_log
+                                                           if "trials_existing" in k]},
         }
         return report
 
