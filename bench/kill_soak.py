@@ -168,17 +168,15 @@ class Soak:
         return at
 
     def plan_kills(self) -> None:
-        """Kills while the Benchmark is planned: right after apply, before the restarted operator resumes it
-        (no trials yet), and once it is up and resuming it (creating trials)."""
+        """Kills while the Benchmark is planned: right after apply, then (each restart resumes it) whenever
+        the restarted operator is up and planning, until its trials exist and its status says so."""
         self.tc.apply(benchmark(self.tc, self.args.trials), self.ns)
-        time.sleep(self.rng.uniform(0.0, 1.0))
+        time.sleep(self.rng.uniform(0.0, 0.3))
         self.kill("right after apply")
-        time.sleep(self.rng.uniform(0.5, 3.0))
-        self.kill("before resume")
-        for _ in range(6):  # up again, it plans on resume: kill it at a random point of that
+        for _ in range(6):
             if not self.healthy() or "Planning" not in self.phases_now():
                 break
-            time.sleep(self.rng.uniform(0.0, 1.5))
+            time.sleep(self.rng.uniform(0.0, 1.2))
             self.kill("resuming")
         self.healthy()
 
@@ -197,9 +195,10 @@ class Soak:
             total = len(self.kill_log)
             present = self.phases_now()
             target = self.due(present, quota)
-            if target is None and total < self.args.kills and all(self.kills[p] >= quota for p in PHASES):
+            later = [p for p in PHASES if p != "Planning"]  # the planning is over by now
+            if target is None and total < self.args.kills and all(self.kills[p] >= quota for p in later):
                 target = "any"  # every phase has its share: the rest at random points
-            if target is None or total >= self.args.kills and all(self.kills[p] for p in PHASES):
+            if target is None or total >= self.args.kills and all(self.kills[p] for p in later):
                 time.sleep(0.3)
                 continue
             time.sleep(self.rng.uniform(0.0, 1.5) if target != "any" else self.rng.uniform(1.0, 8.0))
