@@ -299,6 +299,8 @@ class Soak:
             self.wait_final()
             report = self.check(time.time() - self.t0)
             self.tc.kubectl("delete", "benchmark", NAME, "-n", self.ns, "--timeout=240s", check=False)
+            # its Trials go after it (garbage collection); the operator removes their finalizers
+            self.tc.kubectl("wait", "--for=delete", "trials", "--all", "-n", self.ns, "--timeout=120s", check=False)
         finally:
             self.standin.stop_flag.set()
             self.op.stop()
