@@ -199,10 +199,27 @@ def test_a_restarted_operator_repeats_nothing_already_recorded_and_decides_the_s
 # ---- Collecting, CleaningUp -----------------------------------------------------------------
 
 def test_collecting_waits_for_every_bundle():
-    d = phases.decide(P, _status("Collecting"), {"bundles": (["paris"], ["rennes"], "s3://b/p/")}, T0)
-    assert d.phase is None and "rennes" in d.message
-    d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/")}, T0)
+    d = phases.decide(P, _status("Collecting"), {"bundles": (["paris"], ["rennes"], "s3://b/p/", None)}, T0)
+    assert d.phase is None and "rennes" in d.message and not d.actions
+    d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/", None)}, T0)
     assert (d.phase, d.status["outcome"], d.status["resultsURI"]) == ("CleaningUp", "Succeeded", "s3://b/p/")
+
+
+def test_a_silent_results_store_is_said_once_and_its_return_too():
+    down = "results store http://s3:9000 bucket b unreachable (EndpointConnectionError)"
+    st = _status("Collecting")
+    d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0)
+    assert d.phase is None and down in d.message and "keep retrying" in d.message
+    assert [(a.reason, a.type) for a in d.actions] == [("ResultsStoreUnavailable", "Warning")]
+    st["message"] = d.message  # the next step, still down: no second event
+    assert not phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0).actions
+    d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", None)}, T0)  # back
+    assert [a.reason for a in d.actions] == ["ResultsStoreAvailable"] and "results store" not in d.message
+    # a runner still uploading in Loading: the same words
+    ld = _loading("load-1")
+    d = phases.decide(P, ld, {"jobs": dict.fromkeys(P.load_regions, "running"), "store": down}, T0)
+    assert d.phase is None and d.message.startswith("Rally running") and down in d.message
+    assert [a.reason for a in d.actions if isinstance(a, Emit)][-1:] == ["ResultsStoreUnavailable"]
 
 
 def test_cleaning_up_removes_chaos_first_then_namespaces_then_ends_with_the_outcome():

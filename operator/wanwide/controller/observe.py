@@ -145,6 +145,8 @@ def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     else:
         obs["jobs"] = {r: readiness.job_state(w.kube.get("batch/v1", "Job", JOB, plan.namespace(r)))
                        for r in plan.load_regions}
+        if any(s not in ("complete", "failed", "missing") for s in obs["jobs"].values()):
+            obs["store"] = results.probe(w.kube, plan, w.instance)  # a runner may be waiting for it
 
 
 def collecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:

@@ -176,16 +176,29 @@ def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime)
                         {**faults.status, "outcome": "Failed"}, faults.actions)
     running = [r for r in plan.load_regions if states.get(r) != "complete"]
     if running:
-        return Decision(message=f"Rally running in {len(running)} region(s)", status=faults.status,
-                        actions=faults.actions, wake_s=faults.wake_s)
+        message, events = store_said(f"Rally running in {len(running)} region(s)", status, obs.get("store"))
+        return Decision(message=message, status=faults.status, actions=faults.actions + events, wake_s=faults.wake_s)
     return Decision("Collecting", "LoadDone", f"Rally finished in {len(plan.load_regions)} region(s)",
                     faults.status, faults.actions)
 
 
+STORE = "results store "
+
+
+def store_said(message: str, status: dict[str, Any], error: str | None) -> tuple[str, list[Emit]]:
+    """The message with why the results store does not answer; an event when that starts or ends."""
+    was = STORE in (status.get("message") or "")
+    if error:
+        message = f"{message}; {error}: the runners keep retrying their uploads"
+        return message, [] if was else [Emit("ResultsStoreUnavailable", message, "Warning")]
+    return message, [Emit("ResultsStoreAvailable", "the results store answers again")] if was else []
+
+
 def collecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
-    found, missing, uri = obs.get("bundles", ([], list(plan.load_regions), ""))
+    found, missing, uri, error = obs.get("bundles", ([], list(plan.load_regions), "", None))
     if missing:
-        return Decision(message=f"waiting for result bundles of {', '.join(missing)} in {uri}", wake_s=5)
+        message, events = store_said(f"waiting for result bundles of {', '.join(missing)} in {uri}", status, error)
+        return Decision(message=message, actions=list(events), wake_s=5)
     return Decision("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}",
                     {"resultsURI": uri, "outcome": "Succeeded"})
 
