@@ -158,10 +158,14 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
 
 @kopf.on.delete(GROUP, VERSION, "benchmarks")
 def teardown(body: kopf.Body, **_: Any) -> None:
-    left = bm.teardown(RUNTIME.kube, dict(body))
-    metrics.forget(f"{body['metadata']['namespace']}/{body['metadata']['name']}")
+    left, stuck = bm.teardown(RUNTIME.kube, dict(body), ts.now())
     if left:
         raise kopf.TemporaryError(f"waiting for {len(left)} to go: {', '.join(left[:5])}", delay=3)
+    metrics.forget(f"{body['metadata']['namespace']}/{body['metadata']['name']}")
+    if stuck:
+        kopf.warn(body, reason="NamespacesStuck", message=(
+            f"not waiting any longer (spec.timeouts.cleaningUp) for {len(stuck)} terminating namespace(s): "
+            + ", ".join(stuck[:5]) + "; remove what holds them (see docs/operations.md)")[:1000])
 
 
 # ---- Trial --------------------------------------------------------------------------------

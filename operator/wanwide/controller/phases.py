@@ -52,6 +52,19 @@ def _fail(reason: str, message: str) -> Decision:
     return Decision("CleaningUp", reason, message, {"outcome": "Failed"})
 
 
+HELM_TRIES = 3  # a failed helm command is run again (its release is observed afresh) up to this many times
+
+
+def helm_failed(status: dict[str, Any], error: str) -> Decision:
+    """A failed ``helm upgrade --install`` is tried again, with back-off, until HELM_TRIES failures."""
+    n = int(status.get("helmFailures") or 0) + 1
+    if n >= HELM_TRIES:
+        return _fail("HelmFailed", f"helm failed {n} times; last: {error}")
+    message = f"helm failed ({n} of {HELM_TRIES} tries), trying again: {error}"
+    return Decision(message=message, status={"helmFailures": n}, actions=[Emit("HelmRetry", message, "Warning")],
+                    wake_s=5.0 * n)
+
+
 # ---- phases -------------------------------------------------------------------------------
 
 def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
@@ -59,7 +72,7 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
     if obs.get("missing"):
         return _fail("MissingSecret", obs["missing"])
     if obs.get("helm_failed"):
-        return _fail("HelmFailed", obs["helm_failed"])
+        return helm_failed(status, obs["helm_failed"])
     r = rendered(plan, status, obs)
     if "base" not in done(status):
         rbs = obs.get("rolebindings", {})  # namespace → the operator's RoleBinding there, right after it
@@ -108,7 +121,13 @@ def verifying_network(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt
                     f"{len(plan.regions)} regions up; {sum(map(len, plan.classes.values()))} link classes to inject")
 
 
+CHAOS_GONE = ("Chaos Mesh's CRDs went away mid-run: the emulated WAN and any fault are gone, the trial's "
+              "results would not measure what it asks; reinstall Chaos Mesh and run the trial again")
+
+
 def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    if obs.get("chaos_installed") is False:
+        return _fail("ChaosMeshMissing", CHAOS_GONE)
     wan = rendered(plan, status, obs).wan
     if "wan" not in done(status):
         return Decision(status=marked(status, "wan"), actions=[
@@ -148,6 +167,8 @@ def fault_steps(faults: list[FaultObjects], status: dict[str, Any], now: dt.date
 
 
 def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    if obs.get("chaos_installed") is False:
+        return _fail("ChaosMeshMissing", CHAOS_GONE)
     n = attempt(status)
     if not status.get("loadStartAt"):
         start = now + dt.timedelta(seconds=seconds(plan.spec.workload.start_delay))
@@ -214,11 +235,26 @@ def cleaning_up(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datet
     if policy == "Always" or (policy == "OnSuccess" and outcome == "Succeeded"):
         left = obs.get("namespaces", {})
         if left:
-            return Decision(message=f"deleting {len(left)} namespace(s)", wake_s=5,
+            why = obs.get("namespaces_why", {})
+            return Decision(message=f"deleting {len(left)} namespace(s)" + "".join(
+                                f"; {ns}: {why[ns]}" for ns in sorted(why)[:3]), wake_s=5,
                             actions=[Delete("v1", "Namespace", ns) for ns, deleting in left.items() if not deleting])
     reason = status.get("reason") if outcome == "Failed" else "Completed"
     message = status.get("outcomeMessage") if outcome == "Failed" else "chaos removed; results stored"
     return Decision(outcome, reason or outcome, message or "")
+
+
+def namespaces_stuck(status: dict[str, Any], obs: Obs) -> Decision:
+    """The clean-up timeout passed with namespaces still there: end with the outcome, and say which."""
+    left, why = sorted(obs["namespaces"]), obs.get("namespaces_why", {})
+    stuck = (f"{len(left)} namespace(s) still there after the clean-up timeout (spec.timeouts.cleaningUp): "
+             + ", ".join(f"{ns} ({why[ns]})" if why.get(ns) else ns for ns in left[:5])
+             + ("" if len(left) <= 5 else " …") + "; remove what holds them (see docs/operations.md)")
+    outcome = status.get("outcome") or "Failed"
+    first = status.get("outcomeMessage") if outcome == "Failed" else "chaos removed; results stored"
+    reason = (status.get("reason") or "Failed") if outcome == "Failed" else "NamespacesStuck"
+    return Decision(outcome, reason, f"{first}; {stuck}" if first else stuck,
+                    actions=[Emit("NamespacesStuck", stuck, "Warning")])
 
 
 Phase = Callable[[TrialPlan, dict[str, Any], Obs, dt.datetime], Decision]
@@ -244,6 +280,8 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
             return Decision("Failed", "ChaosNotRecovered",
                             f"{len(obs['chaos'])} chaos object(s) still present after the clean-up timeout: "
                             "check Chaos Mesh; namespaces kept for inspection")
+        if obs.get("namespaces"):
+            return namespaces_stuck(status, obs)
     return PHASES[phase](plan, status, obs, now)
 
 
