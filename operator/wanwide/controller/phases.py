@@ -101,7 +101,10 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
         return Decision(status=marked(status, f"wave{wave}"), actions=[emit])
     waiting = [k for k, ready in obs.get("ready", {}).items() if not ready]
     if waiting:
-        return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""))
+        # no watch on the database operator's kinds (see handlers.child_changed): look again soon
+        crs = any(k.split("/", 1)[0] in DB_KINDS for k in waiting)
+        return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""),
+                        wake_s=5 if crs else None)
     return Decision("VerifyingNetwork", "Deployed", f"database and {len(plan.regions)} Keystones ready")
 
 
@@ -134,7 +137,7 @@ def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetim
             *(Apply(o) for o in wan), Emit("Injecting", f"applied {len(wan)} NetworkChaos objects (the emulated WAN)")])
     pending = [o["metadata"]["name"] for o in wan if not obs.get("injected", {}).get(o["metadata"]["name"])]
     if pending:
-        return Decision(message=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}")
+        return Decision(message=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}", wake_s=2)
     return Decision("Loading", "Injected", f"Chaos Mesh reports AllInjected on {len(wan)} objects",
                     marked(status, "wan-injected"))
 
