@@ -15,6 +15,10 @@
 #   hack/testcluster.sh env        print export lines (KUBECONFIG, S3 vars)
 #   hack/testcluster.sh status     show what runs
 #   hack/testcluster.sh nodes N    make sure simulated nodes kwok-r1..kwok-rN exist
+#   hack/testcluster.sh restart-apiserver
+#                                  stop kube-apiserver and start it again (fault tests)
+#   hack/testcluster.sh s3 stop|start
+#                                  stop or start the S3 server (fault tests; same port)
 #
 # Environment: WANWIDE_CACHE (default ~/.cache/wanwide), WANWIDE_TEST_NODES
 # (default 3), WANWIDE_TESTCLUSTER_DIR (default <repo>/.testcluster).
@@ -440,6 +444,30 @@ cmd_down() { # [--real-node]
   log "down (state kept in $STATE; cached binaries kept in $BIN)"
 }
 
+cmd_restart_apiserver() { # clients see connections drop, then the same server again
+  [[ -f $STATE/ports.env ]] || die "no cluster state in $STATE; run: $0 up"
+  take_lock
+  ensure_ports
+  pid_of kube-apiserver >/dev/null || die "kube-apiserver is not running"
+  stop_one kube-apiserver
+  start_apiserver
+}
+
+cmd_s3() { # stop|start
+  [[ -f $STATE/ports.env ]] || die "no cluster state in $STATE; run: $0 up"
+  take_lock
+  ensure_ports
+  case ${1:-} in
+    stop) stop_one versitygw ;;
+    start)
+      start_versitygw
+      # shellcheck source=/dev/null
+      source "$STATE/s3.env"
+      wait_for "versitygw" 30 curl -fsS "$S3_ENDPOINT/health" ;;
+    *) die "usage: $0 s3 stop|start" ;;
+  esac
+}
+
 cmd_env() {
   [[ -f $STATE/kubeconfig ]] || die "no cluster state in $STATE; run: $0 up"
   echo "export KUBECONFIG=$STATE/kubeconfig"
@@ -518,8 +546,10 @@ main() {
       resolve_kubectl
       ensure_ports
       ensure_nodes "${1:?usage: $0 nodes N}" ;;
+    restart-apiserver) cmd_restart_apiserver ;;
+    s3) cmd_s3 "${1:-}" ;;
     bin) bin_path "${1:?usage: $0 bin NAME}" ;;
-    *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 }
 

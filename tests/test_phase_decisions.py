@@ -88,11 +88,19 @@ def test_provisioning_waits_for_readiness_then_moves_on():
     assert d.phase == "VerifyingNetwork"
 
 
-@pytest.mark.parametrize(("obs", "reason"), [({"missing": "Secret lab/x lacks admin-password"}, "MissingSecret"),
-                                             ({"passwords": {}, "helm_failed": "helm exited 1"}, "HelmFailed")])
-def test_provisioning_errors_retrying_cannot_fix_fail_the_trial(obs, reason):
-    d = phases.decide(P, _status("Provisioning", "base"), obs, T0)
+@pytest.mark.parametrize(("obs", "status", "reason"), [
+    ({"missing": "Secret lab/x lacks admin-password"}, {}, "MissingSecret"),
+    ({"passwords": {}, "helm_failed": "helm exited 1"}, {"helmFailures": phases.HELM_TRIES - 1}, "HelmFailed")])
+def test_provisioning_errors_retrying_cannot_fix_fail_the_trial(obs, status, reason):
+    d = phases.decide(P, _status("Provisioning", "base", **status), obs, T0)
     assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", reason, "Failed")
+
+
+def test_a_failed_helm_is_tried_again_and_said():
+    d = phases.decide(P, _status("Provisioning", "base"), {"passwords": {}, "helm_failed": "helm exited 1"}, T0)
+    assert d.phase is None and d.status == {"helmFailures": 1}
+    assert "1 of 3" in d.message and "helm exited 1" in d.message
+    assert [(a.reason, a.type) for a in d.actions] == [("HelmRetry", "Warning")]
 
 
 def test_each_phase_times_out_into_cleaning_up():
@@ -199,10 +207,27 @@ def test_a_restarted_operator_repeats_nothing_already_recorded_and_decides_the_s
 # ---- Collecting, CleaningUp -----------------------------------------------------------------
 
 def test_collecting_waits_for_every_bundle():
-    d = phases.decide(P, _status("Collecting"), {"bundles": (["paris"], ["rennes"], "s3://b/p/")}, T0)
-    assert d.phase is None and "rennes" in d.message
-    d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/")}, T0)
+    d = phases.decide(P, _status("Collecting"), {"bundles": (["paris"], ["rennes"], "s3://b/p/", None)}, T0)
+    assert d.phase is None and "rennes" in d.message and not d.actions
+    d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/", None)}, T0)
     assert (d.phase, d.status["outcome"], d.status["resultsURI"]) == ("CleaningUp", "Succeeded", "s3://b/p/")
+
+
+def test_a_silent_results_store_is_said_once_and_its_return_too():
+    down = "results store http://s3:9000 bucket b unreachable (EndpointConnectionError)"
+    st = _status("Collecting")
+    d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0)
+    assert d.phase is None and down in d.message and "keep retrying" in d.message
+    assert [(a.reason, a.type) for a in d.actions] == [("ResultsStoreUnavailable", "Warning")]
+    st["message"] = d.message  # the next step, still down: no second event
+    assert not phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0).actions
+    d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", None)}, T0)  # back
+    assert [a.reason for a in d.actions] == ["ResultsStoreAvailable"] and "results store" not in d.message
+    # a runner still uploading in Loading: the same words
+    ld = _loading("load-1")
+    d = phases.decide(P, ld, {"jobs": dict.fromkeys(P.load_regions, "running"), "store": down}, T0)
+    assert d.phase is None and d.message.startswith("Rally running") and down in d.message
+    assert [a.reason for a in d.actions if isinstance(a, Emit)][-1:] == ["ResultsStoreUnavailable"]
 
 
 def test_cleaning_up_removes_chaos_first_then_namespaces_then_ends_with_the_outcome():
@@ -288,3 +313,27 @@ def test_the_runner_image_defaults_to_the_operators_and_is_frozen_with_the_trial
     assert job_image(with_runner_image(b, "registry.example/wanwide:dev")) == "registry.example/wanwide:dev"
     b["spec"]["runner"] = {"image": "mine:1"}
     assert job_image(with_runner_image(b, "registry.example/wanwide:dev")) == "mine:1"  # the user's wins
+
+
+def test_a_namespace_stuck_terminating_ends_the_clean_up_at_its_timeout_and_is_named():
+    why = "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
+    obs = {"chaos": [], "namespaces": {"ns-r1": True}, "namespaces_why": {"ns-r1": why}}
+    st = _status("CleaningUp", outcome="Succeeded")
+    d = phases.decide(P, st, obs, T0)
+    assert d.phase is None and why in d.message  # within the timeout: waits, and says for what
+    late = T0 + dt.timedelta(seconds=trialstate.seconds(P.spec.timeouts.cleaning_up) + 1)
+    d = phases.decide(P, st, obs, late)
+    assert (d.phase, d.reason) == ("Succeeded", "NamespacesStuck")
+    assert "ns-r1" in d.message and why in d.message and "results stored" in d.message
+    assert [(a.reason, a.type) for a in d.actions] == [("NamespacesStuck", "Warning")]
+    failed = _status("CleaningUp", outcome="Failed", reason="LoadFailed", outcomeMessage="Rally failed in paris")
+    d = phases.decide(P, failed, obs, late)
+    assert (d.phase, d.reason) == ("Failed", "LoadFailed") and d.message.startswith("Rally failed in paris; ")
+
+
+@pytest.mark.parametrize("phase", ["Injecting", "Loading"])
+def test_chaos_mesh_gone_mid_run_fails_the_trial_clearly(phase):
+    st = _loading("load-1") if phase == "Loading" else _status("Injecting", "base", "wan")
+    d = phases.decide(P, st, {"chaos_installed": False}, T0)
+    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "ChaosMeshMissing", "Failed")
+    assert "reinstall Chaos Mesh" in d.message

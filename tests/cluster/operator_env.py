@@ -88,12 +88,13 @@ class Operator:
         self.metrics_port = free_port()
         self.health_port = free_port()
         self.starts = 0
+        self.extra_env: dict[str, str] = {}  # e.g. WANWIDE_HELM of a fault-injecting wrapper (next start)
 
     def start(self) -> None:
         env = dict(self.tc.env)
         env.update({"KUBECONFIG": str(self.kubeconfig),
                     "WANWIDE_SERVICE_ACCOUNT": f"{self.system_ns}/{fullname(self.release)}",
-                    "WANWIDE_HELM": str(self.tc.bin_dir / "helm")})
+                    "WANWIDE_HELM": str(self.tc.bin_dir / "helm"), **self.extra_env})
         self.starts += 1
         fh = open(self.log, "a")  # noqa: SIM115 - closed with the process
         fh.write(f"\n===== start {self.starts} =====\n")

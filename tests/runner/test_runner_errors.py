@@ -106,6 +106,31 @@ def test_unreachable_s3_keeps_bundle(tmp_path, capsys, monkeypatch):
     assert (b / "manifest.json").is_file()
 
 
+def test_upload_keeps_trying_until_its_deadline_then_says_where_the_bundle_is(tmp_path, capsys, monkeypatch):
+    """``wanwide runner upload`` of a kept bundle: with a deadline, retried (with back-off) until it passes."""
+    import time
+
+    monkeypatch.setenv("WW_TEST_AK", "a")
+    monkeypatch.setenv("WW_TEST_SK", "b")
+    monkeypatch.setenv("WANWIDE_UPLOAD_BACKOFF_S", "0.2")
+    runner_main(["run", "--config", str(_cfg(tmp_path))])  # StartTooLate: a bundle, no S3 configured
+    [b] = _bundles(tmp_path)
+    capsys.readouterr()
+    port = _closed_port()
+    s3 = {"endpoint": f"http://127.0.0.1:{port}", "bucket": "bk", "prefix": "p", "region": "us-east-1",
+          "access_key_env": "WW_TEST_AK", "secret_key_env": "WW_TEST_SK", "upload_deadline_s": 2}
+    p = _cfg(tmp_path, results={"local_dir": str(tmp_path / "results"), "s3": s3})
+    t0 = time.monotonic()
+    rc = runner_main(["upload", "--config", str(p), str(b)])
+    took = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert rc == 3 and 1.0 < took < 6, (rc, took)
+    assert err.count("retrying in") >= 3 and "s left failed" in err  # several tries, the time left said
+    assert f"http://127.0.0.1:{port}" in err and str(b) in err and "kept locally" in err
+    rc = runner_main(["upload", "--config", str(_cfg(tmp_path)), str(b)])  # no results.s3
+    assert rc == 2 and "names no results.s3" in capsys.readouterr().err
+
+
 def test_runner_parser_mounts():
     import argparse
 

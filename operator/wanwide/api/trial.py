@@ -35,6 +35,7 @@ class TrialStatus(Observed):
     phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
     phase_start_time: str | None = None
     attempt: int = 0
+    helm_failures: int = Field(0, ge=0, description="helm commands of this trial that failed (retried up to 3 in all).")
     done: list[str] = Field(default_factory=list, description="Steps of the current phase already carried out.")
     outcome: Literal["Succeeded", "Failed"] | None = Field(None, description="Result decided before clean-up.")
     outcome_message: str | None = Field(None, description="Why the trial failed (kept through clean-up).")

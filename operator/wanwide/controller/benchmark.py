@@ -6,9 +6,11 @@ import datetime as dt
 from typing import Any
 
 from .. import API_GROUP, API_VERSION
-from ..api.benchmark import Benchmark
+from ..api.benchmark import Benchmark, Timeouts
 from ..api.topology import TopologySpec
+from ..api.units import seconds
 from ..kube.client import Kube
+from ..kube.readiness import terminating_why
 from ..plan import names
 from ..plan.errors import PlanError, Problem
 from ..plan.load import validation_problems
@@ -17,7 +19,7 @@ from ..plan.trial import plan
 from ..render import trial_object
 from ..render.chaos import CHAOS_API
 from ..render.secrets import keys_secret_name
-from ..timestamps import iso
+from ..timestamps import iso, parse
 from . import keys, trialstate
 from .trial import A_PLAN_INPUT, plan_input
 
@@ -108,9 +110,13 @@ def sync_trials(kube: Kube, bench: dict[str, Any], model: Benchmark, topo: Topol
     return changed, kept
 
 
-def teardown(kube: Kube, bench: dict[str, Any]) -> list[str]:
+def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime) -> tuple[list[str], list[str]]:
     """Stop the Trials first (their daemons end, so no step re-creates anything), then remove every chaos
-    object, then the trial namespaces. Returns what is still there."""
+    object, then the trial namespaces.
+
+    Returns (what is still there, namespaces terminating for longer than the clean-up
+    timeout: no longer waited for, so the Benchmark's deletion completes).
+    """
     sel = {names.L_BENCHMARK: bench["metadata"]["name"]}
     left: list[str] = []
     for t in trials(kube, bench):
@@ -118,7 +124,7 @@ def teardown(kube: Kube, bench: dict[str, Any]) -> list[str]:
         if not t["metadata"].get("deletionTimestamp"):
             kube.delete(API, "Trial", t["metadata"]["name"], t["metadata"]["namespace"])
     if left:
-        return left
+        return left, []
     tag = "-" + names.short_hash(f"{bench['metadata']['namespace']}/{bench['metadata']['name']}") + "-t"
     namespaces = [n for n in kube.list("v1", "Namespace", sel) if tag in n["metadata"]["name"]]
     for ns in namespaces:
@@ -130,12 +136,19 @@ def teardown(kube: Kube, bench: dict[str, Any]) -> list[str]:
                 if not c["metadata"].get("deletionTimestamp"):
                     kube.delete(CHAOS_API, kind, c["metadata"]["name"], ns["metadata"]["name"])
     if left:
-        return left
+        return left, []
+    limit = seconds(Timeouts.model_validate((bench.get("spec") or {}).get("timeouts") or {}).cleaning_up)
+    stuck: list[str] = []
     for ns in namespaces:
-        left.append(f"Namespace/{ns['metadata']['name']}")
-        if not ns["metadata"].get("deletionTimestamp"):
-            kube.delete("v1", "Namespace", ns["metadata"]["name"])
-    return left
+        m = ns["metadata"]
+        since = m.get("deletionTimestamp")
+        if since and (at - parse(since)).total_seconds() > limit:  # terminating too long: not ours to wait for
+            stuck.append(f"Namespace/{m['name']}" + (f" ({why})" if (why := terminating_why(ns)) else ""))
+            continue
+        left.append(f"Namespace/{m['name']}")
+        if not since:
+            kube.delete("v1", "Namespace", m["name"])
+    return left, stuck
 
 
 def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime) -> tuple[list[str], dict[str, Any]]:

@@ -159,10 +159,14 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
 
 @kopf.on.delete(GROUP, VERSION, "benchmarks")
 def teardown(body: kopf.Body, **_: Any) -> None:
-    left = bm.teardown(RUNTIME.kube, dict(body))
-    metrics.forget(f"{body['metadata']['namespace']}/{body['metadata']['name']}")
+    left, stuck = bm.teardown(RUNTIME.kube, dict(body), ts.now())
     if left:
         raise kopf.TemporaryError(f"waiting for {len(left)} to go: {', '.join(left[:5])}", delay=3)
+    metrics.forget(f"{body['metadata']['namespace']}/{body['metadata']['name']}")
+    if stuck:
+        kopf.warn(body, reason="NamespacesStuck", message=(
+            f"not waiting any longer (spec.timeouts.cleaningUp) for {len(stuck)} terminating namespace(s): "
+            + ", ".join(stuck[:5]) + "; remove what holds them (see docs/operations.md)")[:1000])
 
 
 # ---- Trial --------------------------------------------------------------------------------
@@ -259,10 +263,10 @@ async def trial_changed(name: str, namespace: str, labels: kopf.Labels, status: 
                                     labels[names.L_BENCHMARK])
 
 
+# Only core kinds: a watch of a kind whose CRD is deleted (Chaos Mesh, mariadb-operator uninstalled)
+# ends in a 404 that stops kopf altogether; the phases waiting on those ask to be woken instead.
 @kopf.on.event("batch", "v1", "jobs")
 @kopf.on.event("apps", "v1", "deployments")
-@kopf.on.event("chaos-mesh.org", "v1alpha1", "networkchaos", labels={names.L_TRIAL: kopf.PRESENT})
-@kopf.on.event("k8s.mariadb.com", "v1alpha1", "mariadbs", labels={names.L_TRIAL: kopf.PRESENT})
 async def child_changed(namespace: str, **_: Any) -> None:
     """A child in a trial namespace changed (seen in cluster-wide mode): wake its Trial."""
     WAKEUPS.poke_namespace(namespace)

@@ -65,8 +65,13 @@ def chaos_children(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
     lets the operator list them cluster-wide), kept to the trial's own namespaces."""
     sel = {names.L_TRIAL: plan.name}
     mine = set(plan.namespaces)
-    return [c for kind in ("NetworkChaos", "Schedule") for c in w.kube.list(CHAOS_API, kind, sel)
-            if c["metadata"].get("namespace") in mine]
+    # a kind no longer served (Chaos Mesh's CRDs removed) took its objects with it: nothing to remove
+    return [c for kind in ("NetworkChaos", "Schedule") if w.kube.serves(CHAOS_API, kind)
+            for c in w.kube.list(CHAOS_API, kind, sel) if c["metadata"].get("namespace") in mine]
+
+
+def uses_chaos(plan: TrialPlan) -> bool:
+    return any(plan.classes.values()) or bool(plan.faults)
 
 
 def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
@@ -131,6 +136,9 @@ def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Ob
 def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     if "wan" not in done(status):
         return
+    obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
+    if not obs["chaos_installed"]:
+        return
     obs["injected"] = {
         o["metadata"]["name"]: readiness.chaos_injected(
             w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"]))
@@ -138,6 +146,10 @@ def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> No
 
 
 def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    if uses_chaos(plan):
+        obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos", "Schedule")
+        if not obs["chaos_installed"]:
+            return
     if not status.get("loadStartAt"):
         return
     if f"load-{attempt(status)}" not in done(status):
@@ -145,6 +157,8 @@ def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     else:
         obs["jobs"] = {r: readiness.job_state(w.kube.get("batch/v1", "Job", JOB, plan.namespace(r)))
                        for r in plan.load_regions}
+        if any(s not in ("complete", "failed", "missing") for s in obs["jobs"].values()):
+            obs["store"] = results.probe(w.kube, plan, w.instance)  # a runner may be waiting for it
 
 
 def collecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
@@ -157,6 +171,8 @@ def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> 
         return
     live = {ns: w.kube.get("v1", "Namespace", ns) for ns in plan.namespaces}
     obs["namespaces"] = {ns: bool(o["metadata"].get("deletionTimestamp")) for ns, o in live.items() if o is not None}
+    obs["namespaces_why"] = {ns: why for ns, o in live.items() if o is not None and (why := readiness.terminating_why(o))}
+
 
 
 OBSERVERS = {

@@ -52,6 +52,19 @@ def _fail(reason: str, message: str) -> Decision:
     return Decision("CleaningUp", reason, message, {"outcome": "Failed"})
 
 
+HELM_TRIES = 3  # a failed helm command is run again (its release is observed afresh) up to this many times
+
+
+def helm_failed(status: dict[str, Any], error: str) -> Decision:
+    """A failed ``helm upgrade --install`` is tried again, with back-off, until HELM_TRIES failures."""
+    n = int(status.get("helmFailures") or 0) + 1
+    if n >= HELM_TRIES:
+        return _fail("HelmFailed", f"helm failed {n} times; last: {error}")
+    message = f"helm failed ({n} of {HELM_TRIES} tries), trying again: {error}"
+    return Decision(message=message, status={"helmFailures": n}, actions=[Emit("HelmRetry", message, "Warning")],
+                    wake_s=5.0 * n)
+
+
 # ---- phases -------------------------------------------------------------------------------
 
 def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
@@ -59,7 +72,7 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
     if obs.get("missing"):
         return _fail("MissingSecret", obs["missing"])
     if obs.get("helm_failed"):
-        return _fail("HelmFailed", obs["helm_failed"])
+        return helm_failed(status, obs["helm_failed"])
     r = rendered(plan, status, obs)
     if "base" not in done(status):
         rbs = obs.get("rolebindings", {})  # namespace → the operator's RoleBinding there, right after it
@@ -88,7 +101,10 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
         return Decision(status=marked(status, f"wave{wave}"), actions=[emit])
     waiting = [k for k, ready in obs.get("ready", {}).items() if not ready]
     if waiting:
-        return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""))
+        # no watch on the database operator's kinds (see handlers.child_changed): look again soon
+        crs = any(k.split("/", 1)[0] in DB_KINDS for k in waiting)
+        return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""),
+                        wake_s=5 if crs else None)
     return Decision("VerifyingNetwork", "Deployed", f"database and {len(plan.regions)} Keystones ready")
 
 
@@ -108,14 +124,20 @@ def verifying_network(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt
                     f"{len(plan.regions)} regions up; {sum(map(len, plan.classes.values()))} link classes to inject")
 
 
+CHAOS_GONE = ("Chaos Mesh's CRDs went away mid-run: the emulated WAN and any fault are gone, the trial's "
+              "results would not measure what it asks; reinstall Chaos Mesh and run the trial again")
+
+
 def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    if obs.get("chaos_installed") is False:
+        return _fail("ChaosMeshMissing", CHAOS_GONE)
     wan = rendered(plan, status, obs).wan
     if "wan" not in done(status):
         return Decision(status=marked(status, "wan"), actions=[
             *(Apply(o) for o in wan), Emit("Injecting", f"applied {len(wan)} NetworkChaos objects (the emulated WAN)")])
     pending = [o["metadata"]["name"] for o in wan if not obs.get("injected", {}).get(o["metadata"]["name"])]
     if pending:
-        return Decision(message=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}")
+        return Decision(message=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}", wake_s=2)
     return Decision("Loading", "Injected", f"Chaos Mesh reports AllInjected on {len(wan)} objects",
                     marked(status, "wan-injected"))
 
@@ -148,6 +170,8 @@ def fault_steps(faults: list[FaultObjects], status: dict[str, Any], now: dt.date
 
 
 def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    if obs.get("chaos_installed") is False:
+        return _fail("ChaosMeshMissing", CHAOS_GONE)
     n = attempt(status)
     if not status.get("loadStartAt"):
         start = now + dt.timedelta(seconds=seconds(plan.spec.workload.start_delay))
@@ -176,16 +200,29 @@ def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime)
                         {**faults.status, "outcome": "Failed"}, faults.actions)
     running = [r for r in plan.load_regions if states.get(r) != "complete"]
     if running:
-        return Decision(message=f"Rally running in {len(running)} region(s)", status=faults.status,
-                        actions=faults.actions, wake_s=faults.wake_s)
+        message, events = store_said(f"Rally running in {len(running)} region(s)", status, obs.get("store"))
+        return Decision(message=message, status=faults.status, actions=faults.actions + events, wake_s=faults.wake_s)
     return Decision("Collecting", "LoadDone", f"Rally finished in {len(plan.load_regions)} region(s)",
                     faults.status, faults.actions)
 
 
+STORE = "results store "
+
+
+def store_said(message: str, status: dict[str, Any], error: str | None) -> tuple[str, list[Emit]]:
+    """The message with why the results store does not answer; an event when that starts or ends."""
+    was = STORE in (status.get("message") or "")
+    if error:
+        message = f"{message}; {error}: the runners keep retrying their uploads"
+        return message, [] if was else [Emit("ResultsStoreUnavailable", message, "Warning")]
+    return message, [Emit("ResultsStoreAvailable", "the results store answers again")] if was else []
+
+
 def collecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
-    found, missing, uri = obs.get("bundles", ([], list(plan.load_regions), ""))
+    found, missing, uri, error = obs.get("bundles", ([], list(plan.load_regions), "", None))
     if missing:
-        return Decision(message=f"waiting for result bundles of {', '.join(missing)} in {uri}", wake_s=5)
+        message, events = store_said(f"waiting for result bundles of {', '.join(missing)} in {uri}", status, error)
+        return Decision(message=message, actions=list(events), wake_s=5)
     return Decision("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}",
                     {"resultsURI": uri, "outcome": "Succeeded"})
 
@@ -201,11 +238,26 @@ def cleaning_up(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datet
     if policy == "Always" or (policy == "OnSuccess" and outcome == "Succeeded"):
         left = obs.get("namespaces", {})
         if left:
-            return Decision(message=f"deleting {len(left)} namespace(s)", wake_s=5,
+            why = obs.get("namespaces_why", {})
+            return Decision(message=f"deleting {len(left)} namespace(s)" + "".join(
+                                f"; {ns}: {why[ns]}" for ns in sorted(why)[:3]), wake_s=5,
                             actions=[Delete("v1", "Namespace", ns) for ns, deleting in left.items() if not deleting])
     reason = status.get("reason") if outcome == "Failed" else "Completed"
     message = status.get("outcomeMessage") if outcome == "Failed" else "chaos removed; results stored"
     return Decision(outcome, reason or outcome, message or "")
+
+
+def namespaces_stuck(status: dict[str, Any], obs: Obs) -> Decision:
+    """The clean-up timeout passed with namespaces still there: end with the outcome, and say which."""
+    left, why = sorted(obs["namespaces"]), obs.get("namespaces_why", {})
+    stuck = (f"{len(left)} namespace(s) still there after the clean-up timeout (spec.timeouts.cleaningUp): "
+             + ", ".join(f"{ns} ({why[ns]})" if why.get(ns) else ns for ns in left[:5])
+             + ("" if len(left) <= 5 else " …") + "; remove what holds them (see docs/operations.md)")
+    outcome = status.get("outcome") or "Failed"
+    first = status.get("outcomeMessage") if outcome == "Failed" else "chaos removed; results stored"
+    reason = (status.get("reason") or "Failed") if outcome == "Failed" else "NamespacesStuck"
+    return Decision(outcome, reason, f"{first}; {stuck}" if first else stuck,
+                    actions=[Emit("NamespacesStuck", stuck, "Warning")])
 
 
 Phase = Callable[[TrialPlan, dict[str, Any], Obs, dt.datetime], Decision]
@@ -231,6 +283,8 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
             return Decision("Failed", "ChaosNotRecovered",
                             f"{len(obs['chaos'])} chaos object(s) still present after the clean-up timeout: "
                             "check Chaos Mesh; namespaces kept for inspection")
+        if obs.get("namespaces"):
+            return namespaces_stuck(status, obs)
     return PHASES[phase](plan, status, obs, now)
 
 

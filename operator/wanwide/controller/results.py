@@ -52,29 +52,55 @@ def _credentials(kube: Kube, plan: TrialPlan) -> tuple[str | None, str | None]:
     return None, None
 
 
-def bundles(kube: Kube, plan: TrialPlan, attempt: int, instance: str | None = None) -> tuple[list[str], list[str], str]:
-    """(regions with a bundle manifest for this attempt, regions without, URI of the trial's results)."""
-    t = target(kube, plan, instance)
-    if t is None:
-        return list(plan.load_regions), [], ""
-    base = f"{t.prefix.strip('/')}/{plan.benchmark}/{plan.id}/"
-    uri = f"s3://{t.bucket}/{base}"
+def _client(kube: Kube, plan: TrialPlan, t: S3Target) -> Any:
     import boto3
     from botocore.config import Config
 
     key, secret = _credentials(kube, plan)
-    s3: Any = boto3.client("s3", endpoint_url=t.endpoint, region_name=t.region, aws_access_key_id=key,
-                           aws_secret_access_key=secret,
-                           config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2},
-                                         connect_timeout=5, read_timeout=10))
-    found, missing = [], []
+    return boto3.client("s3", endpoint_url=t.endpoint, region_name=t.region, aws_access_key_id=key,
+                        aws_secret_access_key=secret,
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2},
+                                      connect_timeout=5, read_timeout=10))
+
+
+def store_error(e: Exception, t: S3Target) -> str:
+    """One line saying why the store did not answer (never the keys)."""
+    code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code")
+    why = f"refused ({code})" if code else f"unreachable ({type(e).__name__})"
+    return f"results store {t.endpoint} bucket {t.bucket} {why}"
+
+
+def probe(kube: Kube, plan: TrialPlan, instance: str | None = None) -> str | None:
+    """None when the results store lists the trial's prefix, else why not."""
+    t = target(kube, plan, instance)
+    if t is None:
+        return None
+    try:
+        _client(kube, plan, t).list_objects_v2(Bucket=t.bucket, Prefix=f"{t.prefix.strip('/')}/", MaxKeys=1)
+    except Exception as e:  # noqa: BLE001 - any failure is the answer
+        return store_error(e, t)
+    return None
+
+
+def bundles(kube: Kube, plan: TrialPlan, attempt: int,
+            instance: str | None = None) -> tuple[list[str], list[str], str, str | None]:
+    """(regions with a bundle manifest for this attempt, regions without, URI of the trial's results,
+    why the store did not answer or None)."""
+    t = target(kube, plan, instance)
+    if t is None:
+        return list(plan.load_regions), [], "", None
+    base = f"{t.prefix.strip('/')}/{plan.benchmark}/{plan.id}/"
+    uri = f"s3://{t.bucket}/{base}"
+    s3 = _client(kube, plan, t)
+    found, missing, error = [], [], None
     for r in plan.load_regions:
         prefix = f"{base}{r}/attempt-{attempt}-"
         try:
             resp = s3.list_objects_v2(Bucket=t.bucket, Prefix=prefix)
-        except Exception:  # noqa: BLE001 - storage down: keep waiting until the phase times out
+        except Exception as e:  # noqa: BLE001 - storage down: keep waiting until the phase times out
             missing.append(r)
+            error = store_error(e, t)
             continue
         keys = [o["Key"] for o in resp.get("Contents", [])]
         (found if any(k.endswith("/manifest.json") for k in keys) else missing).append(r)
-    return found, missing, uri
+    return found, missing, uri, error

@@ -42,3 +42,14 @@ def dependency_ready(obj: dict[str, Any] | None) -> bool:
 
 def chaos_injected(obj: dict[str, Any] | None) -> bool:
     return condition(obj, "AllInjected") == "True"
+
+
+def terminating_why(ns: dict[str, Any]) -> str:
+    """What keeps a terminating namespace (its controller's conditions), or ""."""
+    conds = (ns.get("status") or {}).get("conditions") or []
+    return "; ".join(c.get("message", "") for c in conds
+                     if c.get("status") == "True" and c.get("type") in REMAINING and c.get("message"))
+
+
+REMAINING = ("NamespaceContentRemaining", "NamespaceFinalizersRemaining", "NamespaceDeletionContentFailure",
+             "NamespaceDeletionDiscoveryFailure")

@@ -73,7 +73,12 @@ def jobs(
     """ConfigMap + Job per load region. Created at Loading, when ``start_at`` is known."""
     out = []
     res = results if results is not None else results_target(plan)
-    timeout = int(seconds(plan.spec.timeouts.loading))
+    # the runner keeps retrying its upload through a storage outage for the Collecting timeout,
+    # inside the Job's deadline
+    collecting = int(seconds(plan.spec.timeouts.collecting))
+    if res is not None:
+        res = res.model_copy(update={"upload_deadline_s": float(collecting)})
+    timeout = int(seconds(plan.spec.timeouts.loading)) + collecting
     for r in plan.load_regions:
         ns = plan.namespace(r)
         labels = plan.labels(r, "load")

@@ -17,6 +17,12 @@ def add_runner_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--task-timeout", type=float, default=6 * 3600, help="seconds allowed for `rally task start`")
     r.set_defaults(func=cmd_run)
 
+    u = sub.add_parser("upload", help="upload a result bundle kept locally to the config's S3 target "
+                                      "(same keys as the run would have written; never overwrites)")
+    u.add_argument("--config", required=True, help="the runner configuration naming results.s3")
+    u.add_argument("bundle", help="the bundle directory (holds manifest.json)")
+    u.set_defaults(func=cmd_upload)
+
     v = sub.add_parser("validate", help="check a runner config and print it normalised")
     v.add_argument("--config", required=True)
     v.set_defaults(func=cmd_validate)
@@ -49,6 +55,33 @@ def cmd_run(args) -> int:
         return out
     print(out.bundle_dir)
     return out.exit_code
+
+
+def cmd_upload(args) -> int:
+    import json
+    from pathlib import Path
+
+    from .bundle import MANIFEST, bundle_relpath
+    from .config import load_config
+    from .upload import UploadError, join_key, upload_bundle
+
+    try:
+        cfg = load_config(args.config)
+        m = json.loads((Path(args.bundle) / MANIFEST).read_text())
+        rel = bundle_relpath(m["benchmark"], m["trial"]["id"], m["region"], int(m["attempt"]), m["run_id"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if cfg.results.s3 is None:
+        print(f"error: {args.config} names no results.s3 target", file=sys.stderr)
+        return 2
+    try:
+        keys = upload_bundle(Path(args.bundle), cfg.results.s3, rel)
+    except UploadError as e:
+        print(f"[runner] ERROR: {e}", file=sys.stderr)
+        return 3
+    print(f"uploaded {len(keys)} file(s) under {join_key(cfg.results.s3.prefix, rel)}/")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

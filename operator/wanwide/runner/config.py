@@ -81,6 +81,9 @@ class S3Target(_Model):
     region: str = "us-east-1"
     access_key_env: str = "AWS_ACCESS_KEY_ID"
     secret_key_env: str = "AWS_SECRET_ACCESS_KEY"
+    upload_deadline_s: float | None = Field(
+        None, gt=0, description="Keep retrying the upload this long (storage down or refusing); "
+                                "unset: 5 attempts, a refusal is final.")
 
 
 class Results(_Model):

@@ -62,22 +62,50 @@ def join_key(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
-def _with_retries(what: str, fn, attempts: int, backoff_s: float, log=None):
-    delay = backoff_s
+MAX_DELAY_S = 30.0
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How long to keep trying: ``attempts`` tries, or until ``deadline`` (monotonic) when set.
+
+    With a deadline every error is retried (storage down, or refusing until its keys or
+    bucket policy are fixed); without one a refusal (access denied, no such bucket) is final.
+    """
+
+    attempts: int = 5
+    backoff_s: float = 1.0
+    deadline: float | None = None
+
+    def again(self, i: int, e: Exception, delay: float) -> bool:
+        if self.deadline is not None:
+            return time.monotonic() + delay < self.deadline
+        return not _is_permanent(e) and i < self.attempts
+
+    def describe(self, i: int) -> str:
+        if self.deadline is not None:
+            return f"attempt {i}, {max(0.0, self.deadline - time.monotonic()):.0f}s left"
+        return f"attempt {i}/{self.attempts}"
+
+
+def _with_retries(what: str, fn, retry: Retry, log=None):
+    delay = retry.backoff_s
     last: Exception | None = None
-    for i in range(1, attempts + 1):
+    i = 0
+    while True:
+        i += 1
         try:
             return fn()
         except KeyExists:
             raise
         except Exception as e:  # botocore errors, connection errors
             last = e
-            if _is_permanent(e) or i == attempts:
+            if not retry.again(i, e, delay):
                 break
             if log:
-                log(f"{what}: attempt {i}/{attempts} failed ({_short(e)}); retrying in {delay:.1f}s")
+                log(f"{what}: {retry.describe(i)} failed ({_short(e)}); retrying in {delay:.1f}s")
             time.sleep(delay)
-            delay *= 2
+            delay = min(delay * 2, MAX_DELAY_S)
     raise UploadError(f"{what}: {_short(last)}") from last
 
 
@@ -118,16 +146,24 @@ def upload_bundle(
     *,
     attempts: int | None = None,
     backoff_s: float | None = None,
+    deadline_s: float | None = None,
     log=None,
 ) -> list[str]:
     """Upload every file of ``bundle_dir`` under ``<prefix>/<relpath>/``; manifest last.
 
     Refuses to overwrite: every key is checked absent first (HEAD), and the run id
     in ``relpath`` is unique per run. Returns the keys written.
+    Retries with back-off (doubling, at most 30 s): ``attempts`` times, or for
+    ``deadline_s`` seconds when given (``WANWIDE_UPLOAD_DEADLINE_S``, else the target's
+    ``upload_deadline_s``), retrying refusals too.
     Raises ``UploadError`` naming endpoint and bucket; the local bundle is untouched.
     """
     attempts = attempts or int(os.environ.get("WANWIDE_UPLOAD_ATTEMPTS", "5"))
     backoff_s = backoff_s if backoff_s is not None else float(os.environ.get("WANWIDE_UPLOAD_BACKOFF_S", "1"))
+    if deadline_s is None:
+        env = os.environ.get("WANWIDE_UPLOAD_DEADLINE_S")
+        deadline_s = float(env) if env else target.upload_deadline_s
+    retry = Retry(attempts, backoff_s, time.monotonic() + deadline_s if deadline_s else None)
     log = log or (lambda m: print(f"[runner] {m}", file=sys.stderr, flush=True))
     creds = credentials(target)
     client = s3_client(target.endpoint, target.region, creds)
@@ -145,13 +181,13 @@ def upload_bundle(
                 if key_exists(client, target.bucket, key):
                     raise KeyExists(f"key {key} already exists: refusing to overwrite")
 
-            _with_retries(f"check {key}", check, attempts, backoff_s, log)
+            _with_retries(f"check {key}", check, retry, log)
 
             def put(key=key, rel=rel):
                 with open(bundle_dir / rel, "rb") as fh:
                     client.put_object(Bucket=target.bucket, Key=key, Body=fh)
 
-            _with_retries(f"upload {key}", put, attempts, backoff_s, log)
+            _with_retries(f"upload {key}", put, retry, log)
             written.append(key)
     except UploadError as e:
         raise UploadError(

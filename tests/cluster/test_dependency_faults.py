@@ -1,0 +1,254 @@
+"""Dependencies failing under a running trial, on the loopback control plane.
+
+Each fault is real, not mocked: the S3 server is stopped (``testcluster.sh s3 stop``)
+while the real runner code (``wanwide runner upload``) sends a bundle, the API server
+is restarted (``testcluster.sh restart-apiserver``), helm is a wrapper that fails its
+first ``upgrade`` calls and then runs the real helm, Chaos Mesh's CRDs are deleted, a
+region namespace keeps a finalizer nobody removes. docs/operations.md, "Dependency
+faults", says what the user sees for each.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.operator_env import BUNDLE, example, owned, s3_client
+from tests.cluster.test_monitoring import scrape, value
+from tests.cluster.test_operator import wait_phase
+
+pytestmark = pytest.mark.cluster
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "hack" / "testcluster.sh"
+WANWIDE = REPO / ".venv" / "bin" / "wanwide"
+
+
+def bench(tc, name: str, regions: int = 3, **extra) -> str:
+    topo, b = yaml.safe_load_all(example(tc, "uniform-9.yaml", extra=extra))
+    topo["metadata"]["name"] = b["metadata"]["name"] = b["spec"]["topologyRef"] = name
+    topo["spec"]["generate"]["count"] = regions
+    b["spec"]["workload"]["scenarios"] = b["spec"]["workload"]["scenarios"][:1]
+    return yaml.safe_dump_all([topo, b])
+
+
+def trial(tc, ns: str, name: str) -> dict:
+    p = tc.kubectl("get", "trial", name, "-n", ns, "-o", "json", check=False)
+    return json.loads(p.stdout) if p.returncode == 0 else {}
+
+
+def wait_trial(tc, ns: str, name: str, pred, timeout: float, what: str) -> dict:
+    deadline = time.time() + timeout
+    t: dict = {}
+    while time.time() < deadline:
+        t = trial(tc, ns, name)
+        if t and pred(t.get("status") or {}):
+            return t
+        time.sleep(1)
+    raise AssertionError(f"{name}: timed out after {timeout:.0f}s waiting for {what}: {t.get('status')}")
+
+
+def events(tc, ns: str, name: str, kind: str = "Trial") -> list[dict]:
+    sel = f"involvedObject.name={name},involvedObject.kind={kind}"
+    return tc.kubectl_json("get", "events", "-n", ns, "--field-selector", sel)["items"]
+
+
+def reasons(tc, ns: str, name: str, kind: str = "Trial") -> dict[str, str]:
+    return {e["reason"]: e["type"] for e in events(tc, ns, name, kind)}
+
+
+def manifests(tc, bench_name: str, trial_id: str) -> list[str]:
+    s3 = s3_client(tc)
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket="wanwide-e2e", Prefix="e2e/")
+            for o in page.get("Contents", [])]
+    return [k for k in keys if f"/{bench_name}/{trial_id}/" in k and k.endswith("/manifest.json")]
+
+
+def delete(tc, ns: str, name: str) -> None:
+    tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=180s")
+
+
+# ---- 1. the results store down during the upload --------------------------------------------
+
+def _bundle_for(cfg: dict, where: Path) -> Path:
+    """The captured real bundle, re-keyed for this trial and region (as the run would have written it)."""
+    m = json.loads((BUNDLE / "manifest.json").read_text())
+    m.update({"benchmark": cfg["benchmark"], "namespace": cfg["namespace"], "region": cfg["region"],
+              "attempt": cfg["attempt"], "trial": cfg["trial"], "run_id": "20261123t000000z-faults0000s3"})
+    for f in BUNDLE.rglob("*"):
+        if f.is_file():
+            dst = where / f.relative_to(BUNDLE)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(json.dumps(m).encode() if f.name == "manifest.json" else f.read_bytes())
+    return where
+
+
+def test_s3_down_during_upload_the_bundle_waits_and_arrives_once(env, tmp_path):
+    tc, ns, standin = env["tc"], env["ns"], env["standin"]
+    name = "s3-down"
+    standin.hold.add(name)  # the real runner code uploads this one, below
+    tc.apply(bench(tc, name), ns)
+    t = wait_trial(tc, ns, f"{name}-t000", lambda s: "load-1" in (s.get("done") or []), 300, "the Rally Job")
+    job_ns = owned(tc, "jobs", ns, name)[0]["metadata"]["namespace"]
+    cfg = json.loads(tc.kubectl_json("get", "configmap", "rally-config", "-n", job_ns)["data"]["runner.json"])
+    assert cfg["results"]["s3"]["upload_deadline_s"] == 120  # the Collecting timeout (example(): 2m)
+    (tmp_path / "runner.json").write_text(json.dumps(cfg))
+    bundle = _bundle_for(cfg, tmp_path / "bundle")
+    subprocess.run([SCRIPT, "s3", "stop"], check=True, capture_output=True)
+    try:
+        runner = subprocess.Popen([WANWIDE, "runner", "upload", "--config", str(tmp_path / "runner.json"),
+                                   str(bundle)], env={**tc.env, "WANWIDE_UPLOAD_BACKOFF_S": "0.5"},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # the Job ends (kwok), the bundle is not there: the Trial says why it waits, once as an event
+        t = wait_trial(tc, ns, f"{name}-t000",
+                       lambda s: s.get("phase") == "Collecting" and "results store" in (s.get("message") or ""),
+                       180, "Collecting to say the store is down")
+        msg = t["status"]["message"]
+        assert tc.s3["S3_ENDPOINT"] in msg and "unreachable" in msg and "retrying" in msg, msg
+        assert reasons(tc, ns, f"{name}-t000").get("ResultsStoreUnavailable") == "Warning"
+        time.sleep(8)  # a few of the runner's retries against the stopped server
+        assert runner.poll() is None, runner.communicate()
+    finally:
+        subprocess.run([SCRIPT, "s3", "start"], check=True, capture_output=True)
+    out, err = runner.communicate(timeout=90)
+    assert runner.returncode == 0, err
+    assert "retrying in" in err and "attempt 1" in err, err  # it did retry, with back-off
+    b = wait_phase(tc, ns, name, ("Succeeded", "Failed"), 180)
+    assert b["status"]["phase"] == "Succeeded", b["status"]
+    assert "ResultsStoreAvailable" in reasons(tc, ns, f"{name}-t000")
+    assert len(manifests(tc, name, "t000")) == 1  # the bundle arrived, once
+    delete(tc, ns, name)
+
+
+# ---- 2. the API server restarted mid-trial ------------------------------------------------
+
+def test_api_server_restart_mid_trial_finishes_exactly_once(env):
+    tc, ns, op, standin = env["tc"], env["ns"], env["op"], env["standin"]
+    name = "apiserver-restart"
+    tc.apply(bench(tc, name), ns)
+    wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") in ("Provisioning", "VerifyingNetwork"),
+               120, "the trial to run")
+    t0 = time.time()
+    subprocess.run([SCRIPT, "restart-apiserver"], check=True, capture_output=True, timeout=180)
+    print(f"API server down and back in {time.time() - t0:.0f}s")
+    b = wait_phase(tc, ns, name, ("Succeeded", "Failed"), 360)
+    assert b["status"]["phase"] == "Succeeded", b["status"]
+    assert op.proc.poll() is None, "the operator exited"  # it reconnected, not restarted
+    mine = [s for s in standin.seen.values() if s["benchmark"] == name]
+    assert [(s["trial"], s["attempt"]) for s in mine] == [("t000", 1)], mine  # one Rally run
+    assert len(manifests(tc, name, "t000")) == 1
+    ends = [e for e in events(tc, ns, f"{name}-t000") if e["reason"] == "Succeeded"]
+    assert sum(e.get("count", 1) for e in ends) == 1, ends  # finished once
+    delete(tc, ns, name)
+
+
+# ---- 3. helm failing transiently ----------------------------------------------------------
+
+WRAPPER = """#!/bin/sh
+# fault injection: each `helm upgrade` takes a token from {tokens} and fails; then the real helm
+if [ "$1" = upgrade ]; then
+  for f in {tokens}/fail.*; do
+    if rm "$f" 2>/dev/null; then echo "Error: injected fault: Kubernetes cluster unreachable" >&2; exit 1; fi
+  done
+fi
+exec {helm} "$@"
+"""
+
+
+def test_helm_failing_transiently_is_retried_and_counted(env, tmp_path):
+    tc, ns, op = env["tc"], env["ns"], env["op"]
+    tokens = tmp_path / "tokens"
+    tokens.mkdir()
+    for i in range(2):
+        (tokens / f"fail.{i}").touch()
+    wrapper = tmp_path / "helm"
+    wrapper.write_text(WRAPPER.format(tokens=tokens, helm=tc.bin_dir / "helm"))
+    wrapper.chmod(0o755)
+    name = "helm-flaky"
+    op.stop()
+    op.extra_env["WANWIDE_HELM"] = str(wrapper)
+    op.start()
+    try:
+        tc.apply(bench(tc, name), ns)
+        b = wait_phase(tc, ns, name, ("Succeeded", "Failed"), 420)
+        assert b["status"]["phase"] == "Succeeded", b["status"]
+        assert not list(tokens.iterdir())  # both injected failures happened
+        t = trial(tc, ns, f"{name}-t000")
+        assert 1 <= t["status"]["helmFailures"] <= 2
+        retry = [e for e in events(tc, ns, f"{name}-t000") if e["reason"] == "HelmRetry"]
+        assert retry and retry[0]["type"] == "Warning" and "injected fault" in retry[0]["message"], retry
+        assert value(scrape(env), "wanwide_helm_errors_total", command="upgrade") == 2
+    finally:
+        op.stop()
+        op.extra_env.pop("WANWIDE_HELM", None)
+        op.start()
+    delete(tc, ns, name)
+
+
+# ---- 4. Chaos Mesh's CRDs removed mid-run -------------------------------------------------
+
+def test_chaos_mesh_crds_removed_mid_run_fail_clearly_and_delete_completes(env):
+    tc, ns, standin = env["tc"], env["ns"], env["standin"]
+    name = "chaos-gone"
+    standin.hold.add(name)  # Rally never delivers: the trial stays in Loading, the WAN injected
+    tc.apply(bench(tc, name), ns)
+    wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") == "Loading", 300, "Loading")
+    assert owned(tc, "networkchaos", ns, name)
+    try:
+        tc.kubectl("delete", "crd", "networkchaos.chaos-mesh.org", "schedules.chaos-mesh.org", "--timeout=60s")
+        t = wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") in ("Succeeded", "Failed"), 120,
+                       "the trial to end")
+        s = t["status"]
+        assert (s["phase"], s["reason"]) == ("Failed", "ChaosMeshMissing"), s
+        assert "reinstall Chaos Mesh" in s["message"]
+        failed = {c["type"]: c for c in s["conditions"]}["Failed"]
+        assert failed["status"] == "True" and failed["reason"] == "ChaosMeshMissing"
+        t0 = time.time()
+        delete(tc, ns, name)  # no finalizer left waiting on a kind that is gone
+        assert time.time() - t0 < 60
+    finally:
+        files = [str(f) for f in tc.upstream_crds("chaos-mesh")]
+        tc.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=wanwide-testcluster",
+                   *[a for f in files for a in ("-f", f)])
+        tc.kubectl("wait", "--for=condition=Established", "crd/networkchaos.chaos-mesh.org",
+                   "crd/schedules.chaos-mesh.org", "--timeout=60s")
+
+
+# ---- 5. a region namespace stuck terminating ----------------------------------------------
+
+def test_namespace_stuck_terminating_is_reported_bounded_and_blocks_nothing(env):
+    tc, ns = env["tc"], env["ns"]
+    name, other = "ns-stuck", "ns-after"
+    text = bench(tc, name)
+    docs = list(yaml.safe_load_all(text))
+    docs[1]["spec"]["timeouts"]["cleaningUp"] = "60s"  # the other namespaces go in time
+    tc.apply(yaml.safe_dump_all(docs), ns)
+    wait_trial(tc, ns, f"{name}-t000", lambda s: "base" in (s.get("done") or []), 120, "the namespaces")
+    held = sorted(n["metadata"]["name"] for n in owned(tc, "namespaces", ns, name))[0]
+    tc.apply(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "held", "namespace": held, "finalizers": ["example.com/hold"]}}))
+    try:
+        t = wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") in ("Succeeded", "Failed"), 240,
+                       "the trial to end despite the namespace")
+        s = t["status"]
+        assert (s["phase"], s["reason"]) == ("Succeeded", "NamespacesStuck"), s
+        assert held in s["message"] and "example.com/hold" in s["message"], s["message"]
+        assert reasons(tc, ns, f"{name}-t000").get("NamespacesStuck") == "Warning"
+        assert tc.kubectl_json("get", "namespace", held)["status"]["phase"] == "Terminating"
+        # a new Benchmark runs to the end
+        tc.apply(bench(tc, other), ns)
+        b = wait_phase(tc, ns, other, ("Succeeded", "Failed"), 300)
+        assert b["status"]["phase"] == "Succeeded", b["status"]
+        # deleting the Benchmark does not wait for the stuck namespace forever
+        t0 = time.time()
+        delete(tc, ns, name)
+        assert time.time() - t0 < 60
+        assert reasons(tc, ns, name, "Benchmark").get("NamespacesStuck") == "Warning"
+    finally:
+        tc.kubectl("patch", "configmap", "held", "-n", held, "--type=merge", "-p",
+                   '{"metadata":{"finalizers":null}}', check=False)
+    delete(tc, ns, other)
