@@ -126,15 +126,12 @@ def _cluster_running() -> bool:
     )
 
 
-@pytest.fixture(scope="session")
-def testcluster() -> Iterator[TestCluster]:
-    if os.environ.get("WANWIDE_TESTCLUSTER") == "skip":
-        pytest.skip("WANWIDE_TESTCLUSTER=skip")
-    started_here = not _cluster_running()
+def connect() -> TestCluster:
+    """``hack/testcluster.sh up`` (idempotent) and a handle on the cluster (also for bench/ scripts)."""
     # a cold build takes ~20-40 min; a warm up takes seconds
     up = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=3600)
     if up.returncode != 0:
-        pytest.fail(f"hack/testcluster.sh up failed:\n{up.stderr[-6000:]}", pytrace=False)
+        raise RuntimeError(f"hack/testcluster.sh up failed:\n{up.stderr[-6000:]}")
     env_lines = subprocess.run(
         [str(SCRIPT), "env"], capture_output=True, text=True, check=True
     ).stdout
@@ -150,7 +147,7 @@ def testcluster() -> Iterator[TestCluster]:
     env.update(s3)
     env["KUBECONFIG"] = str(state / "kubeconfig")
     env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
-    tc = TestCluster(
+    return TestCluster(
         state=state,
         kubeconfig=state / "kubeconfig",
         tester_kubeconfig=state / "kubeconfig-tester",
@@ -158,6 +155,18 @@ def testcluster() -> Iterator[TestCluster]:
         bin_dir=bin_dir,
         env=env,
     )
+
+
+@pytest.fixture(scope="session")
+def testcluster() -> Iterator[TestCluster]:
+    if os.environ.get("WANWIDE_TESTCLUSTER") == "skip":
+        pytest.skip("WANWIDE_TESTCLUSTER=skip")
+    started_here = not _cluster_running()
+    try:
+        tc = connect()
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
+    state = tc.state
     # Several pytest sessions (people, CI) may share one cluster: each registers
     # itself, and the one that started it stops it only when no other is left.
     users = state / "run" / "users"
