@@ -219,7 +219,7 @@ def env(testcluster, tmp_path_factory):
     kubeconfig = install_rbac(tc, [ns])
     results_store(tc, ns)
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    op = Operator(tc, kubeconfig, [ns], log)
+    op = Operator(tc, kubeconfig, [ns], log, tmpdir=tmp_path_factory.mktemp("operator-tmp"))
     op.start()
     standin = RallyStandIn(tc, BUCKET)
     standin.start()
