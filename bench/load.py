@@ -164,12 +164,16 @@ def main() -> int:
     benches: dict[str, dict[str, Any]] = {}
     trials: dict[str, dict[str, Any]] = {}
     loads: list[float] = []
+    provisioned: dict[str, float] = {}  # trial -> first poll that saw it past Provisioning
     while time.time() - t0 < a.timeout:
         time.sleep(10)
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired, json.JSONDecodeError):
             benches = {b["metadata"]["name"]: b for b in tc.kubectl_json("get", "benchmarks", "-n", ns)["items"]}
             trials = {t["metadata"]["name"]: t for t in tc.kubectl_json("get", "trials", "-n", ns)["items"]}
         loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
+        for name, t in trials.items():
+            if (t.get("status") or {}).get("phase") not in (None, "Pending", "Provisioning"):
+                provisioned.setdefault(name, time.time() - t0)
         phases = Counter((t.get("status") or {}).get("phase") or "Pending" for t in trials.values())
         done = sum((b.get("status") or {}).get("phase") in FINAL for b in benches.values())
         print(f"[{time.time() - t0:5.0f}s] benchmarks final {done}/{a.benchmarks}; trials "
@@ -184,14 +188,16 @@ def main() -> int:
 
     # ---- figures
     bad: list[str] = []
-    print(f"\n{'trial':<22} {'phase':<10} {'start s':>8} {'final s':>8}  reason")
+    print(f"\n{'trial':<22} {'phase':<10} {'start s':>8} {'past prov. s':>12} {'final s':>8}  reason")
     per_bench: dict[str, list[dict[str, Any]]] = {}
     for name, t in sorted(trials.items()):
         st = t.get("status") or {}
         start, end = parse(st.get("startTime")), parse(st.get("completionTime"))
-        row = {"trial": name, "phase": st.get("phase"), "start": start and start - t0, "end": end and end - t0}
+        row = {"trial": name, "phase": st.get("phase"), "start": start and start - t0, "end": end and end - t0,
+               "provisioned": provisioned.get(name)}
         per_bench.setdefault(t["spec"]["benchmark"], []).append(row)
-        print(f"{name:<22} {row['phase'] or '-':<10} {row['start'] or 0:8.0f} {row['end'] or 0:8.0f}  "
+        print(f"{name:<22} {row['phase'] or '-':<10} {row['start'] or 0:8.0f} {row['provisioned'] or 0:12.0f} "
+              f"{row['end'] or 0:8.0f}  "
               f"{st.get('reason') or ''}")
         if row["phase"] not in FINAL:
             bad.append(f"trial {name} not final: {row['phase']}")
@@ -200,7 +206,7 @@ def main() -> int:
     missing = a.benchmarks * a.trials - len(trials)
     if missing:
         bad.append(f"{missing} trial(s) never created")
-    print(f"\n{'benchmark':<12} {'phase':<10} {'first start s':>13} {'final s':>8}")
+    print(f"\n{'benchmark':<12} {'phase':<10} {'first start s':>13} {'last start s':>12} {'final s':>8}")
     firsts, finals = {}, {}
     for name, b in sorted(benches.items()):
         rows = per_bench.get(name, [])
@@ -209,6 +215,7 @@ def main() -> int:
         finals[name] = parse((b.get("status") or {}).get("completionTime"))
         finals[name] = finals[name] and finals[name] - t0
         print(f"{name:<12} {(b.get('status') or {}).get('phase') or '-':<10} {firsts[name] or -1:13.0f} "
+              f"{max(starts) if starts else -1:12.0f} "
               f"{finals[name] or -1:8.0f}")
     known_firsts = [f for f in firsts.values() if f is not None]
     known_finals = [f for f in finals.values() if f is not None]
@@ -220,6 +227,9 @@ def main() -> int:
         bad.append(f"starvation: a Benchmark started at {worst:.0f}s, after another one was done "
                    f"({min(known_finals):.0f}s)")
     wall = t_end - t0
+    starts_all = [r["start"] for rs in per_bench.values() for r in rs if r["start"] is not None]
+    prov = [r["provisioned"] - r["start"] for rs in per_bench.values() for r in rs
+            if r["provisioned"] is not None and r["start"] is not None]
     cpu = sampler.cpu_s - cpu0
     total_req = sum(requests.values())
     by_agent = Counter()
@@ -232,6 +242,9 @@ def main() -> int:
         "first_start_s": {"min": round(min(known_firsts), 1) if known_firsts else None,
                           "median": round(statistics.median(known_firsts), 1) if known_firsts else None,
                           "max": round(worst, 1) if worst is not None else None},
+        "trial_start_max_s": round(max(starts_all), 1) if starts_all else None,
+        "provisioning_s": {"median": round(statistics.median(prov), 1) if prov else None,
+                           "max": round(max(prov), 1) if prov else None},
         "bench_final_s": {"min": round(min(known_finals), 1) if known_finals else None,
                           "median": round(statistics.median(known_finals), 1) if known_finals else None,
                           "max": round(max(known_finals), 1) if known_finals else None},
