@@ -6,6 +6,7 @@ Each function returns plain data (the observation the pure decisions in
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +38,15 @@ class Where:
 
 
 def passwords(w: Where, plan: TrialPlan) -> dict[str, str]:
+    """The Benchmark's generated passwords (one read of its key Secret)."""
+    name = keys_secret_name(plan.benchmark)
+    data = (w.kube.get("v1", "Secret", name, plan.bench_namespace) or {}).get("data") or {}
     out = {}
     for k in KEY_FIELDS["passwords"]:
-        v = w.kube.secret_value(keys_secret_name(plan.benchmark), plan.bench_namespace, k)
-        if v is None:
-            raise MissingSource(f"Secret {plan.bench_namespace}/{keys_secret_name(plan.benchmark)} lacks {k}: "
+        if k not in data:
+            raise MissingSource(f"Secret {plan.bench_namespace}/{name} lacks {k}: "
                                 "the operator creates it with the Benchmark; do not edit it")
-        out[k] = v
+        out[k] = base64.b64decode(data[k]).decode()
     return out
 
 
