@@ -144,13 +144,20 @@ def main() -> int:
     subprocess.run([str(ROOT / "hack" / "testcluster.sh"), "nodes", str(max(3, a.regions))], check=True,
                    capture_output=True)
     ns = tc.namespace("load")
-    prefix = f"ld{uuid.uuid4().hex[:4]}-"
     install_crds(tc)
     kubeconfig = install_rbac(tc, [ns])
     results_store(tc, ns)
     log = Path(f"/tmp/wanwide-load-{ns}.log")
     op = Operator(tc, kubeconfig, [ns], log)
     op.start()
+    try:
+        return run(a, tc, ns, op, log)
+    finally:
+        op.stop()
+
+
+def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
+    prefix = f"ld{uuid.uuid4().hex[:4]}-"
     standin = RallyStandIn(tc, BUCKET)
     standin.start()
     sampler = Sampler(op.proc.pid)
@@ -275,7 +282,6 @@ def main() -> int:
     if not a.keep:
         tc.kubectl("delete", "benchmarks,topologies", "--all", "-n", ns, "--timeout=900s", check=False, timeout=960)
         tc.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-    op.stop()
     return 1 if bad else 0
 
 
