@@ -82,11 +82,13 @@ def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
         if rel.wave != wave:
             continue
         bg = helm.BACKGROUND
-        if bg.key(rel) not in bg.procs and bg.running() >= bg.max_running:
+        if bg.key(rel) not in bg.procs and not bg.my_turn(rel):  # slots full, or others waited longer
             states[rel.namespace] = "queued"
             continue
         try:
             states[rel.namespace] = bg.observe(rel, w.kubeconfig)
+            if states[rel.namespace] == "done":
+                bg.served(rel)
         except helm.HelmError as e:  # counted in wanwide_helm_errors_total
             obs["helm_failed"] = str(e)
     obs["helm"] = states
