@@ -103,6 +103,34 @@ def test_a_failed_helm_is_tried_again_and_said():
     assert [(a.reason, a.type) for a in d.actions] == [("HelmRetry", "Warning")]
 
 
+def test_time_queued_for_a_helm_slot_does_not_count_against_the_provisioning_timeout():
+    """20 Benchmarks at once: 80 releases behind the operator's 8 helm slots; the last must not time out."""
+    limit = trialstate.seconds(P.spec.timeouts.provisioning)
+    first = P.namespace(P.region_names[0])
+    st = _status("Provisioning", "base")
+    obs = {"passwords": {"admin-password": "a"}, "helm": {first: "queued"}}
+    d = phases.decide(P, st, obs, T0 + dt.timedelta(seconds=60))
+    assert d.status["helmQueue"] == {"phaseStart": st["phaseStartTime"], "since": ts.iso(T0 + dt.timedelta(seconds=60)),
+                                     "seconds": 0}
+    assert "waiting for a helm slot" in d.message
+    st["helmQueue"] = d.status["helmQueue"]
+    late = T0 + dt.timedelta(seconds=limit + 600)
+    d = phases.decide(P, st, obs, late)  # still queued, long past the budget
+    assert d.phase is None and "helmQueue" not in d.status
+    d = phases.decide(P, st, {**obs, "helm": {first: "install"}}, late)  # a slot: queued limit+540 s, 60 s used
+    assert d.phase is None and d.status["helmQueue"]["since"] is None
+    assert d.status["helmQueue"]["seconds"] == limit + 540 and any(isinstance(a, Install) for a in d.actions)
+    st["helmQueue"] = d.status["helmQueue"]
+    running = {**obs, "helm": {first: "running"}}
+    assert phases.decide(P, st, running, late + dt.timedelta(seconds=limit - 120)).phase is None
+    d = phases.decide(P, st, running, late + dt.timedelta(seconds=limit - 50))
+    assert (d.phase, d.reason) == ("CleaningUp", "ProvisioningTimeout")
+    # the queue of an earlier Provisioning (another phaseStartTime) does not count
+    st2 = _status("Provisioning", "base", at=T0 + dt.timedelta(seconds=5), helmQueue=st["helmQueue"])
+    d = phases.decide(P, st2, running, T0 + dt.timedelta(seconds=limit + 10))
+    assert d.reason == "ProvisioningTimeout"
+
+
 def test_each_phase_times_out_into_cleaning_up():
     for phase, field in trialstate.PHASE_TIMEOUT.items():
         limit = trialstate.seconds(getattr(P.spec.timeouts, field))

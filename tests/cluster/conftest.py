@@ -121,7 +121,8 @@ def _read_env_file(path: Path) -> dict[str, str]:
 
 
 def connect() -> TestCluster:
-    """``hack/testcluster.sh up`` (idempotent; a cold build takes ~20-40 min, a warm up seconds) and a handle on it."""
+    """``hack/testcluster.sh up`` (idempotent) and a handle on the cluster (also for bench/ scripts)."""
+    # a cold build takes ~20-40 min; a warm up takes seconds
     up = subprocess.run([str(SCRIPT), "up"], capture_output=True, text=True, timeout=3600)
     if up.returncode != 0:
         raise RuntimeError(f"hack/testcluster.sh up failed:\n{up.stderr[-6000:]}")
@@ -217,7 +218,7 @@ def env(testcluster, tmp_path_factory):
     kubeconfig = install_rbac(tc, [ns])
     results_store(tc, ns)
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    op = Operator(tc, kubeconfig, [ns], log)
+    op = Operator(tc, kubeconfig, [ns], log, tmpdir=tmp_path_factory.mktemp("operator-tmp"))
     op.start()
     standin = RallyStandIn(tc, BUCKET)
     standin.start()

@@ -81,9 +81,10 @@ class Operator:
     """``wanwide operator`` as a child process; kill it any time, start it again."""
 
     def __init__(self, tc, kubeconfig: Path, namespaces: list[str], log: Path, release: str = RELEASE,
-                 system_ns: str = SYSTEM_NS):
+                 system_ns: str = SYSTEM_NS, tmpdir: Path | None = None):
         self.tc, self.kubeconfig, self.namespaces, self.log = tc, kubeconfig, namespaces, log
         self.release, self.system_ns = release, system_ns
+        self.tmpdir = tmpdir  # the operator's TMPDIR (helm values files live there while helm runs)
         self.proc: subprocess.Popen | None = None
         self.metrics_port = free_port()
         self.health_port = free_port()
@@ -95,6 +96,8 @@ class Operator:
         env.update({"KUBECONFIG": str(self.kubeconfig),
                     "WANWIDE_SERVICE_ACCOUNT": f"{self.system_ns}/{fullname(self.release)}",
                     "WANWIDE_HELM": str(self.tc.bin_dir / "helm"), **self.extra_env})
+        if self.tmpdir:
+            env["TMPDIR"] = str(self.tmpdir)
         self.starts += 1
         fh = open(self.log, "a")  # noqa: SIM115 - closed with the process
         fh.write(f"\n===== start {self.starts} =====\n")

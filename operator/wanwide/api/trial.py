@@ -31,6 +31,14 @@ class TrialSpec(Model):
     plan_generation: int = Field(0, ge=0, description="Benchmark generation this trial was planned from.")
 
 
+class HelmQueue(Model):
+    """Time waited for a helm slot (the operator's own limit) in the phase begun at phaseStart: not timed."""
+
+    phase_start: str
+    since: str | None = Field(None, description="Waiting since (all releases still to install are queued).")
+    seconds: int = Field(0, ge=0, description="Waited before ``since``.")
+
+
 class TrialStatus(Observed):
     phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
     phase_start_time: str | None = None
@@ -42,6 +50,7 @@ class TrialStatus(Observed):
     reason: str | None = None
     message: str | None = None
     load_start_at: str | None = None
+    helm_queue: HelmQueue | None = None
     results_uri: str | None = Field(None, alias="resultsURI")
     start_time: str | None = None
     completion_time: str | None = None

@@ -6,6 +6,7 @@ Each function returns plain data (the observation the pure decisions in
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +38,15 @@ class Where:
 
 
 def passwords(w: Where, plan: TrialPlan) -> dict[str, str]:
+    """The Benchmark's generated passwords (one read of its key Secret)."""
+    name = keys_secret_name(plan.benchmark)
+    data = (w.kube.get("v1", "Secret", name, plan.bench_namespace) or {}).get("data") or {}
     out = {}
     for k in KEY_FIELDS["passwords"]:
-        v = w.kube.secret_value(keys_secret_name(plan.benchmark), plan.bench_namespace, k)
-        if v is None:
-            raise MissingSource(f"Secret {plan.bench_namespace}/{keys_secret_name(plan.benchmark)} lacks {k}: "
+        if k not in data:
+            raise MissingSource(f"Secret {plan.bench_namespace}/{name} lacks {k}: "
                                 "the operator creates it with the Benchmark; do not edit it")
-        out[k] = v
+        out[k] = base64.b64decode(data[k]).decode()
     return out
 
 
@@ -84,11 +87,13 @@ def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
         if rel.wave != wave:
             continue
         bg = helm.BACKGROUND
-        if bg.key(rel) not in bg.procs and bg.running() >= bg.max_running:
+        if bg.key(rel) not in bg.procs and not bg.my_turn(rel):  # slots full, or others waited longer
             states[rel.namespace] = "queued"
             continue
         try:
             states[rel.namespace] = bg.observe(rel, w.kubeconfig)
+            if states[rel.namespace] == "done":
+                bg.served(rel)
         except helm.HelmError as e:  # counted in wanwide_helm_errors_total
             obs["helm_failed"] = str(e)
     obs["helm"] = states

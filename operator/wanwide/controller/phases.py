@@ -20,7 +20,7 @@ from ..plan.trial import TrialPlan
 from ..render import Rendered, render_trial
 from ..render.chaos import FaultObjects
 from .actions import Apply, Decision, Delete, Emit, Install
-from .trialstate import timed_out
+from .trialstate import queue_clock, timed_out
 
 Obs = dict[str, Any]
 DB_KINDS = {"MariaDB", "Database", "User", "Grant", "CrdbCluster"}
@@ -276,7 +276,14 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
     phase = status.get("phase") or "Pending"
     if phase not in PHASES:
         return Decision()
-    if timed_out(phase, status.get("phaseStartTime"), plan.spec.timeouts, now):
+    start, queue = status.get("phaseStartTime"), status.get("helmQueue")
+    clock, queued = None, False
+    if phase == "Provisioning" and "helm" in obs:  # waiting for the operator's helm slots is not the trial's time
+        states = set(obs["helm"].values())
+        queued = "queued" in states and not states & {"running", "install", "reset"}
+        clock = queue_clock(start, queue, queued, now)
+        queue = clock or queue
+    if timed_out(phase, start, plan.spec.timeouts, now, queue):
         if phase != "CleaningUp":
             return _fail(f"{phase}Timeout", f"{phase} took longer than its timeout (spec.timeouts); cleaning up")
         if obs.get("chaos"):
@@ -285,7 +292,12 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
                             "check Chaos Mesh; namespaces kept for inspection")
         if obs.get("namespaces"):
             return namespaces_stuck(status, obs)
-    return PHASES[phase](plan, status, obs, now)
+    d = PHASES[phase](plan, status, obs, now)
+    if clock:
+        d = dataclasses.replace(d, status={**d.status, "helmQueue": clock})
+    if queued and d.message:
+        d = dataclasses.replace(d, message=d.message + "; waiting for a helm slot (not counted in the timeout)")
+    return d
 
 
 __all__ = ["PHASES", "Obs", "decide", "rendered"]

@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 
 import yaml
 from prometheus_client import Counter
@@ -78,9 +80,30 @@ class Background:
     again (it is idempotent), and a release a killed helm left stuck is reset first.
     """
 
+    STALE_S = 120.0  # a waiting release not asked about for this long is forgotten (its trial moved on)
+
     def __init__(self, max_running: int = 8) -> None:
         self.procs: dict[str, tuple[subprocess.Popen[str], str, str]] = {}
         self.max_running = max_running
+        self.waiting: dict[str, tuple[float, float]] = {}  # key -> (first asked, last asked), monotonic
+        self._lock = threading.Lock()
+
+    def my_turn(self, rel: HelmRelease, now: float | None = None) -> bool:
+        """Whether ``rel`` (not ours yet) may be looked at and started now: free slots go to the releases
+        that have waited longest, so no trial is starved by others asking more often."""
+        t = time.monotonic() if now is None else now
+        k = self.key(rel)
+        with self._lock:
+            self.waiting = {w: fl for w, fl in self.waiting.items() if t - fl[1] < self.STALE_S}
+            self.waiting[k] = (self.waiting.get(k, (t, t))[0], t)
+            free = self.max_running - self.running()
+            oldest = sorted(self.waiting, key=lambda w: self.waiting[w][0])[:max(free, 0)]
+            return k in oldest
+
+    def served(self, rel: HelmRelease) -> None:
+        """``rel`` no longer waits (started, or found installed)."""
+        with self._lock:
+            self.waiting.pop(self.key(rel), None)
 
     @staticmethod
     def key(rel: HelmRelease) -> str:
@@ -133,6 +156,7 @@ class Background:
             cmd = command(rel, f.name, kubeconfig) + ["--timeout", f"{int(timeout_s)}s"]
             with open(log, "w") as out:  # the child keeps its own descriptor
                 self.procs[k] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True), f.name, log)
+            self.served(rel)
         except (HelmError, OSError) as e:
             HELM_ERRORS.labels("upgrade").inc()
             for p in (f.name, log):

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from .config import KeystoneSettings
 
+REDACTED = "<redacted>"
+
 
 class RallyError(RuntimeError):
     """A rally command failed; ``log`` names the file holding its output."""
@@ -83,6 +85,7 @@ class Rally:
     env_name: str = "wanwide"
     extra_env: dict[str, str] = field(default_factory=dict)
     calls: int = 0
+    secrets: set[str] = field(default_factory=set)  # values never written to a log (`env create` prints its spec)
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +102,11 @@ class Rally:
         env["HOME"] = str(self.home)
         env.update(self.extra_env)
         return env
+
+    def redact(self, text: str) -> str:
+        for v in sorted(filter(None, self.secrets), key=len, reverse=True):
+            text = text.replace(v, REDACTED)
+        return text
 
     def run(
         self,
@@ -128,7 +136,8 @@ class Rally:
             timer.start()
             try:
                 assert proc.stdout is not None
-                for line in proc.stdout:
+                for raw in proc.stdout:
+                    line = self.redact(raw)
                     fh.write(line)
                     fh.flush()
                     out.append(line)
@@ -166,6 +175,7 @@ class Rally:
                 **({"users": users} if users else {}),
             }
         }
+        self.secrets |= {password} | {u["password"] for u in users or [] if u.get("password")}
         spec_path = self.workdir / "env-spec.json"  # holds the password: never in the bundle
         spec_path.write_text(json.dumps(spec, indent=2))
         spec_path.chmod(0o600)
