@@ -181,6 +181,7 @@ class Run:
 
 def one_run(run: Run, rng: random.Random, files: Path, out: Path, env: dict[str, str], bench: str,
             state_dir: Path, work: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     run.complete_before = sorted(complete(out, bench))
     t0 = time.monotonic()
     p = subprocess.Popen([WANWIDE, "lab", "run", "-f", str(files), "-o", str(out), "--fresh", "--no-report"],
