@@ -24,10 +24,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
+    """Undo killed runs: all of this state dir's, or only those of the Benchmarks named (``-f``, ``--benchmark``)."""
     from . import state
 
-    removed = state.cleanup_all(prefix="ww-")
-    print(f"removed {len(removed)} thing(s) left by earlier lab runs" + (":" if removed else ""))
+    names = set(args.benchmark or [])
+    if args.file:
+        from ..inputs import load_files
+
+        names |= {b.metadata.name for b in load_files(args.file).docs.benchmarks}
+    removed = state.cleanup_all(prefix="ww-" if args.strays else None, benchmarks=names or None)
+    scope = f" of {', '.join(sorted(names))}" if names else ""
+    print(f"removed {len(removed)} thing(s) left by earlier lab runs{scope}" + (":" if removed else ""))
     for r in removed:
         print(f"  {r}")
     return 0
@@ -46,4 +53,10 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
                         "faults or load share one deployment, re-shaped between them)")
     r.set_defaults(func=_run)
     c = lab.add_parser("clean", help="remove namespaces, links and processes a killed run left")
+    c.add_argument("-f", "--file", action="append",
+                   help="only the runs of the Benchmarks in this file (runs of other Benchmarks stay)")
+    c.add_argument("--benchmark", action="append", help="only the runs of this Benchmark (repeatable)")
+    c.add_argument("--strays", action="store_true",
+                   help="also delete ww-* namespaces no run of this state dir records (they may be another "
+                        "user's, recorded in another state dir: only when no one else uses the lab)")
     c.set_defaults(func=_clean)

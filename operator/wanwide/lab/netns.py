@@ -282,6 +282,7 @@ def build(
     host_links: bool = True,
     handle_signals: bool = True,
     shapeable: bool = False,
+    benchmark: str | None = None,
 ) -> Network:
     """Create the namespaces, addresses, shaped links and host links of ``regions``.
 
@@ -290,7 +291,8 @@ def build(
     it, else wirefilter), ``netem`` or ``wirefilter``; the one used is
     ``Network.shaper``. ``shapeable``: every link goes through the shaper, even
     one with nothing to shape yet, so that :meth:`Network.set_link` can change
-    it later. On failure everything created so far is removed.
+    it later. ``benchmark`` is recorded in the state (``wanwide lab clean -f``
+cleans only its own runs). On failure everything created so far is removed.
     """
     regions = list(regions)
     if len(set(regions)) != len(regions) or not regions:
@@ -314,7 +316,7 @@ def build(
                 raise LabError(f"run tag {tag!r} in use by live pid {prev.data.get('owner_pid')}")
             prev.cleanup()  # left by a killed run with the same tag
         block = _free_block(len(regions))
-        state = LabState.create(tag, sdir)
+        state = LabState.create(tag, sdir, benchmark=benchmark)
         state.data["info"] |= {"address_block": block, "n_regions": len(regions)}
         state.save()
     state.set_info("shaper", used)
@@ -340,8 +342,8 @@ def _build(net: Network) -> None:
         ns = net.netns(r)
         if Path("/run/netns", ns).exists():
             raise LabError(f"namespace {ns} exists already (another run with tag {net.tag}?)")
+        net.state.add_netns(ns)  # first: a kill right after the add leaves nothing unrecorded
         procs.run(["ip", "netns", "add", ns])
-        net.state.add_netns(ns)
         procs.run(["ip", "link", "set", "lo", "up"], netns=ns)
         procs.run(["ip", "addr", "add", f"{net.address(r)}/32", "dev", "lo"], netns=ns)
         _sysctls(ns)
@@ -364,9 +366,9 @@ def _build(net: Network) -> None:
     if net.host_links:
         for r in net.regions:
             ns, hif = net.netns(r), net.host_ifname(r)
+            net.state.add_host_link(hif)
             procs.run(["ip", "link", "add", hif, "type", "veth", "peer", "name", "host",
                        "netns", ns])
-            net.state.add_host_link(hif)
             procs.run(["ip", "addr", "add", f"{HOST_ADDRESS}/32", "dev", hif])
             procs.run(["ip", "link", "set", hif, "up"])
             procs.run(["ip", "route", "add", f"{net.address(r)}/32", "dev", hif, "src",

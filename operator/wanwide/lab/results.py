@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,3 +77,27 @@ def upload(out: Path, p: TrialPlan, bundles: list[Path], say: Callable[[str, str
         return f"upload failed: {e}"
     say("Collecting", f"{len(keys)} file(s) uploaded to {target.endpoint} bucket {target.bucket}")
     return ""
+
+
+def drop_interrupted(out: Path, p: TrialPlan, keep: list[Path]) -> list[Path]:
+    """Remove what an interrupted run left of trial ``p``; returns what was removed.
+
+    An incomplete trial (``keep`` empty) is run again as a whole (its load
+    regions start together), so all its earlier bundles go: partial ones (no
+    manifest: killed while writing) and complete ones of some regions, which
+    would duplicate the re-run's. A complete trial keeps its bundles. Rally's
+    work dirs (``.work/<run id>``, its database and credentials) of the trial's
+    bundles go in both cases (a runner killed just after its manifest leaves one).
+    """
+    root = bundles_root(out, p)
+    trial = root / p.benchmark / p.id
+    removed: list[Path] = []
+    for b in sorted(trial.glob("*/attempt-*")) if trial.is_dir() else []:
+        work = root / ".work" / b.name.split("-", 2)[-1]
+        if work.is_dir():
+            shutil.rmtree(work, ignore_errors=True)
+            removed.append(work)
+        if not keep:
+            shutil.rmtree(b, ignore_errors=True)
+            removed.append(b)
+    return removed

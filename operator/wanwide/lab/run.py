@@ -30,7 +30,7 @@ from .deployment import Deployment, groups
 from .faults import FaultPlayer
 from .netns import Network
 from .procs import LabError
-from .results import bundles_complete, bundles_root, check_results, upload
+from .results import bundles_complete, bundles_root, check_results, drop_interrupted, upload
 from .services import Service, Services
 
 ADMIN_PASSWORD = "wanwide-admin"
@@ -147,8 +147,11 @@ class LabRun:
             return dep
         say("Provisioning", f"{len(p.regions)} namespaces, shaper {self.shaper}"
             + (" (a deployment shared by this Benchmark's trials)" if shared else ""))
-        net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False, shapeable=shared)
-        return Deployment(net, Services(net, self.work / f"{p.benchmark}-{net.tag}"), {}, {}, shared)
+        net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False, shapeable=shared,
+                          benchmark=p.benchmark)
+        run_dir = self.work / f"{p.benchmark}-{net.tag}"
+        net.state.add_dir(run_dir)  # data, keys, service logs: removed with the network
+        return Deployment(net, Services(net, run_dir), {}, {}, shared)
 
     def _verify(self, dep: Deployment, p: TrialPlan, say: Say) -> list[dict[str, Any]]:
         """Measure every pair's RTT, record it, and refuse a network that is off."""
@@ -343,7 +346,12 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> 
     """The trials of one deployment group, skipping those whose bundles are already complete."""
     outcomes, todo = [], []
     for p in group:
-        if bundles_complete(runner.out, p):
+        complete = bundles_complete(runner.out, p)
+        dropped = drop_interrupted(runner.out, p, keep=complete or [])
+        if dropped:
+            runner.live.say(position[id(p)], p, "Resuming", f"removed {len(dropped)} bundle(s) or work dir(s) "
+                            "an interrupted run left")
+        if complete:
             runner.live.say(position[id(p)], p, "Skipped", "complete bundles already in the output")
             outcomes.append(TrialOutcome(p.id, "skipped"))
         else:

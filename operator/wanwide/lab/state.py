@@ -5,7 +5,10 @@ every change. It lists network namespaces, host-side links, processes (pid +
 start time, so a recycled pid is never killed) and directories to delete. The
 owner's pid is stored too: :func:`cleanup_all` leaves runs whose owner is alive
 alone unless told otherwise, so that a test can clean up after a killed run
-while another run goes on.
+while another run goes on. The Benchmark a run belongs to is stored as
+``benchmark``, so that a clean-up can be limited to one's own runs. Namespaces
+and links are recorded *before* they are created: a run killed in between
+leaves nothing that its record does not name.
 
 State dir: ``$WANWIDE_LAB_STATE_DIR``, else ``/run/wanwide-lab`` when writable
 (root), else ``<repo>/.lab``.
@@ -56,12 +59,13 @@ class LabState:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
-    def create(cls, tag: str, state_dir: Path | None = None) -> LabState:
+    def create(cls, tag: str, state_dir: Path | None = None, benchmark: str | None = None) -> LabState:
         d = Path(state_dir) if state_dir else default_state_dir()
         d.mkdir(parents=True, exist_ok=True)
         st = cls(path=d / f"{tag}.json", tag=tag)
         st.data = {
             "tag": tag,
+            "benchmark": benchmark,
             "owner_pid": os.getpid(),
             "owner_start": procs.start_time(os.getpid()),
             "created": time.time(),
@@ -200,20 +204,26 @@ def list_states(state_dir: Path | None = None) -> list[LabState]:
 
 
 def cleanup_all(
-    state_dir: Path | None = None, include_live: bool = False, prefix: str | None = None
+    state_dir: Path | None = None, include_live: bool = False, prefix: str | None = None,
+    benchmarks: set[str] | None = None,
 ) -> list[str]:
     """Undo every recorded run whose owner process is gone (or all with ``include_live``).
 
-    With ``prefix`` (e.g. ``"ww-"``) also deletes namespaces of that prefix that
-    no state file mentions (left by a run whose state dir was lost).
+    ``benchmarks``: only the runs of these Benchmarks (another user's runs, even
+    killed ones, stay). With ``prefix`` (e.g. ``"ww-"``) also deletes namespaces
+    of that prefix that no state file mentions (left by a run whose state dir
+    was lost) — also those of runs recorded in *another* state dir, so only on
+    request.
     """
     notes: list[str] = []
     known: set[str] = set()
     for st in list_states(state_dir):
-        if st.owner_alive() and not include_live:
+        mine = benchmarks is None or st.data.get("benchmark") in benchmarks
+        if not mine or (st.owner_alive() and not include_live):
             known.update(st.data["netns"])
             continue
         notes += st.cleanup()
+    notes += _drop_temp_files(state_dir)
     if prefix:
         r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
         for line in r.stdout.splitlines():
@@ -223,6 +233,19 @@ def cleanup_all(
                     procs.kill_tree(pid, None)
                 subprocess.run(["ip", "netns", "del", name], capture_output=True)
                 notes.append(f"deleted stray netns {name}")
+    return notes
+
+
+def _drop_temp_files(state_dir: Path | None) -> list[str]:
+    """State files half-written by a process killed in :meth:`LabState.save` (``<tag>.tmp<pid>``, pid gone)."""
+    d = Path(state_dir) if state_dir else default_state_dir()
+    notes = []
+    for p in d.glob("*.tmp*") if d.is_dir() else []:
+        pid = p.suffix[len(".tmp"):]
+        if pid.isdigit() and not procs.alive(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                notes.append(f"removed {p}")
     return notes
 
 
