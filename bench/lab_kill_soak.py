@@ -98,10 +98,14 @@ def complete(out: Path, bench: str) -> set[str]:
     return {t for t, r in bundles(out, bench).items() if r["succeeded"]}
 
 
-def bundle_writing(out: Path, bench: str) -> bool:
-    """A runner is exporting: a bundle with Rally's task report log and no manifest yet."""
+def bundle_dirs(out: Path, bench: str) -> set[Path]:
+    return set((out / "bundles" / bench).glob("t*/*/attempt-*"))
+
+
+def bundle_writing(out: Path, bench: str, old: set[Path]) -> bool:
+    """A runner is exporting: a bundle of this run (not in ``old``) with Rally's task report log, no manifest yet."""
     return any(not (b / "manifest.json").exists() and any(b.glob("logs/*task-report.log"))
-               for b in (out / "bundles" / bench).glob("t*/*/attempt-*"))
+               for b in bundle_dirs(out, bench) - old)
 
 
 def tags(state_dir: Path) -> set[str]:
@@ -170,7 +174,7 @@ class Run:
     delay: float = 0.0
     complete_before: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)  # trials the run worked on (not skipped)
-    killed_in: str | None = None
+    killed_in: str | None = None  # "start": before the first trial's first status line
     killed_trial: str | None = None
     exit_code: int | None = None
     leftovers_before_clean: int = 0
@@ -183,6 +187,7 @@ def one_run(run: Run, rng: random.Random, files: Path, out: Path, env: dict[str,
             state_dir: Path, work: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     run.complete_before = sorted(complete(out, bench))
+    old = bundle_dirs(out, bench)  # an interrupted run's partial bundle is not this run writing one
     t0 = time.monotonic()
     p = subprocess.Popen([WANWIDE, "lab", "run", "-f", str(files), "-o", str(out), "--fresh", "--no-report"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -214,7 +219,7 @@ def one_run(run: Run, rng: random.Random, files: Path, out: Path, env: dict[str,
     entered: float | None = None
     while p.poll() is None:
         seen |= tags(state_dir)
-        if stage[0] in ("task", None) and bundle_writing(out, bench):
+        if stage[0] == "task" and bundle_writing(out, bench, old):
             stage[0] = "bundle"
         if run.target and stage[0] == run.target and entered is None:
             entered = time.monotonic()
@@ -225,7 +230,7 @@ def one_run(run: Run, rng: random.Random, files: Path, out: Path, env: dict[str,
                 os.killpg(p.pid, signal.SIGKILL)
             else:
                 os.kill(p.pid, signal.SIGKILL)
-            run.killed_in, run.killed_trial = stage[0], trial[0]
+            run.killed_in, run.killed_trial = stage[0] or "start", trial[0]
             break
         time.sleep(0.1)
     p.wait()
@@ -327,7 +332,7 @@ def final_check(out: Path, bench: str, rnd: int, last: Run) -> dict:
 def summary(seed: int, a: argparse.Namespace, runs: list[Run], rounds: list[dict], wall: int,
             load_before: str) -> dict:
     killed = [r for r in runs if r.killed_in]
-    per_stage = {s: sum(1 for r in killed if r.killed_in == s) for s in STAGES}
+    per_stage = {s: sum(1 for r in killed if r.killed_in == s) for s in ["start", *STAGES]}
     per_mode = {m: sum(1 for r in killed if r.mode == m) for m in ("group", "main")}
     left = [x for r in runs for x in r.leftovers_after_clean]
     rerun_complete = [(r.n, t) for r in runs for t in r.rerun_complete]
@@ -340,6 +345,8 @@ def summary(seed: int, a: argparse.Namespace, runs: list[Run], rounds: list[dict
     violations = []
     if len(killed) < a.kills:
         violations.append(f"only {len(killed)} kills")
+    if unkilled := [s for s in STAGES if not per_stage[s]]:
+        violations.append(f"no kill in {', '.join(unkilled)}")
     if left:
         violations.append(f"{len(left)} leftover(s) after lab clean")
     if rerun_complete:

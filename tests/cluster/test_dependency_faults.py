@@ -61,10 +61,11 @@ def reasons(tc, ns: str, name: str, kind: str = "Trial") -> dict[str, str]:
     return {e["reason"]: e["type"] for e in events(tc, ns, name, kind)}
 
 
-def manifests(tc, bench_name: str, trial_id: str) -> list[str]:
+def manifests(tc, ns: str, bench_name: str, trial_id: str) -> list[str]:
+    """Bundle manifests of a trial of this session (the bucket outlives sessions: the prefix has the namespace)."""
     s3 = s3_client(tc)
-    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket="wanwide-e2e", Prefix="e2e/")
-            for o in page.get("Contents", [])]
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket="wanwide-e2e", Prefix=f"e2e/{ns}/")
+    keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
     return [k for k in keys if f"/{bench_name}/{trial_id}/" in k and k.endswith("/manifest.json")]
 
 
@@ -120,7 +121,7 @@ def test_s3_down_during_upload_the_bundle_waits_and_arrives_once(env, tmp_path):
     b = wait_phase(tc, ns, name, ("Succeeded", "Failed"), 180)
     assert b["status"]["phase"] == "Succeeded", b["status"]
     assert "ResultsStoreAvailable" in reasons(tc, ns, f"{name}-t000")
-    assert len(manifests(tc, name, "t000")) == 1  # the bundle arrived, once
+    assert len(manifests(tc, ns, name, "t000")) == 1  # the bundle arrived, once
     delete(tc, ns, name)
 
 
@@ -140,7 +141,7 @@ def test_api_server_restart_mid_trial_finishes_exactly_once(env):
     assert op.proc.poll() is None, "the operator exited"  # it reconnected, not restarted
     mine = [s for s in standin.seen.values() if s["benchmark"] == name]
     assert [(s["trial"], s["attempt"]) for s in mine] == [("t000", 1)], mine  # one Rally run
-    assert len(manifests(tc, name, "t000")) == 1
+    assert len(manifests(tc, ns, name, "t000")) == 1
     ends = [e for e in events(tc, ns, f"{name}-t000") if e["reason"] == "Succeeded"]
     assert sum(e.get("count", 1) for e in ends) == 1, ends  # finished once
     delete(tc, ns, name)
