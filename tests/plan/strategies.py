@@ -7,8 +7,14 @@ three regions, …) are left to chance, which is what the corpus wants to compar
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from wanwide.api.scenarios import SHORT_NAMES
@@ -65,7 +71,8 @@ def topology_spec(draw: st.DrawFn) -> Doc:
     _opt(draw, net, "intraGroup", link())
     _opt(draw, net, "interGroup", link())
     if len(names) > 1 and draw(st.booleans()):
-        pairs = draw(st.lists(st.permutations(names).map(lambda p: p[:2]), min_size=1, max_size=3))
+        pairs = draw(st.lists(st.permutations(names).map(lambda p: p[:2]), min_size=1, max_size=3,
+                              unique_by=frozenset))
         net["overrides"] = [{"from": a, "to": b, "rtt": draw(duration()),
                              **({"oneWay": True} if draw(st.booleans()) else {})} for a, b in pairs]
     if net:
@@ -103,8 +110,10 @@ def faults(draw: st.DrawFn, regions: list[str]) -> Doc:
     d: Doc = {}
     _opt(draw, d, "partitions", st.lists(st.fixed_dictionaries(
         {"regions": some, "duration": duration(60)}, optional={"start": duration(60)}), max_size=2))
-    _opt(draw, d, "dropouts", st.lists(st.fixed_dictionaries(
-        {"every": duration(600), "for": duration(30)}, optional={"regions": some}), max_size=2))
+    period = st.integers(2, 600).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n - 1)))
+    _opt(draw, d, "dropouts", st.lists(st.builds(
+        lambda p, r: {"every": f"{p[0]}s", "for": f"{p[1] * 1000}ms", **({"regions": r} if r else {})},
+        period, st.none() | some), max_size=2))
     _opt(draw, d, "lossWindows", st.lists(st.fixed_dictionaries(
         {"regions": some, "duration": duration(60), "loss": percent()}), max_size=2))
     return d
@@ -176,3 +185,36 @@ def using(topology: Doc) -> Doc:
     ref = name if isinstance(name, str) and name else "missing"
     return _doc("Benchmark", "uses-topology", {"topologyRef": ref, "workload": {
         "scenarios": [{"name": "create_and_list_users", "times": 2}]}})
+
+
+def collect(strategy: st.SearchStrategy[Any], n: int) -> list[Any]:
+    """``n`` examples of ``strategy``: derandomized, no example database."""
+    out: list[Any] = []
+
+    @settings(derandomize=True, max_examples=n, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def draw(x: Any) -> None:
+        out.append(x)
+
+    draw()
+    return out
+
+
+def valid_documents(n_benchmarks: int, n_topologies: int) -> tuple[list[Doc], list[Doc]]:
+    """(Benchmarks, Topologies), drawn in a fresh Python: the same on every run.
+
+    Hypothesis mixes literals of every loaded local module into its draws, so in a test
+    session the draws would depend on which modules other tests imported before.
+    """
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root / 'operator'}:{root}"}
+    out = subprocess.run([sys.executable, "-m", "tests.plan.strategies", str(n_benchmarks), str(n_topologies)],
+                         capture_output=True, text=True, check=True, env=env, cwd=root, timeout=600).stdout
+    docs = json.loads(out)
+    return docs["benchmarks"], docs["topologies"]
+
+
+if __name__ == "__main__":
+    nb, nt = (int(a) for a in sys.argv[1:3])
+    json.dump({"benchmarks": collect(benchmarks(), nb), "topologies": collect(topologies(), nt)}, sys.stdout)

@@ -182,10 +182,11 @@ class Partition(Window):
 
 
 _DROPOUT_MSG = "a dropout must be shorter than its period: lower 'for' or raise 'every'"
-# CEL's duration() reads Go durations, a superset of DURATION_RE; the guards leave malformed values to the pattern.
+# CEL's duration() reads Go durations, a superset of DURATION_RE; the guards leave malformed values to the
+# pattern. ``for`` is a CEL keyword: the API server names the field ``__for__``.
 _DROPOUT_RULE = (f"!{cel_matches(DURATION_RE).replace('self', 'self.every')} || "
-                 f"!{cel_matches(DURATION_RE).replace('self', 'self.for')} || "
-                 "duration(self.for) < duration(self.every)")
+                 f"!{cel_matches(DURATION_RE).replace('self', 'self.__for__')} || "
+                 "duration(self.__for__) < duration(self.every)")
 
 
 class Dropout(Model):
