@@ -63,6 +63,8 @@ def validation_problems(err: ValidationError, obj: str = "") -> list[Problem]:
             msg = f"{e['input']!r} is not allowed here: {PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
         elif e["type"] == "extra_forbidden":
             msg = "unknown field: remove it or check its spelling against the field reference"
+        elif tuple(e["loc"]) == ("metadata",):
+            msg = "write a mapping with the object's name, such as metadata: {name: my-benchmark}"
         elif e["type"] == "missing":
             msg = "required field is missing: add it"
         elif e["type"] in TYPE_FIXES:
