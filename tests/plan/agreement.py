@@ -24,7 +24,7 @@ SEMANTIC: list[tuple[str, str, str]] = [
      f"a partition compared with the whole region set of each trial; {_REGIONS}"),
     ("override-twice", r"is already set by overrides\[",
      "a link given twice, counting a symmetric override as both directions: a pairwise check over up to "
-     "2000 overrides, beyond the API server's CEL cost budget"),
+     "2000 overrides (not tried in CEL: its estimated cost grows with the square of maxItems)"),
     ("rule-budget", r"targeted Chaos Mesh rules",
      "the Chaos Mesh rules per pod follow from the resolved link classes of each trial"),
     ("topology-not-found", r"Topology '[^']*' not found", "another object (spec.topologyRef)"),
