@@ -23,11 +23,17 @@ FILES: dict[str, str | bytes] = {
     "kind.yaml": "apiVersion: wanwide.io/v1alpha1\nkind: Benchmarks\nmetadata: {name: x}\n",
     "nokind.yaml": "metadata: {name: x}\n",
     "latin1.yaml": b"kind: Benchmark\nmetadata: {name: caf\xe9}\n",
+    "empty-metadata.yaml": "apiVersion: wanwide.io/v1alpha1\nkind: Benchmark\nmetadata:\nspec: {}\n",
+    "top-field.yaml": "apiVersion: wanwide.io/v1alpha1\nkind: Benchmark\nmetadata: {name: x}\nspecs: {}\nspec: {}\n",
+    "bad-topology.yaml": "apiVersion: wanwide.io/v1alpha1\nkind: Topology\nmetadata: {name: t}\nspec: {regions: []}\n"
+                         "---\napiVersion: wanwide.io/v1alpha1\nkind: Benchmark\nmetadata: {name: b}\n"
+                         "spec: {topologyRef: t, workload: {scenarios: [{name: get_entities}]}}\n",
     "topology-only.yaml": "apiVersion: wanwide.io/v1alpha1\nkind: Topology\nmetadata: {name: t}\n"
                           "spec: {regions: [{name: a}]}\n",
 }
 PICKED = ("unknown-field", "negative-delay", "override-unknown-region", "light-load-unknown-region",
-          "matrix-more-regions-than-listed", "dropout-longer-than-period")
+          "matrix-more-regions-than-listed", "dropout-longer-than-period", "quoted-times", "quoted-boolean",
+          "name-upper-case", "name-too-long", "matrix-regions-zero", "fractional-times")
 
 # (id, argv with {d} for the directory, what stderr must name, words it must say)
 TABLE: list[tuple[str, list[str], str, str]] = [
@@ -40,6 +46,11 @@ TABLE: list[tuple[str, list[str], str, str]] = [
     ("document-is-string", ["plan", "-f", "{d}/scalar.yaml"], "scalar.yaml:1", "the document is a string"),
     ("unknown-kind", ["plan", "-f", "{d}/kind.yaml"], "kind.yaml:1", "known kinds: Benchmark, Topology"),
     ("no-kind", ["plan", "-f", "{d}/nokind.yaml"], "nokind.yaml:1", "unknown kind None"),
+    ("empty-metadata", ["plan", "-f", "{d}/empty-metadata.yaml"], "empty-metadata.yaml:1: Benchmark/?: metadata",
+     "such as metadata: {name: my-benchmark}"),
+    ("unknown-top-field", ["plan", "-f", "{d}/top-field.yaml"], "top-field.yaml:1: Benchmark/x: specs", "unknown field"),
+    ("referenced-topology-invalid", ["plan", "-f", "{d}/bad-topology.yaml"], "bad-topology.yaml:1: Topology/t: spec.regions",
+     "at least 1 item"),
     ("no-benchmark", ["plan", "-f", "{d}/topology-only.yaml"], "topology-only.yaml", "no Benchmark document"),
     ("bad-flag", ["plan", "-f", str(EXAMPLE), "--bogus"], "wanwide", "unrecognized arguments: --bogus"),
     ("bad-flag-value", ["plan", "-f", str(EXAMPLE), "--trial", "one"], "--trial", "invalid int value"),

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from .plan.load import Documents
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block-style YAML; multi-line strings as literal blocks."""
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Block-style YAML; multi-line strings as literal blocks (libyaml's emitter when PyYAML has it)."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:

@@ -81,11 +81,15 @@ def _type_name(value: Any) -> str:
 
 def load_files(paths: list[str]) -> Specs:
     """Every Topology and Benchmark in ``paths``; a UserError naming all problems found."""
+    return load_texts([("<stdin>" if p == "-" else p, read_text(p)) for p in paths])
+
+
+def load_texts(texts: list[tuple[str, str]]) -> Specs:
+    """Every Topology and Benchmark in (file name, YAML text) pairs, as ``load_files`` reads them."""
     specs = Specs(Documents({}, []))
     problems: list[str] = []
-    for path in paths:
-        name = "<stdin>" if path == "-" else path
-        for line, doc in yaml_documents(name, read_text(path)):
+    for name, text in texts:
+        for line, doc in yaml_documents(name, text):
             where = f"{name}:{line}"
             if doc is None:
                 continue
@@ -113,7 +117,7 @@ def load_files(paths: list[str]) -> Specs:
         raise UserError("; ".join(problems))
     if not specs.docs.benchmarks:
         found = f"{len(specs.docs.topologies)} Topology" if specs.docs.topologies else "nothing"
-        raise UserError(f"{', '.join(paths)}: no Benchmark document (found {found})")
+        raise UserError(f"{', '.join(n for n, _ in texts)}: no Benchmark document (found {found})")
     return specs
 
 

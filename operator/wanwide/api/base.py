@@ -9,6 +9,13 @@ from pydantic.alias_generators import to_camel
 
 DNS_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 REGION_NAME_MAX = 20
+# Kubernetes' own rule for an object's name (a DNS-1123 subdomain): what a reference to one may be.
+DNS_SUBDOMAIN_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+ObjectName = Annotated[
+    str,
+    Field(pattern=DNS_SUBDOMAIN_RE, max_length=253,
+          description="Name of a Kubernetes object: lower-case letters, digits, '-' and '.', at most 253."),
+]
 
 RegionName = Annotated[
     str,

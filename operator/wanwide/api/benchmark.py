@@ -5,15 +5,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .base import (
-    DNS_LABEL_RE,
     WHOLE_NUMBER,
     Bool,
     Int,
     Model,
     ObjectMeta,
+    ObjectName,
     Observed,
     RegionName,
     cel,
@@ -21,7 +21,7 @@ from .base import (
 )
 from .scenarios import FULL_NAME_RE, SHORT_NAMES
 from .topology import Condition, TopologySpec, conditions_field
-from .units import Duration, Percent
+from .units import DURATION_RE, Duration, Percent, seconds
 
 Backend = Literal["mariadb", "galera", "cockroachdb"]
 Load = Literal["light", "high"]
@@ -125,7 +125,7 @@ class Scenario(Model):
 
 
 class ConfigMapKeyRef(Model):
-    name: str = Field(pattern=DNS_LABEL_RE, max_length=253)
+    name: ObjectName
     key: str = Field("task.yaml", min_length=1)
 
 
@@ -181,6 +181,14 @@ class Partition(Window):
     regions: list[RegionName] = Field(min_length=1, max_length=200)
 
 
+_DROPOUT_MSG = "a dropout must be shorter than its period: lower 'for' or raise 'every'"
+# CEL's duration() reads Go durations, a superset of DURATION_RE; the guards leave malformed values to the
+# pattern. ``for`` is a CEL keyword: the API server names the field ``__for__``.
+_DROPOUT_RULE = (f"!{cel_matches(DURATION_RE).replace('self', 'self.every')} || "
+                 f"!{cel_matches(DURATION_RE).replace('self', 'self.__for__')} || "
+                 "duration(self.__for__) < duration(self.every)")
+
+
 class Dropout(Model):
     """Periodic cut of regions from the rest: every X for Y."""
 
@@ -189,6 +197,17 @@ class Dropout(Model):
     regions: list[RegionName] | None = Field(
         None, max_length=200, description="Regions cut off together (default: every region but the database's primary)."
     )
+
+    model_config = ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [cel(_DROPOUT_RULE, _DROPOUT_MSG, ".for")]})
+
+    @field_validator("for_")
+    @classmethod
+    def _shorter(cls, value: str, info: ValidationInfo) -> str:
+        every = info.data.get("every")
+        if every is not None and seconds(value) >= seconds(every):
+            raise ValueError(_DROPOUT_MSG)
+        return value
 
 
 class LossWindow(Window):
@@ -233,7 +252,7 @@ class Matrix(Model):
 
 
 class SecretRef(Model):
-    name: str = Field(pattern=DNS_LABEL_RE, max_length=253)
+    name: ObjectName
     access_key_key: str = "AWS_ACCESS_KEY_ID"
     secret_key_key: str = "AWS_SECRET_ACCESS_KEY"
 
@@ -248,8 +267,8 @@ class S3(Model):
 
 class Results(Model):
     s3: S3 | None = None
-    object_bucket_claim: str | None = Field(
-        None, pattern=DNS_LABEL_RE, description="ObjectBucketClaim whose ConfigMap and Secret give endpoint and keys."
+    object_bucket_claim: ObjectName | None = Field(
+        None, description="ObjectBucketClaim whose ConfigMap and Secret give endpoint and keys."
     )
     local_dir: str | None = Field(None, description="Lab only: directory for bundles (default: the -o directory).")
 
@@ -333,7 +352,7 @@ class Monitoring(Model):
 
 
 class BenchmarkSpec(Model):
-    topology_ref: str | None = Field(None, pattern=DNS_LABEL_RE, max_length=253, description="Topology in the same namespace.")
+    topology_ref: ObjectName | None = Field(None, description="Topology in the same namespace.")
     topology: TopologySpec | None = Field(None, description="Inline topology instead of topologyRef.")
     openstack: OpenStack = Field(default_factory=OpenStack)
     database: Database = Field(default_factory=Database)

@@ -13,7 +13,7 @@ from ..kube.client import Kube
 from ..kube.readiness import terminating_why
 from ..plan import names
 from ..plan.errors import PlanError, Problem
-from ..plan.load import validation_problems
+from ..plan.load import validation_problems, without_nulls
 from ..plan.matrix import expand
 from ..plan.trial import plan
 from ..render import trial_object
@@ -34,7 +34,14 @@ def topology_of(kube: Kube, bench: dict[str, Any], model: Benchmark) -> Topology
     if t is None:
         raise PlanError([Problem("spec.topologyRef",
                                  f"Topology {model.spec.topology_ref!r} not found in namespace {ns!r}: create it")])
-    return TopologySpec.model_validate(t["spec"])
+    from pydantic import ValidationError
+
+    try:
+        return TopologySpec.model_validate(without_nulls(t.get("spec") or {}))
+    except ValidationError as e:  # stored before the CRD said so, or written around it: name it, with the fix
+        where = f"Topology/{model.spec.topology_ref}"
+        raise PlanError([Problem(f"spec.{p.field}", p.message, where)
+                         for p in validation_problems(e)]) from None
 
 
 def validate(kube: Kube, bench: dict[str, Any]) -> tuple[Benchmark, TopologySpec]:
@@ -69,7 +76,12 @@ def ensure_keys(kube: Kube, bench: dict[str, Any]) -> None:
 
 
 def trials(kube: Kube, bench: dict[str, Any]) -> list[dict[str, Any]]:
-    return kube.list(API, "Trial", {names.L_BENCHMARK: bench["metadata"]["name"]}, bench["metadata"]["namespace"])
+    return kube.list(API, "Trial", benchmark_selector(bench), bench["metadata"]["namespace"])
+
+
+def benchmark_selector(bench: dict[str, Any]) -> dict[str, str]:
+    """The label every object of the Benchmark carries (its name, shortened as a label value if need be)."""
+    return {names.L_BENCHMARK: names.label_value(bench["metadata"]["name"])}
 
 
 def with_runner_image(bench: dict[str, Any], image: str) -> dict[str, Any]:
@@ -117,7 +129,7 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime) -> tuple[list[s
     Returns (what is still there, namespaces terminating for longer than the clean-up
     timeout: no longer waited for, so the Benchmark's deletion completes).
     """
-    sel = {names.L_BENCHMARK: bench["metadata"]["name"]}
+    sel = benchmark_selector(bench)
     left: list[str] = []
     for t in trials(kube, bench):
         left.append(f"Trial/{t['metadata']['name']}")

@@ -15,7 +15,6 @@ import kopf
 from .. import API_GROUP, API_VERSION
 from .. import timestamps as ts
 from ..api.topology import TopologySpec
-from ..plan import names
 from ..plan import topology as topo
 from ..plan.errors import PlanError, Problems
 from ..plan.links import LinkMap
@@ -244,7 +243,7 @@ def reconcile_trial(trial: dict[str, Any]) -> float:
 
 
 @kopf.on.event(GROUP, VERSION, "trials")
-async def trial_changed(name: str, namespace: str, labels: kopf.Labels, status: kopf.Status,
+async def trial_changed(name: str, namespace: str, spec: kopf.Spec, status: kopf.Status,
                         event: kopf.RawEvent, **_: Any) -> None:
     """Wake the Trial's loop; when its phase changed, schedule its Benchmark at once.
 
@@ -258,9 +257,9 @@ async def trial_changed(name: str, namespace: str, labels: kopf.Labels, status: 
     phase = status.get("phase") or "Pending"
     if _PHASES_SEEN.get(key) != phase:
         _PHASES_SEEN[key] = phase
-        if labels.get(names.L_BENCHMARK):
+        if spec.get("benchmark"):  # its name as written (the label value may be shortened)
             await asyncio.to_thread(contextvars.copy_context().run, _schedule_owner, namespace,
-                                    labels[names.L_BENCHMARK])
+                                    spec["benchmark"])
 
 
 # Only core kinds: a watch of a kind whose CRD is deleted (Chaos Mesh, mariadb-operator uninstalled)

@@ -7,6 +7,7 @@ import os
 import secrets as pysecrets
 from typing import Any
 
+from ..plan import names
 from ..render.secrets import KEY_FIELDS, keys_secret_name
 
 
@@ -28,7 +29,7 @@ def secret(bench: dict[str, Any], data: dict[str, str]) -> dict[str, Any]:
         "metadata": {
             "name": keys_secret_name(meta["name"]),
             "namespace": meta["namespace"],
-            "labels": {"app.kubernetes.io/managed-by": "wanwide", "wanwide.io/benchmark": meta["name"]},
+            "labels": {**names.MANAGED_BY, names.L_BENCHMARK: names.label_value(meta["name"])},
             "ownerReferences": [owner(bench)],
         },
         "type": "Opaque",

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..api.base import DNS_LABEL_RE
+from ..api.base import DNS_LABEL_RE, DNS_SUBDOMAIN_RE
 from ..api.benchmark import Benchmark
 from ..api.topology import Topology, TopologySpec
 from . import names
@@ -30,6 +30,8 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 PATTERN_HINTS = {
     DNS_LABEL_RE: "use lower-case letters, digits and '-', starting with a letter (a DNS label)",
+    DNS_SUBDOMAIN_RE: "use a Kubernetes object name: lower-case letters, digits, '-' and '.', starting and "
+                      "ending with a letter or digit",
     r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "use a valid S3 bucket name: 3–63 lower-case letters, digits, '.' or '-'",
     r"^https?://": "use a URL starting with http:// or https://",
 }
@@ -61,6 +63,8 @@ def validation_problems(err: ValidationError, obj: str = "") -> list[Problem]:
             msg = f"{e['input']!r} is not allowed here: {PATTERN_HINTS.get(pattern, f'it must match {pattern}')}"
         elif e["type"] == "extra_forbidden":
             msg = "unknown field: remove it or check its spelling against the field reference"
+        elif tuple(e["loc"]) == ("metadata",):
+            msg = "write a mapping with the object's name, such as metadata: {name: my-benchmark}"
         elif e["type"] == "missing":
             msg = "required field is missing: add it"
         elif e["type"] in TYPE_FIXES:
@@ -74,24 +78,65 @@ def _name(doc: dict[str, Any]) -> str:
     return str(meta.get("name", "?")) if isinstance(meta, dict) else "?"
 
 
+# What the API server takes at the top of an object and in its metadata (strict field validation, as
+# kubectl applies): anything else is an unknown field there too.
+TOP_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
+META_FIELDS = ("name", "namespace", "labels", "annotations", "uid", "resourceVersion", "generation",
+               "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences",
+               "finalizers", "managedFields", "generateName", "selfLink")
+UNKNOWN = "unknown field: remove it or check its spelling against the field reference"
+
+
+def _envelope_problems(doc: dict[str, Any], obj: str) -> list[Problem]:
+    """Unknown top-level or metadata fields and a namespace the API server refuses."""
+    out = [Problem(str(k), UNKNOWN, obj) for k in doc if k not in TOP_FIELDS]
+    meta = doc.get("metadata")
+    if isinstance(meta, dict):
+        out += [Problem(f"metadata.{k}", UNKNOWN, obj) for k in meta if k not in META_FIELDS]
+        ns = meta.get("namespace")
+        if isinstance(ns, str) and (why := names.namespace_problem(ns)) is not None:
+            out.append(Problem("metadata.namespace", why, obj))
+    return out
+
+
+FREE_FORM = ("values", "args")  # kept as written (x-kubernetes-preserve-unknown-fields keeps nulls)
+
+
+def without_nulls(value: Any) -> Any:
+    """``value`` with every ``key: null`` of a mapping left out, as the API server prunes them (a CRD
+    field that is not nullable): ``allowFewerThanThree:`` with no value means the default."""
+    if isinstance(value, dict):
+        return {k: v if k in FREE_FORM else without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+def _parse(model: type[Any], doc: dict[str, Any], kind: str) -> Any:
+    obj = f"{kind}/{_name(doc)}"
+    problems = _envelope_problems(doc, obj)
+    if isinstance(doc.get("spec"), dict):
+        doc = {**doc, "spec": without_nulls(doc["spec"])}
+    try:
+        parsed = model.model_validate(doc)
+    except ValidationError as e:
+        raise PlanError(problems + validation_problems(e, obj)) from None
+    if problems:
+        raise PlanError(problems)
+    return parsed
+
+
 def parse_topology(doc: dict[str, Any]) -> Topology:
     """The Topology, or PlanError naming every problem (its name included: the API server checks it too)."""
-    obj = f"Topology/{_name(doc)}"
-    try:
-        t = Topology.model_validate(doc)
-    except ValidationError as e:
-        raise PlanError(validation_problems(e, obj)) from None
+    t: Topology = _parse(Topology, doc, "Topology")
     if (why := names.object_name_problem(t.metadata.name)) is not None:
-        raise PlanError([Problem("metadata.name", why, obj)])
+        raise PlanError([Problem("metadata.name", why, f"Topology/{_name(doc)}")])
     return t
 
 
 def parse_benchmark(doc: dict[str, Any]) -> Benchmark:
     """The Benchmark, or PlanError naming every problem (its name is checked by the planner)."""
-    try:
-        return Benchmark.model_validate(doc)
-    except ValidationError as e:
-        raise PlanError(validation_problems(e, f"Benchmark/{_name(doc)}")) from None
+    return _parse(Benchmark, doc, "Benchmark")
 
 
 @dataclass

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ..api.base import DNS_SUBDOMAIN_RE
+
 MANAGED_BY = {"app.kubernetes.io/managed-by": "wanwide"}
 L_BENCHMARK = "wanwide.io/benchmark"
 L_TRIAL = "wanwide.io/trial"
@@ -22,7 +24,6 @@ A_PARAMETERS = "wanwide.io/parameters"
 A_COPY_FROM = "wanwide.io/copy-from"
 A_START_AFTER = "wanwide.io/start-after"
 
-DNS_SUBDOMAIN_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 DNS_SUBDOMAIN_MAX = 253
 LABEL_MAX = 63
 # A Benchmark's name prefixes its Trials, namespaces and objects (the CRD's CEL rule says the same).
@@ -45,6 +46,15 @@ def object_name_problem(name: str, max_len: int = DNS_SUBDOMAIN_MAX) -> str | No
     if len(name) > max_len:
         return f"{name!r} has {len(name)} characters, more than {max_len}: shorten it"
     return None
+
+
+def namespace_problem(name: str) -> str | None:
+    """Why the API server would refuse ``name`` as a namespace (a DNS-1123 label; None: it would not)."""
+    if re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", name) and len(name) <= LABEL_MAX:
+        return None
+    fix = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:LABEL_MAX] or "default"
+    return (f"{name!r} is not a valid namespace: use at most {LABEL_MAX} lower-case letters, digits and '-', "
+            f"starting and ending with a letter or digit, such as {fix!r}")
 
 
 def benchmark_name_problem(name: str) -> str | None:

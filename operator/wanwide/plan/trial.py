@@ -9,7 +9,6 @@ from .. import DEFAULT_IMAGE
 from ..api.benchmark import Benchmark, BenchmarkSpec, Scenario
 from ..api.scenarios import KEYSTONE_SCENARIOS, resolve
 from ..api.topology import Link, Network, TopologySpec
-from ..api.units import seconds
 from . import latency, names
 from . import topology as topo
 from .errors import Problem, Problems
@@ -237,8 +236,6 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
             problems.add(f"spec.faults.partitions[{i}].regions", "a partition must leave at least one region on the other side")
     for i, d in enumerate(spec.faults.dropouts):
         _check_regions(f"spec.faults.dropouts[{i}].regions", d.regions, names_set, problems)
-        if seconds(d.for_) >= seconds(d.every):
-            problems.add(f"spec.faults.dropouts[{i}].for", "a dropout must be shorter than its period: lower 'for' or raise 'every'")
     for i, w in enumerate(spec.faults.loss_windows):
         _check_regions(f"spec.faults.lossWindows[{i}].regions", w.regions, names_set, problems)
 
