@@ -39,8 +39,6 @@ UNEXERCISED: list[tuple[str, list[str], list[str], list[str], str]] = [
      ["get", "create", "patch"], "the cockroachdb backend; the cluster tests run mariadb and galera"),
     ("trial", ["chaos-mesh.org"], ["schedules"], ["get", "create", "patch", "delete"],
      "spec.faults become Schedules; no cluster test injects faults"),
-    ("watch", ["wanwide.io"], ["trials"], ["delete"],
-     "a spec change that drops a Trial not started yet (controller/benchmark.py)"),
     ("watch", [""], ["configmaps"], ["get"],
      "results.objectBucketClaim: the bucket's ConfigMap (controller/results.py); the tests use results.s3"),
 ]
