@@ -77,8 +77,9 @@ def test_summary_columns_and_points(report):
     r, _, out = report
     header = next(csv.reader((out / "summary.csv").read_text().splitlines()))
     assert header[:4] == ["backend", "regions", "latency_ms", "load"]
-    assert header[-11:] == ["count", "mean", "std", "min", "p25", "p50", "p75", "max",
-                            "iterations", "failures", "failure_rate"]
+    assert header[-17:] == ["count", "mean", "mean_ci_lo", "mean_ci_hi", "p50", "p50_ci_lo", "p50_ci_hi", "std",
+                            "min", "p25", "p75", "max", "runs", "ci_method", "iterations", "failures",
+                            "failure_rate"]
     pts = {(x["backend"], x["scenario"]) for x in _rows(out)}
     assert ("galera", AUTH) in pts and ("mariadb", "KeystoneBasic.create_and_list_tenants") in pts
 

@@ -130,7 +130,10 @@ class ConfigMapKeyRef(Model):
 
 
 class Warmup(Model):
-    times: Int = Field(5, ge=1, le=10000, description="Iterations of each scenario run before, not measured.")
+    """Each scenario run a few times on a new deployment before its first measured task, not measured
+    (the first requests of a Keystone worker, a database connection pool, a cold buffer pool are slow)."""
+
+    times: Int = Field(4, ge=0, le=10000, description="Iterations of each scenario (0: no warm-up).")
 
 
 class Workload(Model):
@@ -142,8 +145,10 @@ class Workload(Model):
     load_region: RegionName | None = Field(None, description="light: the loaded region (default: the first).")
     times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None, description="Default iterations per scenario.")
     concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None, description="Default concurrency per scenario.")
-    warmup: Warmup | None = None
-    start_delay: Duration = Field("30s", description="Load regions start together this long after the Jobs are created.")
+    warmup: Warmup = Field(default_factory=Warmup)
+    start_delay: Duration = Field(
+        "2m", description="Load regions start together this long after the Jobs are created; it must cover the "
+        "runner's preparation (Rally's database and environment) and the warm-up.")
     max_start_skew: Duration = Field("10s", description="A runner starting later than this fails the trial.")
 
     model_config = ConfigDict(
@@ -241,7 +246,15 @@ class Matrix(Model):
         json_schema_extra={"items": {"type": "string", "maxLength": 120,
                                      "x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]}},
     )
-    repetitions: Int = Field(1, ge=1, le=100)
+    repetitions: Int = Field(1, ge=1, le=100, description="Trials per parameter point.")
+    order: Literal["Interleaved", "Sequential"] = Field(
+        "Interleaved",
+        description="Run order. Interleaved: in rounds (round r runs repetition r of every point), each round "
+        "in a random order drawn from `seed`, so no parameter value always runs first on a fresh deployment "
+        "and slow drifts of the machine spread over every point. Sequential: by trial index.")
+    seed: Annotated[int, Field(ge=0, le=2147483647), WHOLE_NUMBER] | None = Field(
+        None, description="Seed of the Interleaved order (default: derived from the Benchmark's name). "
+        "Recorded in each Trial and result bundle.")
     parallelism: Int = Field(1, ge=1, le=50, description="Trials running at once.")
 
     @model_validator(mode="after")

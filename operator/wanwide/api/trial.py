@@ -27,6 +27,8 @@ class TrialSpec(Model):
     benchmark: str = Field(description="Name of the owning Benchmark.")
     index: int = Field(ge=0, description="Position in the Benchmark's matrix expansion.")
     repetition: int = Field(0, ge=0)
+    position: int | None = Field(None, ge=0, description="Place in the Benchmark's run order (spec.matrix.order): "
+                                 "pending trials start lowest position first.")
     parameters: dict[str, str] = Field(default_factory=dict, description="Matrix point of this trial.")
     plan_generation: int = Field(0, ge=0, description="Benchmark generation this trial was planned from.")
 

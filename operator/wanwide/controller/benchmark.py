@@ -100,7 +100,7 @@ def sync_trials(kube: Kube, bench: dict[str, Any], model: Benchmark, topo: Topol
     gen = int(bench["metadata"].get("generation") or 1)
     existing = {t["spec"]["index"]: t for t in trials(kube, bench)}
     plans = {p.index: p for p in plan(model, topo)}
-    points = {pt.index: pt for pt in expand(model.spec)}
+    points = {pt.index: pt for pt in expand(model.spec, model.metadata.name)}
     changed, kept = 0, 0
     for idx, p in plans.items():
         cur = existing.get(idx)

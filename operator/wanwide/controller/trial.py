@@ -34,7 +34,8 @@ def plan_input(bench: dict[str, Any], topology: TopologySpec, point: Point) -> s
                       "metadata": {"name": bench["metadata"]["name"], "namespace": bench["metadata"]["namespace"]},
                       "spec": bench["spec"]},
         "topology": topology.wire(),
-        "point": {"index": point.index, "repetition": point.repetition, "values": point.values},
+        "point": {"index": point.index, "repetition": point.repetition, "values": point.values,
+                  "position": point.position, "seed": point.seed},
     }, sort_keys=True)
 
 
@@ -43,7 +44,8 @@ def trial_plan(trial: dict[str, Any]) -> TrialPlan:
     try:
         data = json.loads(trial["metadata"]["annotations"][A_PLAN_INPUT])
         bench = Benchmark.model_validate(data["benchmark"])
-        point = Point(data["point"]["index"], data["point"]["repetition"], data["point"]["values"])
+        pt = data["point"]
+        point = Point(pt["index"], pt["repetition"], pt["values"], pt.get("position"), pt.get("seed"))
         topology = TopologySpec.model_validate(data["topology"])
     except (KeyError, TypeError, ValueError) as e:
         raise InvalidPlan(f"annotation {A_PLAN_INPUT} is missing or unreadable ({e}): "

@@ -138,11 +138,12 @@ def benchmark_phase(c: dict[str, int]) -> str:
 
 
 def to_start(trials: list[dict[str, Any]], parallelism: int) -> list[dict[str, Any]]:
-    """Pending trials to start now (lowest index first) so at most ``parallelism`` run."""
+    """Pending trials to start now (lowest position in the run order first, then index) so at
+    most ``parallelism`` run."""
     c = counts(trials)
     free = max(0, parallelism - c["running"])
     pending = [t for t in trials if ((t.get("status") or {}).get("phase") or "Pending") == "Pending"]
-    pending.sort(key=lambda t: t["spec"]["index"])
+    pending.sort(key=lambda t: (t["spec"].get("position", t["spec"]["index"]), t["spec"]["index"]))
     return pending[:free]
 
 

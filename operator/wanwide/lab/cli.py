@@ -11,6 +11,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..inputs import load_files, plan_problems
     from ..plan.errors import PlanError
     from ..plan.trial import plan
+    from .quiet import QuietGate
     from .run import run
 
     specs = load_files(args.file)
@@ -20,7 +21,9 @@ def _run(args: argparse.Namespace) -> int:
             trials += plan(bench, specs.docs.topology_for(bench))
         except PlanError as e:
             raise UserError(f"{specs.origin(bench)}: {plan_problems(e)}") from None
-    return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh)
+    gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
+                     max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
+    return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate)
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -40,6 +43,16 @@ def _clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be greater than 0")
+    return v
+
+
 def add_lab_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lab", help="run a Benchmark for real on this machine (namespaces, netem/wirefilter)")
     lab = p.add_subparsers(dest="lab_command", required=True)
@@ -51,6 +64,15 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--fresh", action="store_true",
                    help="deploy anew for every trial (default: trials that differ only in the network, "
                         "faults or load share one deployment, re-shaped between them)")
+    g = r.add_argument_group("quiet-machine gate", "before each trial's load is released, wait until the CPU "
+                             "pressure (/proc/pressure/cpu, some) stays under a threshold for a settle period")
+    g.add_argument("--quiet-threshold", type=_positive, default=10.0, metavar="PCT",
+                   help="CPU pressure threshold in %% (default 10; the report marks trials above it as noisy)")
+    g.add_argument("--quiet-settle", type=_positive, default=20.0, metavar="S",
+                   help="seconds the pressure must stay under the threshold (default 20)")
+    g.add_argument("--quiet-max-wait", type=_positive, default=600.0, metavar="S",
+                   help="wait at most this long, then start anyway and say so (default 600)")
+    g.add_argument("--no-quiet-gate", action="store_true", help="release the load as soon as the runners are ready")
     r.set_defaults(func=_run)
     c = lab.add_parser("clean", help="remove namespaces, links and processes a killed run left")
     c.add_argument("-f", "--file", action="append",

@@ -17,19 +17,22 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .. import timestamps as ts
 from ..api.units import seconds
 from ..plan.runner import Addresses, config_json, runner_config
 from ..plan.trial import TrialPlan
 from ..runner.config import RunnerConfig
+from ..runner.run import READY
 from . import netns, paths
 from .deployment import Deployment, groups
 from .faults import FaultPlayer
 from .netns import Network
 from .procs import LabError
+from .quiet import QuietGate, wait_quiet
 from .results import bundles_complete, bundles_root, check_results, drop_interrupted, upload
 from .services import Service, Services
 
@@ -49,6 +52,8 @@ class Live:
 
     def say(self, i: int, p: TrialPlan, phase: str, detail: str = "") -> None:
         params = ", ".join(f"{k}={v}" for k, v in p.parameters.items() if k != "repetition")
+        if p.spec.matrix.repetitions > 1:
+            params += f", repetition {p.repetition + 1}/{p.spec.matrix.repetitions}"
         el = time.monotonic() - self.t0
         line = (f"[{el:6.0f}s] trial {i + 1}/{self.total} {p.id} ({params}) {phase}"
                 + (f": {detail}" if detail else "") + "\n")
@@ -103,10 +108,12 @@ def verify_network(net: Network, p: TrialPlan, samples: int = 20) -> tuple[list[
 class LabRun:
     """Runs trials on lab deployments: provision (or re-shape), verify the network, load, collect."""
 
-    def __init__(self, out: Path, live: Live, shaper: str = "auto", work: Path | None = None):
+    def __init__(self, out: Path, live: Live, shaper: str = "auto", work: Path | None = None,
+                 gate: QuietGate | None = None):
         self.out = out
         self.live = live
         self.shaper = shaper
+        self.gate = gate or QuietGate()
         self.work = work or Path(os.environ.get("WANWIDE_LAB_WORK", "/var/tmp/wanwide-lab"))
 
     def trial(self, i: int, p: TrialPlan, attempt: int, dep: Deployment | None,
@@ -173,19 +180,9 @@ class LabRun:
         dep.ks = self._keystones(dep.svc, p, dep.db, say)
 
     def _load_with_faults(self, dep: Deployment, p: TrialPlan, attempt: int, say: Say) -> dict[str, int]:
-        say("Loading", f"Rally in {', '.join(p.load_regions)} ({p.load} load)")
-        # Each runner first creates Rally's database and environment (10–45 s, depending on
-        # the machine's load); they are released together (SIGUSR1) once every one of them
-        # waits, and at the latest at this deadline.
-        lead = max(seconds(p.spec.workload.start_delay), 300.0)
-        start = datetime.now(UTC) + timedelta(seconds=lead)
-        player = FaultPlayer(dep.net, p, start.timestamp(), until_s=seconds(p.spec.timeouts.loading))
-        player.start()
-        try:
-            return self._load(dep, p, start, attempt, say)
-        finally:
-            player.stop_flag.set()
-            player.join(timeout=30)
+        say("Loading", f"Rally in {', '.join(p.load_regions)} ({p.load} load)"
+            + ("; warm-up first (new deployment)" if not dep.trials and p.spec.workload.warmup.times else ""))
+        return self._load(dep, p, attempt, say)
 
     def _database(self, svc: Services, p: TrialPlan) -> dict[str, Service]:
         """Region → the database endpoint its Keystone uses."""
@@ -224,8 +221,8 @@ class LabRun:
                 out[r] = f.result()
         return out
 
-    def _config(self, dep: Deployment, p: TrialPlan, region: str, start: datetime, attempt: int) -> RunnerConfig:
-        """The plan's runner configuration with the lab's addresses and versions."""
+    def _config(self, dep: Deployment, p: TrialPlan, region: str, attempt: int, release: Path) -> RunnerConfig:
+        """The plan's runner configuration with the lab's addresses, versions and release."""
         targets: dict[tuple[str, str], tuple[str, int]] = {}
         for o in p.region_names:
             targets[(o, "keystone")] = (dep.ks[o].host, dep.ks[o].port)
@@ -233,50 +230,79 @@ class LabRun:
         mc = [s for s in dep.svc.started if s.kind == "memcached" and s.region == region]
         where = Addresses(keystone_url=dep.ks[region].url, database=(dep.db[region].host, dep.db[region].port),
                           memcache_servers=[f"{s.host}:{s.port}" for s in mc], targets=targets)
-        return runner_config(p, region, where, start_at=start.strftime("%Y-%m-%dT%H:%M:%SZ"), attempt=attempt,
-                             results=None, local_dir=str(bundles_root(self.out, p)), namespace="lab",
-                             versions={**lab_versions(), "lab-shaper": dep.net.shaper}, deployment=dep.describe(p))
+        budget = seconds(p.spec.timeouts.loading)
+        own = {"netns": [f"/var/run/netns/{dep.net.netns(r)}" for r in p.region_names],
+               "pids": [os.getpid(), *(pid for lk in dep.net.pairs.values() for pid in lk.pids.values())]}
+        return runner_config(p, region, where, start_at=None, attempt=attempt, results=None,
+                             local_dir=str(bundles_root(self.out, p)), namespace="lab",
+                             versions={**lab_versions(), "lab-shaper": dep.net.shaper}, deployment=dep.describe(p),
+                             new_deployment=not dep.trials, release={"file": str(release), "timeout_s": budget},
+                             contention=own)
 
-    def _start_runners(self, dep: Deployment, p: TrialPlan, start: datetime, attempt: int,
-                       logs: Path) -> dict[str, subprocess.Popen]:
+    def _start_runners(self, dep: Deployment, p: TrialPlan, attempt: int, logs: Path,
+                       release: Path) -> dict[str, subprocess.Popen]:
         wanwide = str(Path(sys.executable).with_name("wanwide"))
         env = dict(os.environ, OS_PASSWORD=ADMIN_PASSWORD, DB_ROOT_PASSWORD=ROOT_PASSWORD,
                    WANWIDE_RALLY=str(paths.rally_bin()))
         procs: dict[str, subprocess.Popen] = {}
         for r in p.load_regions:
             path = logs / f"runner-{r}.json"
-            path.write_text(json.dumps(config_json(self._config(dep, p, r, start, attempt)), indent=1))
+            path.write_text(json.dumps(config_json(self._config(dep, p, r, attempt, release)), indent=1))
             fh = open(logs / f"runner-{r}.log", "w")  # noqa: SIM115 - closed after wait
             procs[r] = dep.net.popen_in(r, [wanwide, "runner", "run", "--config", str(path)], env=env,
                                         stdout=fh, stderr=subprocess.STDOUT)
         return procs
 
-    def _load(self, dep: Deployment, p: TrialPlan, start: datetime, attempt: int, say: Say) -> dict[str, int]:
+    def _release(self, dep: Deployment, p: TrialPlan, procs: dict[str, subprocess.Popen], release: Path,
+                 say: Say) -> FaultPlayer:
+        """Every runner is ready (prepared, warmed up): empty the caches, wait for a quiet machine,
+        then release the runners together and start the fault timeline at that instant."""
+        for svc in dep.svc.started:
+            if svc.kind == "memcached":
+                dep.svc.flush_memcached(svc)  # the warm-up filled them: every trial starts cache-cold
+        gate = wait_quiet(self.gate, lambda m: say("Loading", m))
+        now = datetime.now(UTC)
+        tmp = release.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"released_at": ts.iso(now, precise=True), "gate": gate}))
+        tmp.replace(release)
+        for pr in procs.values():
+            if pr.poll() is None:
+                pr.send_signal(signal.SIGUSR1)
+        player = FaultPlayer(dep.net, p, now.timestamp(), until_s=seconds(p.spec.timeouts.loading))
+        player.start()
+        waited = f"after {gate['waited_s']:.0f}s of quiet-machine gate" if gate.get("waited_s") else "gate off"
+        say("Loading", f"all {len(procs)} runner(s) ready: released together ({waited})")
+        return player
+
+    def _load(self, dep: Deployment, p: TrialPlan, attempt: int, say: Say) -> dict[str, int]:
         """Start a runner per load region, release them together, follow the first one's progress."""
         logs = self.out / "logs" / p.benchmark / p.id
         logs.mkdir(parents=True, exist_ok=True)
-        procs = self._start_runners(dep, p, start, attempt, logs)
+        release = logs / f"release-{attempt}.json"
+        release.unlink(missing_ok=True)
+        procs = self._start_runners(dep, p, attempt, logs, release)
         budget = seconds(p.spec.timeouts.loading)
         t0 = time.monotonic()
         last = ""
-        released = False
-        while any(pr.poll() is None for pr in procs.values()):
-            if not released and all("waiting for start_at" in _text(logs / f"runner-{r}.log")
-                                    or procs[r].poll() is not None for r in p.load_regions):
-                for pr in procs.values():
-                    if pr.poll() is None:
-                        pr.send_signal(signal.SIGUSR1)
-                released = True
-                say("Loading", f"all {len(procs)} runner(s) ready: released together")
-            if time.monotonic() - t0 > budget:
-                for pr in procs.values():
-                    pr.kill()
-                raise LabError(f"load took longer than spec.timeouts.loading ({p.spec.timeouts.loading})")
-            line = _last_progress(logs / f"runner-{p.load_regions[0]}.log")
-            if line and line != last:
-                say("Loading", line)
-                last = line
-            time.sleep(2)
+        player: FaultPlayer | None = None
+        try:
+            while any(pr.poll() is None for pr in procs.values()):
+                if player is None and all(_ready(logs / f"runner-{r}.log") or procs[r].poll() is not None
+                                          for r in p.load_regions):
+                    player = self._release(dep, p, procs, release, say)
+                if time.monotonic() - t0 > budget:
+                    for pr in procs.values():
+                        pr.kill()
+                    raise LabError(f"load took longer than spec.timeouts.loading ({p.spec.timeouts.loading})")
+                line = _last_progress(logs / f"runner-{p.load_regions[0]}.log")
+                if line and line != last:
+                    say("Loading", line)
+                    last = line
+                time.sleep(2)
+        finally:
+            if player is not None:
+                player.stop_flag.set()
+                player.join(timeout=30)
         return {r: pr.returncode for r, pr in procs.items()}
 
 
@@ -308,6 +334,11 @@ def _text(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
+
+
+def _ready(path: Path) -> bool:
+    """Whether the runner logging to ``path`` said it is ready (prepared, warmed up, waiting)."""
+    return f"[runner] {READY}" in _text(path)
 
 
 def _last_progress(path: Path) -> str:
@@ -387,8 +418,10 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
     return 1 if failed or not_uploaded else 0
 
 
-def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False) -> int:
-    """Run the planned trials for real on this machine; bundles (and the report) under ``out_dir``."""
+def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False,
+        gate: QuietGate | None = None) -> int:
+    """Run the planned trials for real on this machine, in their run order (``spec.matrix.order``),
+    each load released once the machine is quiet (``gate``); bundles and the report under ``out_dir``."""
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     missing = [m for m in paths.missing() if "versitygw" not in m]  # S3 is optional here
@@ -399,7 +432,9 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     if problems:
         print("error: " + "\n       ".join(problems), file=sys.stderr)
         return 2
-    runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper)
+    first = {b: i for i, b in reversed(list(enumerate(p.benchmark for p in trials)))}  # Benchmarks in file order
+    trials = sorted(trials, key=lambda p: (first[p.benchmark], p.index if p.position is None else p.position))
+    runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper, gate=gate)
     outcomes: list[TrialOutcome] = []
 
     def on_signal(signum, _frame):

@@ -45,29 +45,31 @@ def probe_targets(plan: TrialPlan, region: str) -> list[tuple[str, str]]:
     return out
 
 
+def _subtask(s: Any, times: int, concurrency: int, title: str) -> dict[str, Any]:
+    contexts: dict[str, Any] = {}
+    if s.users:
+        contexts["users"] = {"tenants": s.users[0], "users_per_tenant": s.users[1]}
+    return {"title": title, "scenario": {s.name: dict(s.args)},
+            "runner": {"constant": {"times": times, "concurrency": concurrency}}, "contexts": contexts}
+
+
 def task(plan: TrialPlan, region: str) -> dict[str, Any]:
-    """Rally task v2 for one load region (warm-up subtasks first, titled ``warmup: …``)."""
-    subtasks = []
-    warm = plan.spec.workload.warmup
-    for s in plan.scenarios:
-        contexts: dict[str, Any] = {}
-        if s.users:
-            contexts["users"] = {"tenants": s.users[0], "users_per_tenant": s.users[1]}
-        if warm is not None:
-            subtasks.append({
-                "title": f"warmup: {s.name}",
-                "scenario": {s.name: dict(s.args)},
-                "runner": {"constant": {"times": warm.times, "concurrency": min(s.concurrency, warm.times)}},
-                "contexts": dict(contexts),
-            })
-        subtasks.append({
-            "title": s.name,
-            "scenario": {s.name: dict(s.args)},
-            "runner": {"constant": {"times": s.times, "concurrency": s.concurrency}},
-            "contexts": contexts,
-            "sla": {"failure_rate": {"max": 0}},
-        })
+    """The measured Rally task (v2) for one load region: one subtask per scenario."""
+    subtasks = [{**_subtask(s, s.times, s.concurrency, s.name), "sla": {"failure_rate": {"max": 0}}}
+                for s in plan.scenarios]
     return {"version": 2, "title": f"{plan.name} {region}", "tags": [plan.benchmark, plan.id, region],
+            "subtasks": subtasks}
+
+
+def warmup_task(plan: TrialPlan, region: str) -> dict[str, Any] | None:
+    """The unmeasured warm-up (``workload.warmup``): each scenario ``times`` times at its concurrency,
+    run before the first measured task on a new deployment; None when switched off."""
+    warm = plan.spec.workload.warmup
+    if warm is None or warm.times == 0 or not plan.scenarios:
+        return None
+    subtasks = [_subtask(s, warm.times, min(s.concurrency, warm.times), f"warmup: {s.name}")
+                for s in plan.scenarios]
+    return {"version": 2, "title": f"{plan.name} {region} warm-up", "tags": [plan.benchmark, plan.id, region, "warmup"],
             "subtasks": subtasks}
 
 
@@ -83,8 +85,17 @@ def runner_config(
     namespace: str | None = None,
     versions: dict[str, str] | None = None,
     deployment: dict[str, Any] | None = None,
+    new_deployment: bool = True,
+    release: dict[str, Any] | None = None,
+    contention: dict[str, Any] | None = None,
 ) -> RunnerConfig:
-    """The runner's configuration (docs/contracts.md); ``where`` holds the provider's addresses."""
+    """The runner's configuration (docs/contracts.md); ``where`` holds the provider's addresses.
+
+    The plan's rule for the warm-up: before the first measured task on a deployment. A provider
+    says whether this trial's deployment is new (Kubernetes: always; the lab: its first trial).
+    ``release`` (the lab's coordinator) replaces ``start_at``; ``contention`` names the
+    experiment's own processes where the provider knows them.
+    """
     gauge_db = None
     if plan.backend in ("mariadb", "galera"):
         host, port = where.database
@@ -95,7 +106,8 @@ def runner_config(
     cfg: dict[str, Any] = {
         "benchmark": plan.benchmark,
         "namespace": namespace or plan.bench_namespace,
-        "trial": {"id": plan.id, "index": plan.index, "repetition": plan.repetition, "parameters": dict(plan.parameters)},
+        "trial": {"id": plan.id, "index": plan.index, "repetition": plan.repetition, "parameters": dict(plan.parameters),
+                  "position": plan.position, "seed": plan.seed},
         "region": region,
         "role": "load",
         "attempt": attempt,
@@ -124,6 +136,13 @@ def runner_config(
     }
     if deployment:
         cfg["deployment"] = deployment
+    warm = warmup_task(plan, region) if new_deployment else None
+    if warm is not None:
+        cfg["warmup_task"] = warm
+    if release is not None:
+        cfg["release"] = release
+    if contention:
+        cfg["contention"] = contention
     return RunnerConfig.model_validate(cfg)
 
 

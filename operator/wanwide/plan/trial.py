@@ -51,6 +51,8 @@ class TrialPlan:
     faults: list[FaultWindow]
     monitoring: MonitoringConfig
     spec: BenchmarkSpec = field(repr=False)
+    position: int | None = None  # place in the Benchmark's run order (plan/matrix.py)
+    seed: int | None = None  # seed of that order
 
     @property
     def name(self) -> str:
@@ -270,6 +272,8 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         faults=timeline(spec.faults, region_names, primary, lm),
         monitoring=monitoring_config(spec),
         spec=spec,
+        position=point.position,
+        seed=point.seed,
     )
 
 
@@ -286,7 +290,7 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
         problems.add(tpath, "set exactly one of regions or generate", tobj or where)
     plans: list[TrialPlan] = []
     seen_problem_sets: set[str] = set()
-    for point in expand(bench.spec):
+    for point in expand(bench.spec, bench.metadata.name):
         local = Problems()
         p = plan_point(bench, topology, point, local)
         for pr in local.items:

@@ -41,6 +41,7 @@ def trial_object(plan: TrialPlan, plan_generation: int = 0) -> dict[str, Any]:
         "Trial",
         meta(plan.name, plan.bench_namespace, plan.labels(), {names.A_PARAMETERS: _params(plan)}),
         spec={"benchmark": plan.benchmark, "index": plan.index, "repetition": plan.repetition,
+              **({} if plan.position is None else {"position": plan.position}),
               "parameters": dict(plan.parameters), "planGeneration": plan_generation},
     )
 

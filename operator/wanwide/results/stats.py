@@ -16,9 +16,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .ci import group_ci
 from .ingest import PARAM_PREFIX, TOTAL
 
-STAT_COLUMNS = ["count", "mean", "std", "min", "p25", "p50", "p75", "max", "iterations", "failures", "failure_rate"]
+CI_COLUMNS = ["mean_ci_lo", "mean_ci_hi", "p50_ci_lo", "p50_ci_hi", "runs", "ci_method"]
+STAT_COLUMNS = ["count", "mean", "mean_ci_lo", "mean_ci_hi", "p50", "p50_ci_lo", "p50_ci_hi", "std", "min", "p25",
+                "p75", "max", "runs", "ci_method", "iterations", "failures", "failure_rate"]
+DESCRIBE = {"count": "count", "mean": "mean", "mean_ci_lo": "mean 95% lo", "mean_ci_hi": "mean 95% hi",
+            "p50": "median", "p50_ci_lo": "median 95% lo", "p50_ci_hi": "median 95% hi", "std": "std",
+            "min": "min", "p25": "25%", "p75": "75%", "max": "max"}
 
 # Share of reads (% of reads + writes) measured in the 2018 study for KeystoneBasic.*
 STUDY_READ_PCT = {
@@ -35,9 +41,12 @@ SWEEP_ORDER = ["regions", "delay_ms", "rtt_ms", "latency_ms", "load", "placement
 
 
 # ---------------------------------------------------------------- parameters
+REPETITION = PARAM_PREFIX + "repetition"  # a run's repetition index: a replicate, not a parameter
+
+
 def param_columns(df: pd.DataFrame) -> list[str]:
-    """The ``param.<name>`` columns of ``df``, in table order."""
-    return [c for c in df.columns if c.startswith(PARAM_PREFIX)]
+    """The ``param.<name>`` columns of ``df``, in table order (repetitions are pooled, not a parameter)."""
+    return [c for c in df.columns if c.startswith(PARAM_PREFIX) and c != REPETITION]
 
 
 def with_benchmark_param(df: pd.DataFrame) -> pd.DataFrame:
@@ -74,28 +83,61 @@ def slug(s: str) -> str:
 
 
 # ---------------------------------------------------------------- durations
+def run_ids(df: pd.DataFrame) -> np.ndarray:
+    """The run each row came from (the unit of repetition): ``benchmark/trial`` for bundles (the
+    load regions of one trial are one run), the file for plain Rally JSON."""
+    trial = df["trial_id"].astype(object)
+    bench = df["benchmark"].astype(object).where(df["benchmark"].notna(), "")
+    rid = (bench.astype(str) + "/" + trial.astype(str)).where(trial.notna(), df["source"].astype(str))
+    return rid.to_numpy(dtype=object)
+
+
+def _ci_columns(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per (point, scenario, action): 95 % intervals of the mean and the median (results/ci.py)."""
+    gb = ok.groupby(keys, observed=True, dropna=False, sort=True)
+    codes = gb.ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    vals = ok["action_duration"].to_numpy(dtype=float)[order]
+    rids = pd.factorize(run_ids(ok))[0][order]
+    bounds = np.searchsorted(codes[order], np.arange(gb.ngroups + 1))
+    rows = []
+    for g in range(gb.ngroups):
+        lo, hi = bounds[g], bounds[g + 1]
+        c = group_ci(vals[lo:hi], rids[lo:hi])
+        rows.append((c.mean.lo, c.mean.hi, c.median.lo, c.median.hi, c.runs, c.mean.method))
+    out = pd.DataFrame(rows, columns=CI_COLUMNS)
+    first = ok.iloc[order[bounds[:-1]]][keys].reset_index(drop=True) if gb.ngroups else ok[keys].iloc[:0]
+    return pd.concat([first, out], axis=1)
+
+
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per (parameter point, scenario, action): count, mean, std, min, p25, p50,
-    p75, max of successful iterations' durations (s) and the per-iteration failure rate."""
+    """One row per (parameter point, scenario, action): count, mean and median of successful
+    iterations' durations (s) with their 95 % intervals, std, min, quartiles, max, the runs
+    (repetitions) they came from, and the per-iteration failure rate."""
     df = with_benchmark_param(df)
     pcols = ordered_params(param_columns(df))
     keys = [*pcols, "scenario"]
     ok = df[df["error_type"].isna() & df["action_duration"].notna()]
     g = ok.groupby([*keys, "action"], observed=True, dropna=False, sort=True)["action_duration"]
-    # one agg call (no index join: NaN parameter keys do not join reliably)
-    stats = g.agg(
-        count="count", mean="mean", std="std", min="min",
-        p25=lambda s: s.quantile(0.25), p50="median", p75=lambda s: s.quantile(0.75), max="max",
-    )
+    stats = g.agg(count="count", mean="mean", std="std", min="min", max="max").reset_index()
+    if len(ok):
+        q = g.quantile([0.25, 0.5, 0.75]).unstack()
+        q.columns = ["p25", "p50", "p75"]
+        stats = stats.merge(q.reset_index(), on=[*keys, "action"], how="left")
+        stats = stats.merge(_ci_columns(ok, [*keys, "action"]), on=[*keys, "action"], how="left")
+    else:
+        for c in ("p25", "p50", "p75", *CI_COLUMNS):
+            stats[c] = pd.Series(dtype=float)
     tot = df[df["action"] == TOTAL]
     it = tot.groupby(keys, observed=True, dropna=False, sort=True).agg(
         iterations=("action_duration", "size"), failures=("action_failed", "sum"))
     it["failure_rate"] = it["failures"] / it["iterations"]
     # actions seen only in failed iterations still get a row (count 0)
     seen = df.groupby([*keys, "action"], observed=True, dropna=False, sort=True).size().rename("_n").reset_index()
-    out = seen.merge(stats.reset_index(), on=[*keys, "action"], how="left").drop(columns="_n")
+    out = seen.merge(stats, on=[*keys, "action"], how="left").drop(columns="_n")
     out = out.merge(it.reset_index(), on=keys, how="left")
     out["count"] = out["count"].fillna(0).astype(int)
+    out["runs"] = out["runs"].fillna(0).astype(int)
     out["action"] = out["action"].astype(str)
     out["scenario"] = out["scenario"].astype(str)
     out = out.rename(columns={c: c[len(PARAM_PREFIX):] for c in pcols})
@@ -136,7 +178,7 @@ def point_tables(summary: pd.DataFrame) -> list[PointTable]:
     for key, g in gb:
         key = key if isinstance(key, tuple) else (key,)
         label = point_label(dict(zip(pnames, key[1:], strict=True)), pnames) if pnames else "all"
-        tab = g[["action", *STAT_COLUMNS[:8]]].rename(columns={"p25": "25%", "p50": "50%", "p75": "75%"})
+        tab = g[["action", *DESCRIBE]].rename(columns=DESCRIBE)
         out.append(PointTable(key[0], label, g["iterations"].iloc[0], g["failure_rate"].iloc[0], tab))
     return out
 

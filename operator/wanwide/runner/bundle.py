@@ -31,6 +31,8 @@ class TrialInfo(BaseModel):
     index: int
     repetition: int
     parameters: dict[str, Any] = Field(default_factory=dict)
+    position: int | None = None  # place in the Benchmark's run order
+    seed: int | None = None  # seed of that order
 
 
 class KeystoneInfo(BaseModel):
@@ -42,10 +44,54 @@ class KeystoneInfo(BaseModel):
 
 
 class StartInfo(BaseModel):
-    scheduled: str | None = None  # start_at of the config (ISO 8601 UTC)
+    # "start_at": every runner starts at the configured time (Kubernetes); "release": a
+    # coordinator releases the ready runners together (the lab); "none": no barrier
+    barrier: Literal["start_at", "release", "none"] | None = None
+    scheduled: str | None = None  # the common start instant: start_at, or the coordinator's release
     actual: str | None = None  # when `rally task start` was launched
-    skew_s: float | None = None  # actual - scheduled (positive = late)
+    skew_s: float | None = None  # actual - scheduled (positive = late), the same meaning for both barriers
     max_skew_s: float | None = None
+    waited_s: float | None = None  # from ready (prepared, warmed up) to the start
+
+
+class GateInfo(BaseModel):
+    """The lab's quiet-machine gate before the release (docs/results.md, "Contention")."""
+
+    enabled: bool = True
+    threshold_pct: float | None = None  # CPU pressure (some) the settle window had to stay under
+    settle_s: float | None = None
+    max_wait_s: float | None = None
+    waited_s: float | None = None
+    passed: bool | None = None  # False: the wait ran out and the load started anyway
+    pressure_pct: float | None = None  # CPU pressure over the last settle window at the release
+
+
+class ContentionInfo(BaseModel):
+    """How busy the machine was during the measured window (the Rally task), as percentages of it."""
+
+    source: str = "proc"
+    window_s: float | None = None
+    psi: bool = False  # the kernel exposes /proc/pressure
+    cpu_some_pct: float | None = None  # share of the window some task waited for a CPU
+    cpu_some_avg10_max: float | None = None  # highest avg10 sampled every second
+    cpu_some_max_interval_pct: float | None = None  # highest pressure over one 1-s interval
+    memory_some_pct: float | None = None
+    memory_full_pct: float | None = None
+    steal_pct: float | None = None  # CPU time the hypervisor gave to others (where reported)
+    busy_pct: float | None = None  # machine CPU busy, all processes
+    foreign_cpu_pct: float | None = None  # CPU used by processes outside the experiment (lab only)
+    loadavg_before: list[float] | None = None
+    loadavg_after: list[float] | None = None
+    gate: GateInfo | None = None
+
+
+class WarmupInfo(BaseModel):
+    """The unmeasured task run before the first measured one on a new deployment."""
+
+    iterations: int | None = None
+    failed_iterations: int | None = None
+    duration_s: float | None = None
+    status: str | None = None
 
 
 class NetworkInfo(BaseModel):
@@ -106,6 +152,8 @@ class Manifest(BaseModel):
     network: NetworkInfo = Field(default_factory=NetworkInfo)
     database: DatabaseInfo = Field(default_factory=DatabaseInfo)
     host: HostInfo = Field(default_factory=HostInfo)
+    contention: ContentionInfo | None = None
+    warmup: WarmupInfo | None = None
     rally: RallyInfo = Field(default_factory=RallyInfo)
     status: Status
     files: list[str] = Field(default_factory=list)

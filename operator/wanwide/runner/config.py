@@ -26,6 +26,8 @@ class Trial(_Model):
     index: int = Field(ge=0)
     repetition: int = Field(ge=0)
     parameters: dict[str, Scalar] = Field(default_factory=dict)
+    position: int | None = Field(None, ge=0, description="Place in the Benchmark's run order.")
+    seed: int | None = Field(None, description="Seed the run order was drawn with.")
 
 
 class KeystoneSettings(_Model):
@@ -86,6 +88,24 @@ class S3Target(_Model):
                                 "unset: 5 attempts, a refusal is final.")
 
 
+class Release(_Model):
+    """Start on a coordinator's release instead of at ``start_at`` (the lab): the runner prepares,
+    says it is ready, and waits for SIGUSR1; the coordinator first writes ``file`` (JSON:
+    ``released_at``, ISO 8601 UTC, and what its quiet-machine gate did), and the skew is then
+    measured from ``released_at``, as it is from ``start_at`` otherwise."""
+
+    file: str
+    timeout_s: float = Field(3600.0, gt=0, description="Fail (StartTooLate) if not released by then.")
+
+
+class Contention(_Model):
+    """The experiment's own processes, so that the CPU the rest of the machine used during the
+    load can be told apart from the experiment's (the lab knows them; a pod does not)."""
+
+    netns: list[str] = Field(default_factory=list, description="Network namespace files (/var/run/netns/NAME).")
+    pids: list[int] = Field(default_factory=list, description="Processes of the experiment outside them.")
+
+
 class Results(_Model):
     local_dir: str
     s3: S3Target | None = None
@@ -102,6 +122,11 @@ class RunnerConfig(_Model):
     task: dict[str, Any]
     start_at: str | None = None
     max_start_skew_s: float = Field(default=30.0, ge=0)
+    release: Release | None = None
+    # Rally task run before the measured one when this run's deployment is new: not measured,
+    # its report kept as logs/warmup.json
+    warmup_task: dict[str, Any] | None = None
+    contention: Contention = Field(default_factory=Contention)
     gauges: Gauges = Field(default_factory=Gauges)
     network_requested: list[LinkRequested] = Field(default_factory=list)
     results: Results
@@ -117,9 +142,11 @@ class RunnerConfig(_Model):
             parse_time(v)
         return v
 
-    @field_validator("task")
+    @field_validator("task", "warmup_task")
     @classmethod
-    def _check_task(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _check_task(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is None:
+            return v
         if v.get("version") != 2:
             raise ValueError("task must be a Rally task in format v2 ({version: 2, subtasks: [...]})")
         if not isinstance(v.get("subtasks"), list) or not v["subtasks"]:

@@ -22,10 +22,12 @@ from pathlib import Path
 
 from .. import __version__
 from .. import timestamps as ts
-from . import gauges
+from . import contention, gauges
 from .bundle import (
     RALLY_JSON,
+    ContentionInfo,
     DatabaseInfo,
+    GateInfo,
     HostInfo,
     KeystoneInfo,
     Manifest,
@@ -34,6 +36,7 @@ from .bundle import (
     StartInfo,
     Status,
     TrialInfo,
+    WarmupInfo,
     bundle_relpath,
     new_run_id,
     write_manifest,
@@ -86,7 +89,8 @@ def check_start(cfg: RunnerConfig, now: datetime) -> None:
         raise StartTooLate(
             f"start_at {iso(start)} is already {late:.1f}s in the past at {iso(now)}, more than "
             f"max_start_skew_s={cfg.max_start_skew_s:g}: refusing to start a run that would not be "
-            "synchronised with the other regions"
+            "synchronised with the other regions (preparation and warm-up took longer than "
+            "spec.workload.startDelay: raise it)"
         )
 
 
@@ -97,20 +101,41 @@ def _on_release(_signum: int, _frame: object) -> None:
     RELEASE.set()
 
 
+READY = "ready:"  # the line a coordinator waits for: "[runner] ready: …"
+
+
 def wait_until(start: datetime, report_every_s: float = 10.0) -> datetime:
-    """Wait for ``start`` (or an earlier SIGUSR1 release); returns the instant the wait ended for."""
-    last = 0.0
+    """Wait for ``start``; returns ``start`` (the instant every runner was told to start at)."""
+    _say(f"{READY} prepared; starting at start_at {iso(start)} "
+         f"({(start - ts.now()).total_seconds():.1f}s to go)")
+    last = time.monotonic()
     while True:
-        if RELEASE.is_set():
-            _say("released by the coordinator (SIGUSR1)")
-            return ts.now()
         left = (start - ts.now()).total_seconds()
         if left <= 0:
             return start
-        if time.monotonic() - last >= report_every_s or left < 0.5:
+        if time.monotonic() - last >= report_every_s:
             _say(f"waiting for start_at {iso(start)}: {left:.1f}s to go")
             last = time.monotonic()
-        RELEASE.wait(min(left, 0.2, report_every_s))
+        time.sleep(min(left, 0.2))
+
+
+def wait_release(release_file: Path, timeout_s: float, report_every_s: float = 60.0) -> dict:
+    """Wait for the coordinator's SIGUSR1; returns what it wrote to ``release_file`` beforehand
+    (``released_at`` and its gate). Raises StartTooLate if no release comes within ``timeout_s``."""
+    _say(f"{READY} prepared; waiting for the coordinator to release every runner together "
+         f"(SIGUSR1; at most {timeout_s:.0f}s)")
+    t0 = time.monotonic()
+    while not RELEASE.wait(min(report_every_s, 1.0)):
+        waited = time.monotonic() - t0
+        if waited > timeout_s:
+            raise StartTooLate(f"not released by the coordinator within {timeout_s:.0f}s")
+    try:
+        info = json.loads(release_file.read_text())
+        ts.parse(info["released_at"])
+    except (OSError, ValueError, KeyError) as e:
+        raise StartTooLate(f"released without a valid release file {release_file}: {e}") from None
+    _say(f"released by the coordinator at {info['released_at']}")
+    return info
 
 
 def _expected_iterations(task: dict) -> int | None:
@@ -164,6 +189,9 @@ class _Run:
     network: NetworkInfo
     rally_info: RallyInfo = field(default_factory=RallyInfo)
     rally_user: str | None = None
+    contention: ContentionInfo | None = None
+    warmup: WarmupInfo | None = None
+    gate: GateInfo | None = None
     status: Status = field(
         default_factory=lambda: Status(result="failed", reason="InternalError", message="run did not finish"))
 
@@ -178,7 +206,8 @@ class _Run:
             keystone=KeystoneInfo(url=cfg.keystone.url, region_name=cfg.keystone.region_name,
                                   cache=cfg.keystone.cache, rally_user=self.rally_user),
             start=self.start_info, end=iso(ts.now()), network=self.network, database=self.db_info,
-            host=self.host_info, rally=self.rally_info, status=self.status,
+            host=self.host_info, contention=self.contention, warmup=self.warmup, rally=self.rally_info,
+            status=self.status,
         )
 
 
@@ -198,7 +227,8 @@ def _new_run(cfg: RunnerConfig, run_id: str) -> _Run:
     return _Run(
         cfg=cfg, run_id=run_id, rel=rel, bundle_dir=bundle_dir, logs=logs, work=work,
         versions={"wanwide": __version__, **cfg.versions},
-        start_info=StartInfo(scheduled=cfg.start_at and iso(cfg.start_time()), max_skew_s=cfg.max_start_skew_s),
+        start_info=StartInfo(barrier="release" if cfg.release else "start_at" if cfg.start_at else "none",
+                             scheduled=cfg.start_at and iso(cfg.start_time()), max_skew_s=cfg.max_start_skew_s),
         db_info=DatabaseInfo(backend=db.backend if db else None, host=db.host if db else None),
         host_info=HostInfo(hostname=host["hostname"], cpu_count=host["cpu_count"], loadavg_before=host["loadavg"]),
         network=NetworkInfo(requested=[link.model_dump() for link in cfg.network_requested]),
@@ -280,20 +310,31 @@ def _db_counters_after(r: _Run, before: dict[str, int] | None) -> None:
 
 
 def _wait_for_start(r: _Run) -> None:
-    """Wait for start_at (refusing to start too late) and record the actual start and skew."""
+    """Wait for the barrier (start_at, or the coordinator's release), refusing to start too late;
+    record the common start instant, the actual start and the skew between them."""
     cfg, info = r.cfg, r.start_info
-    start = cfg.start_time()
-    if start is not None:
+    t_ready = time.monotonic()
+    start: datetime | None = None
+    if cfg.release is not None:
+        released = wait_release(Path(cfg.release.file), cfg.release.timeout_s)
+        start = ts.parse(released["released_at"])
+        if released.get("gate"):
+            r.gate = GateInfo.model_validate(released["gate"])
+    elif cfg.start_time() is not None:
         check_start(cfg, ts.now())
-        start = wait_until(start)
-        info.scheduled = iso(start)
+        start = wait_until(cfg.start_time())
     actual = ts.now()
+    info.waited_s = round(time.monotonic() - t_ready, 3)
     info.actual = iso(actual)
     if start is not None:
+        info.scheduled = iso(start)
         info.skew_s = round((actual - start).total_seconds(), 3)
-        check_start(cfg, actual)
+        late = info.skew_s
+        if late > cfg.max_start_skew_s:
+            raise StartTooLate(f"started {late:.1f}s after the common start {info.scheduled}, more than "
+                               f"max_start_skew_s={cfg.max_start_skew_s:g}: not synchronised with the other regions")
     _say(f"starting rally task at {info.actual}" +
-         (f" (skew {info.skew_s:+.3f}s)" if info.skew_s is not None else ""))
+         (f" (skew {info.skew_s:+.3f}s from the common start)" if info.skew_s is not None else ""))
 
 
 def _start_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -> tuple[str | None, int]:
@@ -335,16 +376,66 @@ def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
     r.status = _task_status(summary, uuid, rc)
 
 
+def _warmup(r: _Run, rally: Rally, task_timeout_s: float) -> None:
+    """The unmeasured warm-up task (a new deployment's first run): report in logs/warmup.json."""
+    task = r.cfg.warmup_task
+    if not task:
+        return
+    _say(f"warm-up: {_expected_iterations(task) or '?'} iteration(s), not measured")
+    task_file = r.work / "warmup.json"
+    task_file.write_text(json.dumps(task, indent=2))
+    t0 = time.monotonic()
+    progress = ProgressCounter("warm-up", _expected_iterations(task))
+    try:  # a failing warm-up is recorded; the measured task says whether the deployment works
+        uuid, rc = rally.task_start(task_file, tag=f"wanwide-warmup-{r.run_id}", timeout=task_timeout_s,
+                                    on_line=progress)
+        r.warmup = WarmupInfo(duration_s=round(time.monotonic() - t0, 3), status=f"exit {rc}")
+        if uuid is None:
+            return
+        rally.task_report_json(uuid, r.logs / "warmup.json")
+    except RallyError as e:
+        _say(f"warm-up: {e}")
+        r.warmup = WarmupInfo(duration_s=round(time.monotonic() - t0, 3), status=f"failed: {e}"[:300])
+        return
+    info = _summarise_rally_json(r.logs / "warmup.json")
+    r.warmup = WarmupInfo(iterations=info.iterations, failed_iterations=info.failed_iterations,
+                          duration_s=r.warmup.duration_s, status=info.task_status)
+
+
+def _own(cfg: RunnerConfig) -> contention.OwnProcesses | None:
+    """The experiment's processes as the configuration names them (None: not known here)."""
+    c = cfg.contention
+    if not (c.netns or c.pids):
+        return None
+    inodes = [i for i in (contention.netns_inode(n) for n in c.netns) if i is not None]
+    return contention.OwnProcesses(netns=inodes, pids=list(c.pids))
+
+
+def _measured_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -> tuple[str | None, int]:
+    """The measured task, with the machine's contention recorded over exactly its window."""
+    own = _own(r.cfg)
+    before = contention.snapshot(own)
+    with contention.Sampler() as sampler:
+        uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
+    after = contention.snapshot(own)
+    r.contention = ContentionInfo(**contention.window(before, after), **sampler.figures(), gate=r.gate)
+    c = r.contention
+    _say(f"contention over the task ({c.window_s:.0f}s): CPU pressure {c.cpu_some_pct}%, "
+         f"steal {c.steal_pct}%, CPU used outside the experiment {c.foreign_cpu_pct}%")
+    return uuid, rc
+
+
 def _execute(r: _Run, task_timeout_s: float) -> None:
     """The run proper, step by step; each step records what it learns in ``r``."""
     check_start(r.cfg, ts.now())
     rally = _setup_rally(r)
+    _warmup(r, rally, task_timeout_s)
     task_file = r.work / "task.json"
     task_file.write_text(json.dumps(r.cfg.task, indent=2))
     _measure_rtt(r)
     before = _db_counters_before(r)
     _wait_for_start(r)
-    uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
+    uuid, rc = _measured_task(r, rally, task_file, task_timeout_s)
     _db_counters_after(r, before)
     _export(r, rally, uuid, rc)
 

@@ -1,0 +1,217 @@
+"""How busy the machine was while a load ran: pressure stall information, CPU steal, load
+average, and (where the experiment's own processes are known) the CPU used by everything else.
+
+Sources: ``/proc/pressure/{cpu,memory}`` (PSI: ``some``/``full`` lines with ``avg10`` and the
+cumulative ``total`` in µs), ``/proc/stat`` (the ``cpu`` line, in clock ticks: steal and busy
+time), ``/proc/loadavg`` and ``/proc/<pid>/stat`` (utime, stime, cutime, cstime). Over a window
+the pressure is ``Δtotal / Δwall`` — the share of the window in which some task (``some``) or
+every task (``full``) waited for the resource. Everything missing on a kernel reads as None.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROC = Path("/proc")
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """One PSI line (``some`` or ``full``)."""
+
+    avg10: float
+    total_us: int
+
+
+def read_pressure(resource: str, proc: Path = PROC) -> dict[str, Pressure] | None:
+    """``{"some": Pressure, "full": Pressure}`` of ``cpu``/``memory``/``io``; None without PSI."""
+    try:
+        text = (proc / "pressure" / resource).read_text()
+    except OSError:
+        return None
+    out = {}
+    for line in text.splitlines():
+        kind, *fields = line.split()
+        kv = dict(f.split("=", 1) for f in fields)
+        out[kind] = Pressure(float(kv["avg10"]), int(kv["total"]))
+    return out
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """The ``cpu`` line of /proc/stat, in clock ticks."""
+
+    busy: int  # user + nice + system + irq + softirq (guest time is inside user)
+    steal: int
+    total: int  # every column but guest/guest_nice (counted in user/nice already)
+
+
+def read_cpu_times(proc: Path = PROC) -> CpuTimes | None:
+    try:
+        with open(proc / "stat") as fh:
+            first = fh.readline().split()
+    except OSError:
+        return None
+    v = [int(x) for x in first[1:]] + [0] * 10
+    user, nice, system, idle, iowait, irq, softirq, steal = v[:8]
+    return CpuTimes(user + nice + system + irq + softirq, steal,
+                    user + nice + system + idle + iowait + irq + softirq + steal)
+
+
+def read_loadavg(proc: Path = PROC) -> list[float] | None:
+    try:
+        return [float(x) for x in (proc / "loadavg").read_text().split()[:3]]
+    except (OSError, ValueError):
+        return None
+
+
+def process_ticks(pid: int, proc: Path = PROC) -> int:
+    """CPU ticks of ``pid`` and its reaped children (utime + stime + cutime + cstime); 0 if gone."""
+    try:
+        text = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return 0
+    rest = text[text.rindex(")") + 2:].split()  # fields after "pid (comm) "
+    return sum(int(x) for x in rest[11:15])
+
+
+def netns_inode(path: str | Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def own_pids(netns: Iterable[int], pids: Iterable[int], proc: Path = PROC) -> set[int]:
+    """Processes in one of the network namespaces (by inode) plus the listed ones."""
+    want = set(netns)
+    out = {p for p in pids if (proc / str(p)).exists()}
+    if not want:
+        return out
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.stat(d / "ns" / "net").st_ino in want:
+                out.add(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
+@dataclass
+class OwnProcesses:
+    """What counts as the experiment: processes in these network namespaces, plus these pids.
+
+    Their CPU time (with reaped children's) is subtracted from the machine's busy time to
+    give the CPU the rest of the machine used. A process of the set that exits is counted
+    through its parent's cutime when the parent is in the set too (runners reap Rally).
+    """
+
+    netns: list[int] = field(default_factory=list)  # inodes of /var/run/netns/<name>
+    pids: list[int] = field(default_factory=list)
+
+    def ticks(self, proc: Path = PROC) -> int:
+        """Ticks of every process of the set, each with its reaped children's (a child alive at
+        both samples counts itself; once reaped by a parent of the set, through that parent)."""
+        return sum(process_ticks(p, proc) for p in own_pids(self.netns, self.pids, proc))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything read at one instant."""
+
+    wall: float  # time.monotonic()
+    cpu: dict[str, Pressure] | None
+    memory: dict[str, Pressure] | None
+    times: CpuTimes | None
+    loadavg: list[float] | None
+    own_ticks: int | None = None
+
+
+def snapshot(own: OwnProcesses | None = None, proc: Path = PROC) -> Snapshot:
+    return Snapshot(time.monotonic(), read_pressure("cpu", proc), read_pressure("memory", proc),
+                    read_cpu_times(proc), read_loadavg(proc), own.ticks(proc) if own else None)
+
+
+def _pct(part: float, whole: float) -> float | None:
+    return round(100.0 * part / whole, 2) if whole > 0 else None
+
+
+def _stall_pct(a: dict[str, Pressure] | None, b: dict[str, Pressure] | None, kind: str, wall: float) -> float | None:
+    if not a or not b or kind not in a or kind not in b:
+        return None
+    return _pct((b[kind].total_us - a[kind].total_us) / 1e6, wall)
+
+
+def window(a: Snapshot, b: Snapshot, cpus: int | None = None) -> dict[str, Any]:
+    """What happened between two snapshots (percentages of the window; None where unknown).
+
+    ``foreign_cpu_pct``: CPU used by processes outside the experiment (and by interrupts), as a
+    share of the machine's capacity (``cpus`` × window); only when both snapshots counted the
+    experiment's own ticks.
+    """
+    wall = b.wall - a.wall
+    out: dict[str, Any] = {
+        "window_s": round(wall, 3),
+        "psi": a.cpu is not None,
+        "cpu_some_pct": _stall_pct(a.cpu, b.cpu, "some", wall),
+        "memory_some_pct": _stall_pct(a.memory, b.memory, "some", wall),
+        "memory_full_pct": _stall_pct(a.memory, b.memory, "full", wall),
+        "steal_pct": None, "busy_pct": None, "foreign_cpu_pct": None,
+        "loadavg_before": a.loadavg, "loadavg_after": b.loadavg,
+    }
+    if a.times and b.times and b.times.total > a.times.total:
+        dt = b.times.total - a.times.total
+        out["steal_pct"] = _pct(b.times.steal - a.times.steal, dt)
+        out["busy_pct"] = _pct(b.times.busy - a.times.busy, dt)
+        if a.own_ticks is not None and b.own_ticks is not None:
+            capacity = (cpus or os.cpu_count() or 1) * wall * TICKS
+            foreign = (b.times.busy - a.times.busy) - (b.own_ticks - a.own_ticks)
+            out["foreign_cpu_pct"] = _pct(max(foreign, 0), capacity)
+    return out
+
+
+class Sampler:
+    """Samples CPU pressure every ``every_s`` in a thread: the highest avg10 seen and the highest
+    pressure over one sampling interval, for a window whose mean hides a burst."""
+
+    def __init__(self, every_s: float = 1.0, proc: Path = PROC):
+        self.every_s, self.proc = every_s, proc
+        self.max_avg10: float | None = None
+        self.max_interval_pct: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="contention")
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        last = read_pressure("cpu", self.proc)
+        t_last = time.monotonic()
+        while not self._stop.wait(self.every_s):
+            cur = read_pressure("cpu", self.proc)
+            t = time.monotonic()
+            if cur is None or last is None:
+                return
+            some = cur["some"]
+            self.max_avg10 = max(self.max_avg10 or 0.0, some.avg10)
+            pct = _pct((some.total_us - last["some"].total_us) / 1e6, t - t_last)
+            if pct is not None:
+                self.max_interval_pct = max(self.max_interval_pct or 0.0, pct)
+            last, t_last = cur, t
+
+    def figures(self) -> dict[str, float | None]:
+        return {"cpu_some_avg10_max": self.max_avg10, "cpu_some_max_interval_pct": self.max_interval_pct}
