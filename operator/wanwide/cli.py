@@ -1,4 +1,4 @@
-"""Command line: ``wanwide plan | crds | operator | runner | report | results | lab``."""
+"""Command line: ``wanwide plan | crds | operator | runner | report | compare | results | lab``."""
 
 from __future__ import annotations
 
@@ -135,6 +135,8 @@ COMMANDS = (
             "run one Rally benchmark run and write/upload its result bundle"),
     Command("report", "wanwide.results.cli", "add_report_parser", "report",
             "tables and plots from result bundles (dir or s3://bucket/prefix) or plain Rally JSON"),
+    Command("compare", "wanwide.results.cli", "add_compare_parser", "report",
+            "how NEW results differ from BASE, per action: relative difference, 95 % interval, ~ if not significant"),
     Command("results", "wanwide.results.cli", "add_results_parser", "report",
             "fetch a Benchmark's result bundles from S3"),
     Command("lab", "wanwide.lab.cli", "add_lab_parser", "all",

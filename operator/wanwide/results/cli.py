@@ -1,4 +1,5 @@
-"""``wanwide report SOURCE… -o DIR`` and ``wanwide results fetch SOURCE`` (mounted by wanwide.cli).
+"""``wanwide report SOURCE… -o DIR``, ``wanwide compare BASE NEW`` and ``wanwide results fetch SOURCE``
+(mounted by wanwide.cli).
 
 Needs only ``pip install 'wanwide[report]'``: nothing here imports kopf, kubernetes or PyMySQL.
 """
@@ -52,9 +53,62 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-store", action="store_true",
                    help="do not store results.parquet beside the raw files (only in DIR)")
+    add_noise_flags(p)
     add_s3_flags(p)
     p.set_defaults(func=cmd_report)
     return p
+
+
+def add_noise_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("noisy runs", "a run is noisy when, during its measured window, the CPU used outside "
+                             "the experiment (or, where unknown, the CPU pressure) or the CPU steal exceeded a threshold")
+    g.add_argument("--noisy-threshold", type=float, metavar="PCT",
+                   help="threshold in %% (default: the one the lab's quiet-machine gate used, else 10)")
+    g.add_argument("--exclude-noisy", action="store_true", help="leave noisy trials out of every table and figure")
+
+
+def add_compare_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "compare", help="how NEW results differ from BASE, per action (benchstat-style)",
+        description="BASE and NEW: a directory of bundles, s3://bucket/prefix, or plain Rally JSON, as for "
+        "`wanwide report`. Per parameter point, scenario and action on both sides: the relative difference "
+        "of the medians (--stat mean: means) with its 95 %% interval and p-value; ~ when the interval "
+        "includes 0. Repetitions are the unit of replication when there are several (docs/results.md).")
+    p.add_argument("base", metavar="BASE")
+    p.add_argument("new", metavar="NEW")
+    p.add_argument("--stat", choices=["median", "mean"], default="median")
+    p.add_argument("--total-only", action="store_true", help="only each scenario's Total (whole iterations)")
+    p.add_argument("--csv", metavar="FILE", help="also write the comparison as CSV")
+    add_noise_flags(p)
+    add_s3_flags(p)
+    p.set_defaults(func=cmd_compare)
+    return p
+
+
+def cmd_compare(args) -> int:
+    import tempfile
+
+    from .compare import Text, compare
+    from .ingest import IngestError
+    from .report import read_sources
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="wanwide-compare-") as tmp:
+            sides = [read_sources([src], Path(tmp) / name, s3=s3_options(args), noisy_threshold=args.noisy_threshold,
+                                  exclude_noisy=args.exclude_noisy)
+                     for name, src in (("base", args.base), ("new", args.new))]
+    except IngestError as e:
+        print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    c = compare(sides[0].table, sides[1].table, args.stat)
+    if args.csv:
+        c.to_csv(args.csv, index=False)
+    for name, side in (("base", sides[0]), ("new", sides[1])):
+        if side.noisy:
+            verb = "left out" if args.exclude_noisy else "included (--exclude-noisy leaves them out)"
+            print(f"{name}: {len(side.noisy)} noisy trial(s) {verb}", file=sys.stderr)
+    sys.stdout.write(Text(args.stat).render(c, args.total_only))
+    return 0
 
 
 def cmd_report(args) -> int:
@@ -64,7 +118,8 @@ def cmd_report(args) -> int:
     t0 = time.monotonic()
     try:
         r = build_report(args.sources, args.output, progress=not args.no_progress,
-                         store_parquet_beside=not args.no_store, s3=s3_options(args))
+                         store_parquet_beside=not args.no_store, s3=s3_options(args),
+                         noisy_threshold=args.noisy_threshold, exclude_noisy=args.exclude_noisy)
     except IngestError as e:
         print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
         return 2

@@ -13,7 +13,8 @@ from markupsafe import Markup
 
 from .stats import PointTable
 
-HTML_LINKS = ["summary.csv", "report.md", "results.parquet", "read_write.csv", "rtt.csv", "runs.csv"]
+HTML_LINKS = ["summary.csv", "headline.csv", "load.csv", "report.md", "results.parquet", "read_write.csv", "rtt.csv",
+              "runs.csv", "details.csv"]
 
 
 @dataclass
@@ -35,6 +36,36 @@ class ReportContent:
     cdfs: list[Path]
     rtt_png: Path | None
     empty_workloads: list[str] = field(default_factory=list)  # "scenario (source)" without iterations
+    growth: pd.DataFrame = field(default_factory=pd.DataFrame)  # headline.growth
+    load: pd.DataFrame = field(default_factory=pd.DataFrame)  # headline.load_effect
+    sentences: list[str] = field(default_factory=list)
+    headline_pngs: list[Path] = field(default_factory=list)
+    details: pd.DataFrame = field(default_factory=pd.DataFrame)
+    noisy: list[tuple[str, str]] = field(default_factory=list)  # (benchmark, trial)
+    noisy_excluded: bool = False
+
+    def growth_table(self) -> pd.DataFrame:
+        g = self.growth
+        return g.drop(columns=[c for c in g.columns if c.startswith("_") or c == "significant"]) if len(g) else g
+
+    def noise_note(self) -> str:
+        """What the reader must know about noisy trials, or ""."""
+        if not self.noisy:
+            n = len(self.runs)
+            return f"No noisy run among {n} (runs.csv: contention per run)." if n else ""
+        names = ", ".join(f"{b}/{t}" for b, t in self.noisy)
+        if self.noisy_excluded:
+            return f"{len(self.noisy)} noisy trial(s) left out of every table and figure: {names}."
+        return (f"Warning: {len(self.noisy)} trial(s) ran on a busy machine (noisy; see runs.csv, column "
+                f"noisy_why) and are included: {names}. `--exclude-noisy` leaves them out.")
+
+
+COLUMN_NOTES = (
+    "Times in seconds over successful iterations. mean and median (p50) with their 95 % intervals "
+    "(ci_method: bootstrap = BCa over the iterations of one run, normal = CLT for large samples, "
+    "t-over-runs = each repetition one observation; the median's from order statistics); runs = "
+    "repetitions behind the row."
+)
 
 
 # ---------------------------------------------------------------- report.md
@@ -75,9 +106,30 @@ def _md_point(p: PointTable) -> list[str]:
             markdown_table(p.table), ""]
 
 
+def _md_headline(c: ReportContent) -> list[str]:
+    """The answer first: growth with each swept parameter and with the load, with intervals."""
+    md: list[str] = []
+    note = c.noise_note()
+    if note:
+        md += [f"> {note}", ""]
+    if len(c.growth) or len(c.load):
+        md += ["## Headline", ""]
+        md += [f"- {x}" for x in c.sentences] + ([""] if c.sentences else [])
+    if len(c.growth):
+        md += ["Median time at the lowest and highest value of each swept parameter, the change between them and "
+               "the slope (least squares over every value; 95 % intervals; ~ = not significant):", "",
+               markdown_table(c.growth_table()), ""]
+    if len(c.load):
+        md += ["High vs light load (medians, 95 % intervals; ~ = not significant):", "",
+               markdown_table(c.load.drop(columns=["significant"])), ""]
+    md += [f"![{p.name}]({p.name})" for p in c.headline_pngs]
+    return md + ([""] if c.headline_pngs else [])
+
+
 def report_markdown(c: ReportContent) -> str:
-    """The text of report.md."""
-    md = _md_intro(c)
+    """The text of report.md: the headline, then the tables per point, runs and details."""
+    md = _md_intro(c) + _md_headline(c)
+    md += [COLUMN_NOTES, ""]
     for p in c.points:
         md += _md_point(p)
     rw, rtt = c.read_write, c.rtt
@@ -85,6 +137,10 @@ def report_markdown(c: ReportContent) -> str:
            markdown_table(rw, "{:.2f}") if len(rw) else "No database counters in these results.", ""]
     md += ["## Requested vs measured RTT", "",
            markdown_table(rtt, "{:.3f}") if len(rtt) else "No RTT measurements in these results.", ""]
+    if len(c.runs):
+        md += ["## Runs (contention during the measured window, %)", "", markdown_table(c.runs, "{:.2f}"), ""]
+    if len(c.details):
+        md += ["## Details (versions, cache, warm-up)", "", markdown_table(c.details), ""]
     return "\n".join(md) + "\n"
 
 
@@ -114,6 +170,11 @@ def index_html(c: ReportContent) -> str:
         sources=[str(s) for s in c.sources], n_inputs=c.n_inputs, n_iterations=c.n_iterations,
         from_names=c.from_names, files=HTML_LINKS, empty_workloads=c.empty_workloads,
         runs=html_table(c.runs) if len(c.runs) else None, summary=html_table(c.summary),
+        noise=c.noise_note(), noisy=bool(c.noisy) and not c.noisy_excluded, sentences=c.sentences,
+        growth=html_table(c.growth_table()) if len(c.growth) else None,
+        load=html_table(c.load.drop(columns=["significant"])) if len(c.load) else None,
+        headline=_figures(c.headline_pngs), details=html_table(c.details) if len(c.details) else None,
+        column_notes=COLUMN_NOTES,
         bars=_figures(c.bars), cdfs=_figures(c.cdfs),
         read_write=html_table(c.read_write) if len(c.read_write) else None,
         rtt=html_table(c.rtt) if len(c.rtt) else None, rtt_png=_figures([c.rtt_png] if c.rtt_png else []),

@@ -14,7 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from .figures import plot_cdfs, plot_rtt, plot_stacked_bars, svg_of
+from .figures import plot_cdfs, plot_headline, plot_rtt, plot_stacked_bars, svg_of
+from .headline import growth, load_effect, sentences
 from .ingest import (
     EMPTY_WORKLOADS,
     MANIFEST,
@@ -26,13 +27,13 @@ from .ingest import (
     write_parquet,
 )
 from .pages import ReportContent, index_html, report_markdown
+from .runs import details_table, noisy_trials, runs_table
 from .s3 import S3Error, S3Options, connect, fetch, parse_uri
 from .stats import (
     PointTable,
     point_tables,
     read_write_table,
     rtt_table,
-    runs_table,
     slug,
     summarize,
     with_benchmark_param,
@@ -108,35 +109,34 @@ def _write_point_tables(points: list[PointTable], tdir: Path) -> list[Path]:
     return [_write_csv(p.table, tdir / f"{slug(p.scenario)}__{slug(p.label)}.csv") for p in points]
 
 
-def _run_tables(manifests: list[dict[str, Any]], out: Path) -> tuple[pd.DataFrame, pd.DataFrame, Path | None, pd.DataFrame]:
-    """read_write.csv, rtt.csv (+ rtt.png) and runs.csv from the bundle manifests."""
+def _run_tables(manifests: list[dict[str, Any]], out: Path) -> tuple[pd.DataFrame, pd.DataFrame, Path | None]:
+    """read_write.csv, rtt.csv (+ rtt.png) from the bundle manifests."""
     rw = read_write_table(manifests)
     _write_csv(rw, out / "read_write.csv")
     rtt = rtt_table(manifests)
     _write_csv(rtt, out / "rtt.csv")
-    rtt_png = plot_rtt(rtt, out)
-    runs = runs_table(manifests)
-    _write_csv(runs, out / "runs.csv")
-    return rw, rtt, rtt_png, runs
+    return rw, rtt, plot_rtt(rtt, out)
 
 
-# ---------------------------------------------------------------- the report
-def build_report(
-    sources: list[str | Path],
-    out_dir: str | Path,
-    *,
-    progress: bool = True,
-    store_parquet_beside: bool = True,
-    env: dict[str, str] | None = None,
-    s3: S3Options | None = None,
-) -> ReportResult:
-    """Read every source (bundle dirs, s3://bucket/prefix, plain Rally JSON) → DIR/…
+# ---------------------------------------------------------------- reading
+@dataclass
+class Read:
+    """What the sources hold: the table (noisy trials dropped if asked), manifests, runs."""
 
-    Writes results.parquet, summary.csv, report.md, tables/*.csv, bars-*.png, cdf-*.png,
-    read_write.csv, rtt.csv/rtt.png, runs.csv and index.html; every PNG also as SVG.
-    Returns what it wrote.
-    """
-    out = Path(out_dir)
+    table: pd.DataFrame
+    manifests: list[dict[str, Any]]
+    found: list[Any]
+    local: list[Path]
+    runs: pd.DataFrame
+    noisy: set[tuple[str, str]]  # (benchmark, trial) of noisy trials
+    excluded: bool  # the noisy trials' rows were dropped from ``table``
+    empty: list[str]
+
+
+def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False, env: dict[str, str] | None = None,
+                 s3: S3Options | None = None, noisy_threshold: float | None = None,
+                 exclude_noisy: bool = False) -> Read:
+    """Read every source (s3:// downloaded under ``out/raw``); runs and their noise from the manifests."""
     out.mkdir(parents=True, exist_ok=True)
     local = _local_paths(sources, out, env, s3)
     found = discover(local)
@@ -151,23 +151,61 @@ def build_report(
         raise IngestError(f"no iterations to report in {', '.join(map(str, sources))}: "
                           + (f"{len(empty)} workload(s), none with data (task aborted before it ran?)"
                              if empty else "no workloads in the Rally JSON"))
+    runs = runs_table(manifests, noisy_threshold)
+    noisy = noisy_trials(runs)
+    if exclude_noisy and noisy and len(df):
+        key = list(zip(df["benchmark"].astype(str), df["trial_id"].astype(str), strict=True))
+        df = df[[k not in noisy for k in key]].copy()
+    return Read(df, manifests, found, local, runs, noisy, exclude_noisy, empty)
+
+
+# ---------------------------------------------------------------- the report
+def build_report(
+    sources: list[str | Path],
+    out_dir: str | Path,
+    *,
+    progress: bool = True,
+    store_parquet_beside: bool = True,
+    env: dict[str, str] | None = None,
+    s3: S3Options | None = None,
+    noisy_threshold: float | None = None,
+    exclude_noisy: bool = False,
+) -> ReportResult:
+    """Read every source (bundle dirs, s3://bucket/prefix, plain Rally JSON) → DIR/…
+
+    Writes results.parquet, summary.csv, headline.csv, load.csv, report.md, tables/*.csv,
+    headline-*.png, bars-*.png, cdf-*.png, read_write.csv, rtt.csv/rtt.png, runs.csv, details.csv
+    and index.html; every PNG also as SVG. Returns what it wrote.
+    """
+    out = Path(out_dir)
+    r = read_sources(sources, out, progress=progress, env=env, s3=s3, noisy_threshold=noisy_threshold,
+                     exclude_noisy=exclude_noisy)
+    df, manifests, found = r.table, r.manifests, r.found
     files: list[Path] = [write_parquet(df, out / "results.parquet")]
     if store_parquet_beside:
-        _store_beside(df, local, out)
+        _store_beside(df, r.local, out)
     df = with_benchmark_param(df)
     summary = summarize(df)
     files.append(_write_csv(summary, out / "summary.csv"))
     points = point_tables(summary)
     files += _write_point_tables(points, out / "tables")
+    grow, load = growth(df), load_effect(df)
+    files += [_write_csv(grow.drop(columns=[c for c in grow.columns if c.startswith("_")]), out / "headline.csv"),
+              _write_csv(load, out / "load.csv")]
+    heads = plot_headline(df, out)
     bars, cdfs = plot_stacked_bars(df, out), plot_cdfs(df, out)
-    rw, rtt, rtt_png, runs = _run_tables(manifests, out)
-    pngs = [*bars, *cdfs, *([rtt_png] if rtt_png else [])]
-    files += [*pngs, *map(svg_of, pngs), out / "read_write.csv", out / "rtt.csv", out / "runs.csv"]
+    rw, rtt, rtt_png = _run_tables(manifests, out)
+    details = details_table(manifests)
+    files += [_write_csv(r.runs, out / "runs.csv"), _write_csv(details, out / "details.csv")]
+    pngs = [*heads, *bars, *cdfs, *([rtt_png] if rtt_png else [])]
+    files += [*pngs, *map(svg_of, pngs), out / "read_write.csv", out / "rtt.csv"]
     content = ReportContent(
         sources=sources, n_inputs=len(found), n_iterations=int((df["action"] == TOTAL).sum()), n_rows=len(df),
         params_sources=sorted(set(df["params_source"].astype(str))) if len(df) else [],
         from_names=any(s.kind == "file" for s in found), summary=summary, points=points,
-        read_write=rw, rtt=rtt, runs=runs, bars=bars, cdfs=cdfs, rtt_png=rtt_png, empty_workloads=empty,
+        read_write=rw, rtt=rtt, runs=r.runs, bars=bars, cdfs=cdfs, rtt_png=rtt_png, empty_workloads=r.empty,
+        growth=grow, load=load, sentences=sentences(grow), headline_pngs=heads, details=details,
+        noisy=sorted(r.noisy), noisy_excluded=r.excluded,
     )
     files.append(_write_text(out / "report.md", report_markdown(content)))
     files.append(_write_text(out / "index.html", index_html(content)))

@@ -8,7 +8,6 @@ show means after dropping values above the 95th percentile of their group.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -231,21 +230,3 @@ def rtt_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
                          "errors": r.get("errors")})
     return pd.DataFrame(rows, columns=["benchmark", "trial", "src", "dst", "kind", "requested_rtt_ms", "measured_median_ms",
                                        "measured_p95_ms", "samples", "errors"])
-
-
-def runs_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per run: identity, status, start skew, host load, Keystone cache, versions."""
-    rows = []
-    for m in manifests:
-        st, start, host, ks = m.get("status") or {}, m.get("start") or {}, m.get("host") or {}, m.get("keystone") or {}
-        rows.append({
-            "benchmark": m.get("benchmark"), "trial": (m.get("trial") or {}).get("id"),
-            "repetition": (m.get("trial") or {}).get("repetition"), "region": m.get("region"),
-            "attempt": m.get("attempt"), "run_id": m.get("run_id"), "result": st.get("result"),
-            "reason": st.get("reason"), "start": start.get("actual"), "skew_s": start.get("skew_s"),
-            "loadavg_before": (host.get("loadavg_before") or [None])[0],
-            "loadavg_after": (host.get("loadavg_after") or [None])[0],
-            "keystone_cache": json.dumps(ks.get("cache") or {}, sort_keys=True),
-            "versions": ", ".join(f"{k} {v}" for k, v in sorted((m.get("versions") or {}).items())),
-        })
-    return pd.DataFrame(rows)
