@@ -36,7 +36,8 @@ STUDY_READ_PCT = {
     "KeystoneBasic.create_and_list_users": 92.05,
 }
 # Parameters that name the swept dimension, in the order they are shown
-SWEEP_ORDER = ["regions", "delay_ms", "rtt_ms", "latency_ms", "load", "placement", "loss_pct"]
+SWEEP_ORDER = ["regions", "rtt", "intraGroupRtt", "interGroupRtt", "delay_ms", "rtt_ms", "latency_ms", "loss", "load",
+               "placement", "loss_pct"]
 
 
 # ---------------------------------------------------------------- parameters

@@ -1,0 +1,124 @@
+"""The report's intervals on synthetic data with known answers: do they contain the truth as often
+as they claim (coverage), and do comparisons call a difference only when there is one?"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from wanwide.results.ci import B, group_ci, median_order_ci, norm_ppf, ratio_interval
+from wanwide.results.headline import slope
+
+SIMS = 300
+
+
+def _coverage(hits: list[bool]) -> float:
+    return sum(hits) / len(hits)
+
+
+def test_norm_ppf_matches_known_quantiles():
+    assert norm_ppf(0.975) == pytest.approx(1.959963985, abs=1e-8)
+    assert norm_ppf(0.5) == pytest.approx(0.0, abs=1e-12)
+    assert norm_ppf(0.001) == pytest.approx(-3.090232306, abs=1e-7)
+
+
+def test_mean_interval_covers_the_true_mean_about_95_percent():
+    rng = np.random.default_rng(7)
+    normal = [(c := group_ci(rng.normal(2.0, 0.5, 30))).mean.lo <= 2.0 <= c.mean.hi for _ in range(SIMS)]
+    # durations are skewed: lognormal with median 1, mean exp(σ²/2)
+    mu = math.exp(0.5 ** 2 / 2)
+    skewed = [(c := group_ci(rng.lognormal(0, 0.5, 40))).mean.lo <= mu <= c.mean.hi for _ in range(SIMS)]
+    assert 0.91 <= _coverage(normal) <= 0.99
+    assert 0.89 <= _coverage(skewed) <= 0.99
+    assert c.mean.method == "bootstrap"
+
+
+def test_large_samples_use_the_normal_interval_with_the_same_coverage():
+    rng = np.random.default_rng(8)
+    hits = [(c := group_ci(rng.exponential(1.0, 3000))).mean.lo <= 1.0 <= c.mean.hi for _ in range(100)]
+    assert c.mean.method == "normal"
+    assert 0.89 <= _coverage(hits) <= 1.0
+
+
+def test_median_interval_from_order_statistics_is_distribution_free():
+    rng = np.random.default_rng(9)
+    hits = []
+    for _ in range(SIMS):
+        x = np.sort(rng.exponential(1.0, 25))
+        lo, hi = median_order_ci(x)
+        hits.append(lo <= math.log(2) <= hi)
+    assert 0.93 <= _coverage(hits) <= 1.0  # exact binomial: at least 95 % by construction
+    assert all(math.isnan(v) for v in median_order_ci(np.arange(5.0)))  # 5 values cannot give 95 %
+    lo, hi = median_order_ci(np.arange(1.0, 7.0))
+    assert (lo, hi) == (1.0, 6.0)  # n = 6: the extremes (coverage 1 - 2/64)
+
+
+def test_repetitions_are_the_unit_when_runs_differ():
+    """Three runs whose machine state shifts them: pooled iterations claim far too much precision,
+    the interval over runs keeps its promise."""
+    rng = np.random.default_rng(10)
+    over_runs, pooled = [], []
+    for _ in range(SIMS):
+        shift = rng.normal(0, 0.3, 3)
+        x = np.concatenate([rng.exponential(1.0, 30) + s for s in shift])
+        ids = np.repeat([0, 1, 2], 30)
+        c, naive = group_ci(x, ids), group_ci(x)
+        over_runs.append(c.mean.lo <= 1.0 <= c.mean.hi)
+        pooled.append(naive.mean.lo <= 1.0 <= naive.mean.hi)
+    assert c.mean.method == "t-over-runs" and c.runs == 3
+    assert 0.91 <= _coverage(over_runs) <= 0.99
+    assert _coverage(pooled) < 0.8
+
+
+def test_comparison_flags_real_differences_and_not_noise():
+    rng = np.random.default_rng(11)
+    false_alarms, found, covers = 0, 0, 0
+    for _ in range(200):
+        a = group_ci(rng.lognormal(0, 0.3, 60)).median
+        same = group_ci(rng.lognormal(0, 0.3, 60)).median
+        more = group_ci(rng.lognormal(math.log(1.25), 0.3, 60)).median
+        false_alarms += ratio_interval(a, same).significant
+        r = ratio_interval(a, more)
+        found += r.significant and r.value > 0
+        covers += r.lo <= 0.25 <= r.hi
+    assert false_alarms / 200 <= 0.10
+    assert found / 200 >= 0.9
+    assert covers / 200 >= 0.88
+
+
+def test_groups_get_independent_replicates():
+    """Two groups must not share random draws: the ratio of equal-width estimates would be too sure."""
+    rng = np.random.default_rng(12)
+    a, b = group_ci(rng.normal(1, 0.1, 50)), group_ci(rng.normal(1, 0.1, 50))
+    assert abs(np.corrcoef(a.mean.replicates, b.mean.replicates)[0, 1]) < 0.15
+    assert len(a.mean.replicates) == B
+    x = rng.normal(1, 0.1, 50)
+    assert np.array_equal(group_ci(x).mean.replicates, group_ci(x.copy()).mean.replicates)  # same data, same report
+
+
+def test_slope_interval_covers_the_true_slope():
+    """Three RTT values, three runs each: the slope of the medians (round trips per RTT) carries
+    each point's interval."""
+    rng = np.random.default_rng(13)
+    xs, true = [0.0, 100.0, 300.0], 0.02  # s per ms: 20 round trips
+    hits = []
+    for _ in range(150):
+        ests = []
+        for x in xs:
+            m = 0.5 + true * x
+            runs = [m * math.exp(rng.normal(0, 0.05)) * np.exp(rng.normal(0, 0.2, 30)) for _ in range(3)]
+            ests.append(group_ci(np.concatenate(runs), np.repeat([0, 1, 2], 30)).median)
+        s = slope(xs, ests)
+        hits.append(s.lo <= true <= s.hi)
+    assert 0.88 <= _coverage(hits) <= 1.0
+
+
+def test_too_little_data_gives_no_interval_rather_than_a_false_one():
+    one = group_ci(np.array([1.0]))
+    assert math.isnan(one.mean.lo) and one.n == 1
+    empty = group_ci(np.array([]))
+    assert empty.n == 0 and math.isnan(empty.median.value)
+    r = ratio_interval(group_ci(np.array([1.0, 1.1, 0.9])).median, group_ci(np.array([2.0, 2.1, 1.9])).median)
+    assert math.isnan(r.lo) and not r.significant  # 3 values: no 95 % median interval, so no verdict

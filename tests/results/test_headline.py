@@ -1,0 +1,138 @@
+"""The report's answers on a synthetic study whose answers are known: MariaDB's authenticate
+waits for 22 round trips per RTT, Galera's for 1.1, high load costs 30 % — do the headline,
+the summary and `wanwide compare` say so, with intervals that contain the truth, and do they
+mark and leave out noisy trials?"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.results.synthetic import SCENARIO, study
+from wanwide.results.headline import growth, load_effect, numeric
+from wanwide.results.ingest import ingest_paths
+from wanwide.results.runs import noisy, runs_table
+from wanwide.results.stats import summarize
+
+TRIPS = {"mariadb": 20, "galera": 1}  # fetch_token's round trips; validate_token adds a tenth
+
+
+def median(backend: str, rtt: float, load: str) -> float:
+    return (0.5 + TRIPS[backend] * rtt / 1000) * (1.3 if load == "high" else 1.0)
+
+
+def _busy(k: int) -> dict | None:
+    """Trial t005 ran beside a compiler: 40 % of the CPU went elsewhere."""
+    return {"window_s": 60.0, "psi": True, "cpu_some_pct": 55.0 if k == 5 else 2.0,
+            "foreign_cpu_pct": 40.0 if k == 5 else 1.0, "steal_pct": 0.0,
+            "gate": {"threshold_pct": 10.0, "settle_s": 20.0, "waited_s": 20.0, "passed": True}}
+
+
+@pytest.fixture(scope="module")
+def syn(tmp_path_factory) -> Path:
+    return study(tmp_path_factory.mktemp("syn"), median, run_sd=0.03, seed=3, contention=_busy)
+
+
+@pytest.fixture(scope="module")
+def table(syn):
+    return ingest_paths([syn])
+
+
+def test_numeric_parameters():
+    assert [numeric(v) for v in ("100ms", "2s", "1.5%", "9", 3, "light", None)] == [100.0, 2000.0, 1.5, 9.0, 3.0,
+                                                                                   None, None]
+
+
+def test_headline_slopes_contain_the_round_trips(table):
+    g = growth(table)
+    tot = g[(g["action"] == "Total") & (g["parameter"] == "rtt")]
+    assert len(tot) == 4  # 2 backends × 2 loads
+    for _, r in tot.iterrows():
+        true = TRIPS[r["backend"]] * 1.1 * (1.3 if r["load"] == "high" else 1.0)
+        assert r["_lo"] <= true <= r["_hi"], (r["backend"], r["load"], r["slope"], true)
+        assert r["significant"]
+    # the answer to the study's question, in order: MariaDB grows far faster than Galera (20× here)
+    light = tot[tot["load"] == "light"].set_index("backend")
+    assert light.loc["mariadb", "_lo"] > 5 * light.loc["galera", "_hi"]
+
+
+def test_load_effect_is_found_with_its_interval(table):
+    le = load_effect(table)
+    tot = le[le["action"] == "Total"]
+    assert len(tot) == 6  # 2 backends × 3 RTTs
+    ratios = tot["high_vs_light"].tolist()
+    assert sum(r.endswith("~") for r in ratios) <= 2  # +30 % with 3 runs × 30 iterations: mostly found
+    for text in ratios:  # "+29% [+12%, +47%]": the interval holds +30 %
+        lo, hi = (float(x.strip(" %[]+~")) for x in text.split("[")[1].split(",")[:2])
+        assert lo <= 30 <= hi, text
+
+
+def test_summary_has_intervals_and_pools_repetitions(table):
+    s = summarize(table)
+    assert "repetition" not in s.columns  # a replicate, not a parameter
+    row = s[(s["backend"] == "mariadb") & (s["rtt"] == "300ms") & (s["load"] == "light")
+            & (s["action"] == "keystone_v3.fetch_token")].iloc[0]
+    assert row["runs"] == 3 and row["count"] == 90 and row["ci_method"] == "t-over-runs"
+    assert row["p50_ci_lo"] <= median("mariadb", 300, "light") <= row["p50_ci_hi"]
+    assert row["mean_ci_lo"] < row["mean"] < row["mean_ci_hi"]
+
+
+def test_noisy_trial_is_marked(syn):
+    from wanwide.results.ingest import bundle_manifests, discover
+
+    runs = runs_table(bundle_manifests(discover([syn])))
+    flagged = runs[runs["noisy"].astype(bool)]
+    assert flagged["trial"].tolist() == ["t005"]
+    assert "CPU used outside the experiment 40.0% > 10%" in flagged["noisy_why"].iloc[0]
+    assert noisy({"cpu_some_pct": 30.0, "foreign_cpu_pct": None}, 10)[0] is True  # no foreign figure: pressure
+    assert noisy({"cpu_some_pct": 30.0, "foreign_cpu_pct": 2.0}, 10)[0] is False  # the experiment's own load
+    assert noisy({}, 10)[0] is None
+
+
+def _wanwide(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("wanwide")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=600)
+
+
+def test_report_opens_with_the_headline_and_excludes_noisy_on_request(syn, tmp_path):
+    p = _wanwide("report", str(syn), "-o", str(tmp_path / "all"), "--no-progress", "--no-store")
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "all" / "report.md").read_text()
+    assert md.index("## Headline") < md.index(f"## {SCENARIO}")
+    assert "Warning: 1 trial(s) ran on a busy machine" in md and "syn/t005" in md
+    assert list((tmp_path / "all").glob("headline-*rtt.png"))
+    p = _wanwide("report", str(syn), "-o", str(tmp_path / "quiet"), "--no-progress", "--no-store", "--exclude-noisy")
+    assert p.returncode == 0, p.stderr
+    assert "left out of every table" in (tmp_path / "quiet" / "report.md").read_text()
+    with open(tmp_path / "quiet" / "summary.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    t005 = [r for r in rows if (r["backend"], r["rtt"], r["load"]) == ("mariadb", "0ms", "high")
+            and r["action"] == "Total"][0]  # t005's point: one run fewer
+    assert int(t005["runs"]) == 2
+
+
+def test_compare_says_what_changed(tmp_path):
+    base = study(tmp_path / "base", median, backends=("galera",), rtts=(0, 100), loads=("light",), seed=5)
+
+    def slower(b: str, rtt: float, load: str) -> float:
+        return median(b, rtt, load) * (1.5 if rtt == 100 else 1.0)
+
+    new = study(tmp_path / "new", slower, backends=("galera",), rtts=(0, 100), loads=("light",), seed=6)
+    p = _wanwide("compare", str(base), str(new), "--total-only", "--csv", str(tmp_path / "c.csv"))
+    assert p.returncode == 0, p.stderr
+    lines = {ln.split()[0]: ln for ln in p.stdout.splitlines() if ln.startswith("backend=")}
+    out = p.stdout
+    assert "backend=galera, rtt=0ms, load=light authenticate_user_and_validate_token Total" in out
+    with open(tmp_path / "c.csv") as fh:
+        rows = {r["rtt"]: r for r in csv.DictReader(fh) if r["action"] == "Total"}
+    assert rows["0ms"]["significant"] == "False" and "~" in out
+    assert rows["100ms"]["significant"] == "True"
+    assert float(rows["100ms"]["delta_lo"]) <= 0.5 <= float(rows["100ms"]["delta_hi"])
+    assert "1 of 2 differ significantly" in out
+    assert lines  # one line per group
+    assert np.isfinite(float(rows["100ms"]["p"])) and float(rows["100ms"]["p"]) < 0.05
