@@ -35,6 +35,14 @@ def deployment_key(p: TrialPlan) -> str:
     }, sort_keys=True)
 
 
+def in_run_order(trials: list[TrialPlan]) -> list[TrialPlan]:
+    """Each Benchmark's trials in its run order (``spec.matrix.order``), Benchmarks as listed."""
+    first: dict[str, int] = {}
+    for i, p in enumerate(trials):
+        first.setdefault(p.benchmark, i)
+    return sorted(trials, key=lambda p: (first[p.benchmark], p.index if p.position is None else p.position))
+
+
 def groups(trials: list[TrialPlan], fresh: bool = False) -> list[list[TrialPlan]]:
     """Trials grouped by deployment, in order of first appearance (one per group if ``fresh``)."""
     if fresh:

@@ -28,7 +28,7 @@ from ..plan.trial import TrialPlan
 from ..runner.config import RunnerConfig
 from ..runner.run import READY
 from . import netns, paths
-from .deployment import Deployment, groups
+from .deployment import Deployment, groups, in_run_order
 from .faults import FaultPlayer
 from .netns import Network
 from .procs import LabError
@@ -432,8 +432,7 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     if problems:
         print("error: " + "\n       ".join(problems), file=sys.stderr)
         return 2
-    first = {b: i for i, b in reversed(list(enumerate(p.benchmark for p in trials)))}  # Benchmarks in file order
-    trials = sorted(trials, key=lambda p: (first[p.benchmark], p.index if p.position is None else p.position))
+    trials = in_run_order(trials)
     runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper, gate=gate)
     outcomes: list[TrialOutcome] = []
 

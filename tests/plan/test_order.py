@@ -1,0 +1,107 @@
+"""Run order and repetitions: interleaved rounds in a seeded random order, recorded in every Trial,
+runner configuration and lab group; the operator and the lab start trials in that order."""
+
+from __future__ import annotations
+
+import yaml
+
+from wanwide.api.benchmark import BenchmarkSpec
+from wanwide.controller.trialstate import to_start
+from wanwide.lab.deployment import groups, in_run_order
+from wanwide.plan.load import load_documents
+from wanwide.plan.matrix import expand, order_seed, run_order
+from wanwide.plan.runner import Addresses, runner_config, task, warmup_task
+from wanwide.plan.trial import plan
+from wanwide.render import trial_object
+
+TOPOLOGY = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "t"},
+            "spec": {"generate": {"count": 3}}}
+
+
+def _bench(matrix: dict, name: str = "b", **workload) -> dict:
+    return {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": name},
+            "spec": {"topologyRef": "t", "matrix": matrix,
+                     "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token", "times": 10}],
+                                  **workload}}}
+
+
+def _plans(matrix: dict, name: str = "b", **workload) -> list:
+    docs = load_documents([yaml.safe_dump_all([TOPOLOGY, _bench(matrix, name, **workload)])])
+    (b,) = docs.benchmarks
+    return plan(b, docs.topology_for(b))
+
+
+def test_sequential_is_the_index_order():
+    assert run_order(3, 2, "Sequential", 1) == [0, 1, 2, 3, 4, 5]
+
+
+def test_interleaved_runs_every_point_once_per_round_in_a_seeded_order():
+    n, reps = 6, 3
+    order = run_order(n, reps, "Interleaved", seed=42)
+    assert sorted(order) == list(range(n * reps))
+    rounds = [order[r * n:(r + 1) * n] for r in range(reps)]
+    for r, rnd in enumerate(rounds):
+        assert sorted(i // reps for i in rnd) == list(range(n))  # every point once
+        assert all(i % reps == r for i in rnd)  # repetition r in round r
+    assert len({tuple(i // reps for i in rnd) for rnd in rounds}) > 1  # each round shuffled anew
+    assert run_order(n, reps, "Interleaved", seed=42) == order  # the seed decides
+    assert run_order(n, reps, "Interleaved", seed=43) != order
+    # over many seeds no point is always first: a cold first trial is spread over the values
+    firsts = {run_order(n, reps, "Interleaved", s)[0] // reps for s in range(40)}
+    assert firsts == set(range(n))
+
+
+def test_seed_is_recorded_and_defaults_to_the_name():
+    spec = BenchmarkSpec.model_validate(_bench({"rtt": ["0ms", "100ms"], "repetitions": 3})["spec"])
+    assert order_seed(spec, "b") == order_seed(spec, "b") != order_seed(spec, "c")
+    pts = expand(spec, "b")
+    assert sorted(p.position for p in pts) == list(range(6)) and {p.seed for p in pts} == {order_seed(spec, "b")}
+    fixed = BenchmarkSpec.model_validate(_bench({"rtt": ["0ms", "100ms"], "repetitions": 3, "seed": 7})["spec"])
+    assert {p.seed for p in expand(fixed, "b")} == {7}
+
+
+def test_trials_and_runner_configs_carry_their_position():
+    plans = _plans({"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms"], "repetitions": 2})
+    objs = [trial_object(p) for p in plans]
+    assert sorted(o["spec"]["position"] for o in objs) == list(range(8))
+    where = Addresses("http://k/v3", ("db", 3306), [], {(r, k): ("h", 1) for r in ("r1", "r2", "r3")
+                                                          for k in ("keystone", "database")})
+    cfg = runner_config(plans[3], "r1", where, start_at=None, local_dir="/tmp/x")
+    assert cfg.trial.position == plans[3].position and cfg.trial.seed == plans[3].seed
+    assert "repetition" in cfg.trial.parameters  # the bundle still says which repetition
+
+
+def test_operator_starts_pending_trials_lowest_position_first():
+    plans = _plans({"rtt": ["0ms", "50ms", "100ms"], "repetitions": 2})
+    trials = [trial_object(p) for p in plans]
+    started = to_start(trials, parallelism=2)
+    want = sorted(trials, key=lambda t: t["spec"]["position"])[:2]
+    assert [t["metadata"]["name"] for t in started] == [t["metadata"]["name"] for t in want]
+
+
+def test_lab_groups_follow_the_run_order():
+    plans = _plans({"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms"], "load": ["light", "high"],
+                    "repetitions": 3})
+    ordered = in_run_order(plans)
+    assert [p.position for p in ordered] == list(range(24))
+    gs = groups(ordered)
+    assert [{p.backend for p in g} for g in gs] in ([{"mariadb"}, {"galera"}], [{"galera"}, {"mariadb"}])
+    for g in gs:
+        assert [p.position for p in g] == sorted(p.position for p in g)
+        # within a deployment the first round holds every point once
+        assert sorted((p.parameters["rtt"], p.parameters["load"]) for p in g[:4]) == \
+            [("0ms", "high"), ("0ms", "light"), ("100ms", "high"), ("100ms", "light")]
+
+
+def test_warmup_is_its_own_unmeasured_task():
+    (p,) = _plans({}, warmup={"times": 3})
+    measured = task(p, "r1")
+    assert all(not st["title"].startswith("warmup") for st in measured["subtasks"])
+    warm = warmup_task(p, "r1")
+    assert warm is not None and [st["runner"]["constant"]["times"] for st in warm["subtasks"]] == [3]
+    where = Addresses("http://k/v3", ("db", 3306), [], {(r, k): ("h", 1) for r in ("r1", "r2", "r3")
+                                                          for k in ("keystone", "database")})
+    assert runner_config(p, "r1", where, start_at=None, local_dir="/x").warmup_task == warm
+    assert runner_config(p, "r1", where, start_at=None, local_dir="/x", new_deployment=False).warmup_task is None
+    (off,) = _plans({}, warmup={"times": 0})
+    assert warmup_task(off, "r1") is None

@@ -1,0 +1,147 @@
+"""Contention figures from /proc: a fake /proc with known counters gives known percentages; the
+real one on this kernel gives sane ones; the quiet-machine gate waits, passes and gives up."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wanwide.lab.quiet import QuietGate, wait_quiet, window_pressure
+from wanwide.runner import contention as c
+
+
+def _proc(root: Path, *, cpu_some: int, cpu_full: int = 0, mem_some: int = 0, mem_full: int = 0,
+          stat: tuple[int, ...] = (0,) * 8, load: str = "0.50 0.40 0.30 1/100 1",
+          pids: dict[int, tuple[int, int]] | None = None) -> Path:
+    """/proc with PSI totals (µs), the cpu line of /proc/stat, loadavg, and processes (ticks, netns inode)."""
+    (root / "pressure").mkdir(parents=True, exist_ok=True)
+    (root / "pressure" / "cpu").write_text(f"some avg10=1.00 avg60=0.50 avg300=0.10 total={cpu_some}\n"
+                                           f"full avg10=0.00 avg60=0.00 avg300=0.00 total={cpu_full}\n")
+    (root / "pressure" / "memory").write_text(f"some avg10=0.00 avg60=0.00 avg300=0.00 total={mem_some}\n"
+                                              f"full avg10=0.00 avg60=0.00 avg300=0.00 total={mem_full}\n")
+    (root / "stat").write_text("cpu  " + " ".join(map(str, stat)) + " 0 0\ncpu0 1 2 3\n")
+    (root / "loadavg").write_text(load + "\n")
+    for pid, (ticks, _ns) in (pids or {}).items():
+        d = root / str(pid)
+        d.mkdir(exist_ok=True)
+        # pid (comm) state ppid … utime stime cutime cstime at fields 14-17
+        rest = ["S", "1"] + ["0"] * 9 + [str(ticks), "0", "0", "0"] + ["0"] * 30
+        (d / "stat").write_text(f"{pid} (my proc) " + " ".join(rest) + "\n")
+    return root
+
+
+def test_window_from_known_counters(tmp_path):
+    # user nice system idle iowait irq softirq steal
+    a = c.snapshot(proc=_proc(tmp_path / "a", cpu_some=1_000_000, mem_some=0, stat=(100, 0, 50, 800, 0, 0, 0, 50)))
+    b = c.snapshot(proc=_proc(tmp_path / "b", cpu_some=4_000_000, mem_some=500_000, mem_full=100_000,
+                              stat=(300, 0, 150, 1300, 0, 0, 0, 250)))
+    b = c.Snapshot(a.wall + 10.0, b.cpu, b.memory, b.times, b.loadavg)
+    w = c.window(a, b)
+    assert w["window_s"] == 10.0
+    assert w["cpu_some_pct"] == 30.0  # 3 s of 10 s some task waited
+    assert w["memory_some_pct"] == 5.0 and w["memory_full_pct"] == 1.0
+    # Δ: busy 300, steal 200, idle 500 of 1000 ticks
+    assert w["steal_pct"] == 20.0 and w["busy_pct"] == 30.0
+    assert w["loadavg_before"] == [0.5, 0.4, 0.3]
+    assert w["foreign_cpu_pct"] is None  # the experiment's processes were not named
+
+
+def test_foreign_cpu_is_busy_time_minus_the_experiments_processes(tmp_path, monkeypatch):
+    monkeypatch.setattr(c, "TICKS", 100)
+    own = c.OwnProcesses(pids=[11, 12])
+    a = c.snapshot(own, _proc(tmp_path / "a", cpu_some=0, stat=(0, 0, 0, 0, 0, 0, 0, 0),
+                              pids={11: (100, 0), 12: (50, 0), 13: (10, 0)}))
+    b = c.snapshot(own, _proc(tmp_path / "b", cpu_some=0, stat=(700, 0, 100, 1200, 0, 0, 0, 0),
+                              pids={11: (500, 0), 12: (250, 0), 13: (210, 0)}))
+    b = c.Snapshot(a.wall + 10.0, b.cpu, b.memory, b.times, b.loadavg, b.own_ticks)
+    w = c.window(a, b, cpus=2)
+    # busy 800 ticks; ours 400 + 200 = 600; the rest 200 ticks of 2 cpus × 10 s × 100 = 2000
+    assert w["foreign_cpu_pct"] == 10.0
+
+
+def test_own_processes_by_network_namespace(tmp_path):
+    root = _proc(tmp_path, cpu_some=0, pids={21: (5, 0), 22: (7, 0)})
+    for pid, ns in ((21, "a"), (22, "b")):
+        (root / str(pid) / "ns").mkdir()
+        (root / str(pid) / "ns" / "net").write_text(ns)
+    inode = os.stat(root / "21" / "ns" / "net").st_ino
+    assert c.own_pids([inode], [], root) == {21}
+    assert c.OwnProcesses(netns=[inode], pids=[22]).ticks(root) == 12
+
+
+def test_no_psi_reads_as_unknown(tmp_path):
+    (tmp_path / "stat").write_text("cpu  1 0 1 10 0 0 0 0\n")
+    s = c.snapshot(proc=tmp_path)
+    assert s.cpu is None and s.loadavg is None
+    w = c.window(s, s)
+    assert w["psi"] is False and w["cpu_some_pct"] is None
+
+
+@pytest.mark.skipif(not Path("/proc/pressure/cpu").exists(), reason="kernel without PSI")
+def test_real_proc_and_a_busy_child_counts_as_ours():
+    """On this kernel: a CPU-bound child of ours is the experiment, not foreign."""
+    burn = subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<2: pass"])
+    own = c.OwnProcesses(pids=[os.getpid(), burn.pid])
+    a = c.snapshot(own)
+    with c.Sampler(every_s=0.2) as s:
+        burn.wait()
+        time.sleep(0.3)
+    b = c.snapshot(own)
+    w = c.window(a, b)
+    assert w["psi"] is True and 0 <= w["cpu_some_pct"] <= 100
+    assert w["busy_pct"] is not None and w["busy_pct"] > 10  # the child kept a core busy
+    assert w["foreign_cpu_pct"] is not None and w["foreign_cpu_pct"] < w["busy_pct"]
+    assert s.figures()["cpu_some_avg10_max"] is not None
+
+
+def test_window_pressure_over_the_settle_period():
+    from collections import deque
+
+    samples = [(float(t), min(t, 5) * 1_000_000) for t in range(0, 11)]  # stalled 5 s, then quiet 5 s
+    assert window_pressure(deque(samples[:3]), 5.0) is None  # not 5 s of samples yet
+    assert window_pressure(deque(samples), 5.0) == pytest.approx(0.0)  # the last 5 s were quiet
+    assert window_pressure(deque(samples[:6]), 5.0) == pytest.approx(100.0)
+    assert window_pressure(deque(samples[:8]), 5.0) == pytest.approx(60.0)  # t 2..7: 3 s of 5
+
+
+def _clock():
+    t = [0.0]
+    return (lambda: t[0]), (lambda d: t.__setitem__(0, t[0] + d))
+
+
+def test_gate_waits_for_quiet_then_passes():
+    clock, sleep = _clock()
+    busy_until = 30.0
+    total = [0]
+
+    def read():  # 80 % pressure until t=30, then 2 %
+        total[0] += int((0.8 if clock() <= busy_until else 0.02) * 1_000_000)
+        return total[0]
+
+    said: list[str] = []
+    g = wait_quiet(QuietGate(threshold_pct=10, settle_s=10, max_wait_s=600), said.append, read=read, clock=clock,
+                   sleep=sleep)
+    assert g["passed"] is True and 38 <= g["waited_s"] <= 45 and g["pressure_pct"] < 10
+    assert any("waiting for a quiet machine" in m for m in said) and "machine quiet after" in said[-1]
+
+
+def test_gate_gives_up_and_says_so():
+    clock, sleep = _clock()
+    total = [0]
+
+    def read():
+        total[0] += 500_000
+        return total[0]
+
+    said: list[str] = []
+    g = wait_quiet(QuietGate(threshold_pct=10, settle_s=10, max_wait_s=60), said.append, read=read, clock=clock,
+                   sleep=sleep)
+    assert g["passed"] is False and g["waited_s"] >= 60 and g["pressure_pct"] == pytest.approx(50.0)
+    assert "starting anyway" in said[-1] and "noisy" in said[-1]
+    off = wait_quiet(QuietGate(enabled=False), said.append, read=read, clock=clock, sleep=sleep)
+    assert off["enabled"] is False and off["waited_s"] == 0.0
