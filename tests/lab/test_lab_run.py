@@ -19,6 +19,7 @@ from wanwide.lab import paths, services
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 WANWIDE = str(Path(sys.executable).with_name("wanwide"))
+QUICK_GATE = ["--quiet-settle", "5", "--quiet-max-wait", "120"]  # the gate, shortened for the test
 
 
 def _spec(tmp: Path, rtt: str = "50ms", matrix: dict | None = None, results: dict | None = None) -> Path:
@@ -76,15 +77,16 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
                               "secretRef": {"name": "lab-keys"}}})
     env = dict(_env(tmp_path), AWS_ACCESS_KEY_ID=s3.info["access_key"], AWS_SECRET_ACCESS_KEY=s3.info["secret_key"])
     try:
-        p = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out)], capture_output=True, text=True,
-                           timeout=1500, env=env)
+        p = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out), *QUICK_GATE], capture_output=True,
+                           text=True, timeout=1500, env=env)
         keys = [o["Key"] for o in client.list_objects_v2(Bucket="lab-results").get("Contents", [])]
     finally:
         s3svc.stop_all()
         shutil.rmtree(s3dir, ignore_errors=True)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert "trial 2/2 t001" in p.stdout and "Loading" in p.stdout  # live status
+    assert "trial 2/2 t00" in p.stdout and "Loading" in p.stdout  # live status
     assert "re-shaping the links of deployment" in p.stdout
+    assert "released together" in p.stdout
     # the network was verified before each trial and recorded: 0 ms, then 50 ms on the same links
     nets = [json.loads((out / "network" / "ci-lab" / f"{t}.json").read_text()) for t in ("t000", "t001")]
     assert {n["shaper"] for n in nets} <= {"netem", "wirefilter"}
@@ -93,13 +95,31 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     assert pair["ok"] and abs(pair["measured_rtt_ms"] - 50) <= 2.5
     assert nets[0]["deployment"]["id"] == nets[1]["deployment"]["id"]
     # each bundle says which deployment it ran on and what ran there before
-    deps = []
+    ms = {}
     for t in ("t000", "t001"):
         (mf,) = list((out / "bundles" / "ci-lab" / t / "r2").glob("attempt-1-*/manifest.json"))
-        deps.append(json.loads(mf.read_text())["deployment"])
+        ms[t] = json.loads(mf.read_text())
+    # the run order: interleaved by a seed recorded in each bundle, the positions 0 and 1
+    first, second = sorted(ms, key=lambda t: ms[t]["trial"]["position"])
+    assert [ms[first]["trial"]["position"], ms[second]["trial"]["position"]] == [0, 1]
+    assert ms[first]["trial"]["seed"] == ms[second]["trial"]["seed"] is not None
+    deps = [ms[first]["deployment"], ms[second]["deployment"]]
     assert deps[0]["id"] == deps[1]["id"] and deps[0]["shared"] is True
     assert (deps[0]["trial_index"], deps[1]["trial_index"]) == (0, 1)
-    assert deps[1]["previous_trials"] == ["t000"]
+    assert deps[1]["previous_trials"] == [first]
+    # the warm-up ran once, before the deployment's first trial, and is not in the measured results
+    warm = ms[first]["warmup"]
+    assert warm["iterations"] == 4 and warm["failed_iterations"] == 0 and ms[second]["warmup"] is None
+    (bundle_dir,) = list((out / "bundles" / "ci-lab" / first / "r2").glob("attempt-1-*"))
+    assert (bundle_dir / "logs" / "warmup.json").is_file()
+    # released by the coordinator after the quiet-machine gate; skew from the release; contention recorded
+    for m in ms.values():
+        assert m["start"]["barrier"] == "release" and 0 <= m["start"]["skew_s"] < 2, m["start"]
+        c = m["contention"]
+        assert c["psi"] is True and c["window_s"] > 0 and c["cpu_some_pct"] is not None
+        assert c["foreign_cpu_pct"] is not None and c["busy_pct"] is not None
+        assert c["gate"]["settle_s"] == 5 and c["gate"]["passed"] in (True, False)
+        assert c["gate"]["waited_s"] >= 5 or c["gate"]["passed"] is False
     # the runner's own gauge saw the re-shaped WAN during the second trial
     (mf,) = list((out / "bundles" / "ci-lab" / "t001" / "r2").glob("attempt-1-*/manifest.json"))
     measured = json.loads(mf.read_text())["network"]["measured"]
@@ -116,6 +136,8 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     assert m["keystone"]["cache"]["enabled"] is True
     assert m["database"]["reads"] > 0 and m["database"]["writes"] >= 0
     # the report, with the atomic actions of the scenario
+    runs = list(csv.DictReader((out / "report" / "runs.csv").open()))
+    assert len(runs) == 2 and all(r["foreign_cpu_pct"] and r["noisy"] in ("True", "False") for r in runs)
     rows = list(csv.DictReader((out / "report" / "summary.csv").open()))
     actions = {r["action"] for r in rows}
     assert "keystone_v3.fetch_token" in actions and "Total" in actions
@@ -126,7 +148,7 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     assert _leftovers(lab_state_dir) == []
     # a rerun skips the trial whose bundles are complete
     before = sorted(mf.relative_to(out) for mf in (out / "bundles").rglob("manifest.json"))
-    again = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out), "--no-report"],
+    again = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out), "--no-report", *QUICK_GATE],
                            capture_output=True, text=True, timeout=300, env=env)
     assert again.returncode == 0 and "Skipped" in again.stdout
     assert "Provisioning" not in again.stdout and "Loading" not in again.stdout
