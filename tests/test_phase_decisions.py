@@ -10,6 +10,7 @@ import yaml
 
 from tests.plan.specs import benchmark
 from wanwide import timestamps as ts
+from wanwide.api.units import seconds
 from wanwide.controller import phases, trialstate
 from wanwide.controller.actions import Apply, Decision, Delete, Emit, Install
 from wanwide.controller.benchmark import with_runner_image
@@ -179,7 +180,8 @@ def _loading(*done: str, started: dt.datetime = T0, attempt: int = 1) -> dict:
 
 def test_loading_chooses_a_start_then_applies_the_runners_with_it():
     d = phases.decide(P, _status("Loading"), {}, T0)
-    assert d.status["loadStartAt"] == ts.iso(T0 + dt.timedelta(seconds=30)) and not d.actions
+    delay = seconds(P.spec.workload.start_delay)  # prepare and warm up before the common start
+    assert delay == 120 and d.status["loadStartAt"] == ts.iso(T0 + dt.timedelta(seconds=delay)) and not d.actions
     d = phases.decide(P, _loading(), {}, T0)
     cms = [o for o in _applied(d) if o["kind"] == "ConfigMap"]
     assert len(cms) == len(P.load_regions) and "load-1" in d.status["done"]
