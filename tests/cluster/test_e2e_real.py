@@ -88,7 +88,7 @@ def benchmark(stack, name: str, backend: str) -> str:
         "monitoring": {"enabled": False},
         "database": {"backend": backend, "image": _ref("mariadb")},
         "runner": {"image": _ref("wanwide")},
-        "workload": {"load": "light", "loadRegion": "r3", "startDelay": "20s", "scenarios": [
+        "workload": {"load": "light", "loadRegion": "r3", "startDelay": "2m", "scenarios": [
             {"name": "authenticate_user_and_validate_token", "times": 6, "concurrency": 2},
             {"name": "create_user_update_password", "times": 4, "concurrency": 2}]},
         "results": {"s3": {"endpoint": stack["s3"], "bucket": BUCKET, "prefix": "real",
