@@ -31,7 +31,8 @@ def _trial_phase(tc, ns, name):
 
 def test_killed_operator_resumes_each_trial_exactly_once(env):
     tc, ns, op, standin = env["tc"], env["ns"], env["op"], env["standin"]
-    text = example(tc, "uniform-9.yaml", extra={"matrix": {"rtt": ["20ms", "100ms"], "parallelism": 1}})
+    # one point, two repetitions: run one after the other in their planned order (spec.position)
+    text = example(tc, "uniform-9.yaml", extra={"matrix": {"rtt": ["20ms"], "repetitions": 2, "parallelism": 1}})
     docs = list(yaml.safe_load_all(text))
     for d in docs:
         d["metadata"]["name"] = "kills"
@@ -63,6 +64,10 @@ def test_killed_operator_resumes_each_trial_exactly_once(env):
               for t in tc.kubectl_json("get", "trials", "-n", ns)["items"]}
     assert b["status"]["phase"] == "Succeeded", f"after kills in {killed_in}: {trials}"
     assert b["status"]["trials"]["succeeded"] == 2
+    mine_trials = [t for t in tc.kubectl_json("get", "trials", "-n", ns)["items"] if t["spec"]["benchmark"] == "kills"]
+    assert sorted(t["spec"]["repetition"] for t in mine_trials) == [0, 1]
+    by_start = sorted(mine_trials, key=lambda t: t["status"]["startTime"])
+    assert [t["spec"]["position"] for t in by_start] == [0, 1], [(t["metadata"]["name"], t["spec"]) for t in by_start]
     # exactly once: one Rally Job (one attempt) per trial, one bundle each
     mine = [s for s in standin.seen.values() if s["benchmark"] == "kills"]
     assert sorted(s["trial"] for s in mine) == ["t000", "t001"], mine
