@@ -132,7 +132,7 @@ class LabRun:
             dep = self._provision(p, dep, shared, say)
             rows = self._verify(dep, p, say)
             self._services(dep, p, say)
-            codes = self._load_with_faults(dep, p, attempt, say)
+            codes = self._loading(dep, p, attempt, say)
             dep.trials.append(p.id)
             failed = [r for r, rc in codes.items() if rc != 0]
             say("Collecting", "bundles written" + (f"; runner failed in {', '.join(failed)}" if failed else ""))
@@ -179,7 +179,7 @@ class LabRun:
         dep.galera_dynamic = p.database.galera_dynamic
         dep.ks = self._keystones(dep.svc, p, dep.db, say)
 
-    def _load_with_faults(self, dep: Deployment, p: TrialPlan, attempt: int, say: Say) -> dict[str, int]:
+    def _loading(self, dep: Deployment, p: TrialPlan, attempt: int, say: Say) -> dict[str, int]:
         say("Loading", f"Rally in {', '.join(p.load_regions)} ({p.load} load)"
             + ("; warm-up first (new deployment)" if not dep.trials and p.spec.workload.warmup.times else ""))
         return self._load(dep, p, attempt, say)
