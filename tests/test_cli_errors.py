@@ -54,7 +54,7 @@ TABLE: list[tuple[str, list[str], str, str]] = [
     ("no-benchmark", ["plan", "-f", "{d}/topology-only.yaml"], "topology-only.yaml", "no Benchmark document"),
     ("bad-flag", ["plan", "-f", str(EXAMPLE), "--bogus"], "wanwide", "unrecognized arguments: --bogus"),
     ("bad-flag-value", ["plan", "-f", str(EXAMPLE), "--trial", "one"], "--trial", "invalid int value"),
-    ("trial-out-of-range", ["plan", "-f", str(EXAMPLE), "--trial", "9"], "--trial 9", "has 2 trials"),
+    ("trial-out-of-range", ["plan", "-f", str(EXAMPLE), "--trial", "99"], "--trial 99", "has 36 trials"),
     ("unknown-command", ["plna"], "wanwide", "invalid choice"),
     ("lab-missing-file", ["lab", "run", "-f", "{d}/missing.yaml", "-o", "{d}/out"], "missing.yaml", "no such file"),
     ("lab-plan-error", ["lab", "run", "-f", "{d}/override-unknown-region.yaml", "-o", "{d}/out"],
