@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .ingest import PARAM_PREFIX, TOTAL
-from .stats import ordered_params, param_columns, point_label, slug, trimmed_means
+from .stats import natural, ordered_params, param_columns, point_label, slug, trimmed_means
 
 
 def _plt() -> Any:
@@ -94,7 +94,7 @@ def _total_cis(tdf: pd.DataFrame, varying: list[str], xcols: list[str], facet: s
 def _stack_bars(ax: Any, fd: pd.DataFrame, xcols: list[str], actions: list[str], colors: Any, title: str,
                 totals: dict[str, Any] | None = None) -> None:
     """One bar per x label, stacked by action, on ``ax``; beside it the Total's mean with its interval."""
-    xs = list(dict.fromkeys(fd.sort_values(xcols)["_x"])) if xcols else ["all"]
+    xs = list(dict.fromkeys(fd.sort_values(xcols, key=natural)["_x"])) if xcols else ["all"]
     bottom = np.zeros(len(xs))
     for ai, a in enumerate(actions):
         vals = np.array([fd[(fd["_x"] == x) & (fd["action"] == a)]["action_duration"].sum() for x in xs])
@@ -174,6 +174,8 @@ def plot_headline(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                 for k, e in meds.items():
                     if k[:len(panels)] == pk and numeric(k[-1]) is not None:
                         series.setdefault(k[len(panels):-1], []).append((numeric(k[-1]), e))
+                colors = plt.get_cmap("tab10")
+                backends = sorted({str(k[0]) for k in series}) if lines and lines[0].endswith("backend") else []
                 for lk, pts in sorted(series.items(), key=lambda kv: str(kv[0])):
                     pts.sort(key=lambda p: p[0])
                     x = [p[0] for p in pts]
@@ -181,7 +183,8 @@ def plot_headline(df: pd.DataFrame, out_dir: Path) -> list[Path]:
                     err = np.array([[max(p[1].value - p[1].lo, 0) if p[1].defined else 0 for p in pts],
                                     [max(p[1].hi - p[1].value, 0) if p[1].defined else 0 for p in pts]])
                     label = ", ".join(f"{c[len(PARAM_PREFIX):]}={v}" for c, v in zip(lines, lk, strict=True)) or "all"
-                    ax.errorbar(x, y, yerr=err, marker="o", capsize=4, label=label,
+                    color = colors(backends.index(str(lk[0])) % 10) if backends else None
+                    ax.errorbar(x, y, yerr=err, marker="o", capsize=4, label=label, color=color,
                                 ls="--" if "load=high" in label else "-")
                 ax.set_xlabel(f"{name} ({UNITS[name]})")
                 ax.set_title(", ".join(f"{c[len(PARAM_PREFIX):]}={v}" for c, v in zip(panels, pk, strict=True)),

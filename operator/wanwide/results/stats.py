@@ -65,6 +65,24 @@ def ordered_params(pcols: list[str]) -> list[str]:
     return [PARAM_PREFIX + n for n in first + [n for n in names if n not in first]]
 
 
+_QUANTITY = re.compile(r"^\s*-?\d+(\.\d+)?\s*(ms|s|%|mbit|gbit)?\s*$")
+
+
+def natural(s: pd.Series) -> pd.Series:
+    """Sort key of a parameter column: numbers by value when every value is a number or a quantity
+    (``50ms`` before ``150ms``), text otherwise; missing values last."""
+    vals = s.dropna().astype(str)
+    if len(vals) and vals.map(lambda v: bool(_QUANTITY.match(v))).all():
+        def num(v: object) -> float:
+            if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+                return float("inf")
+            t = str(v).strip()
+            f = float(re.match(r"-?\d+(\.\d+)?", t).group(0))  # type: ignore[union-attr]
+            return f * 1000 if t.endswith("s") and not t.endswith("ms") else f
+        return s.map(num).astype(float)
+    return s.astype(object).where(s.notna(), None).map(lambda v: (v is None, "" if v is None else str(v)))
+
+
 def point_label(row: pd.Series | dict, names: list[str], none: str = "no parameters") -> str:
     """``name=value, …`` of a parameter point (null values left out); ``all`` without
     parameter names, ``none`` when the point has none of them (its file gave none)."""
@@ -143,8 +161,9 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     out = out.rename(columns={c: c[len(PARAM_PREFIX):] for c in pcols})
     # Total first within each (point, scenario)
     out["_t"] = (out["action"] != TOTAL).astype(int)
-    out = out.sort_values([*(c[len(PARAM_PREFIX):] for c in pcols), "scenario", "_t", "action"],
-                          kind="stable").drop(columns="_t").reset_index(drop=True)
+    names = [c[len(PARAM_PREFIX):] for c in pcols]
+    out = out.sort_values([*names, "scenario", "_t", "action"], kind="stable",
+                          key=lambda col: natural(col) if col.name in names else col).drop(columns="_t").reset_index(drop=True)
     return out[[*(c[len(PARAM_PREFIX):] for c in pcols), "scenario", "action", *STAT_COLUMNS]]
 
 
