@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.test_lab_run import WANWIDE, _spec
+from tests.lab.test_lab_run import QUICK_GATE, WANWIDE, _spec
 from tests.secrets_scan import needles, scan, scan_tree
 from wanwide.lab import paths, services
 from wanwide.lab.run import ADMIN_PASSWORD, DB_PASSWORD, ROOT_PASSWORD
@@ -63,8 +63,8 @@ def test_lab_run_leaves_no_secret_behind(tmp_path, lab_state_dir, need_services)
     watcher = KeyWatcher(work)
     watcher.start()
     try:
-        p = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out)], capture_output=True, text=True,
-                           timeout=1500, env=env)
+        p = subprocess.run([WANWIDE, "lab", "run", "-f", str(f), "-o", str(out), *QUICK_GATE], capture_output=True,
+                           text=True, timeout=1500, env=env)
         watcher.stop.set()
         watcher.join()
         uploaded = {o["Key"]: client.get_object(Bucket="lab-secrets", Key=o["Key"])["Body"].read()
