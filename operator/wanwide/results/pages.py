@@ -101,7 +101,7 @@ def _md_point(p: PointTable) -> list[str]:
     """Section of one scenario and parameter point: iterations, failure rate, describe table."""
     it, fr = p.iterations, p.failure_rate
     return [f"## {p.scenario} — {p.label}", "",
-            f"iterations {int(it) if pd.notna(it) else 0}, "
+            f"iterations {int(it) if pd.notna(it) else 0}" + (f" in {p.runs} runs" if p.runs > 1 else "") + ", "
             f"failure rate λ = {fr:.3f}" if pd.notna(fr) else "no iterations", "",
             markdown_table(p.table), ""]
 

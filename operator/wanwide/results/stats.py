@@ -183,7 +183,8 @@ class PointTable:
     label: str  # point_label of the parameter point
     iterations: Any  # iterations of the point (NaN when none)
     failure_rate: Any  # failed / all iterations (NaN when none)
-    table: pd.DataFrame  # action, count, mean, std, min, 25%, 50%, 75%, max
+    table: pd.DataFrame  # action, count, mean and median with their intervals, std, min, 25%, 75%, max
+    runs: int = 1  # runs (repetitions) pooled in the table
 
 
 def point_tables(summary: pd.DataFrame) -> list[PointTable]:
@@ -198,7 +199,8 @@ def point_tables(summary: pd.DataFrame) -> list[PointTable]:
         key = key if isinstance(key, tuple) else (key,)
         label = point_label(dict(zip(pnames, key[1:], strict=True)), pnames) if pnames else "all"
         tab = g[["action", *DESCRIBE]].rename(columns=DESCRIBE)
-        out.append(PointTable(key[0], label, g["iterations"].iloc[0], g["failure_rate"].iloc[0], tab))
+        out.append(PointTable(key[0], label, g["iterations"].iloc[0], g["failure_rate"].iloc[0], tab,
+                              int(g["runs"].max())))
     return out
 
 
