@@ -62,17 +62,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get]
-# trial children kopf watches: clusterWide, a change wakes its Trial at once
+# trial children kopf watches: clusterWide, a change wakes its Trial at once (not the kinds of
+# Chaos Mesh and mariadb-operator: their CRDs can be deleted, and kopf stops on a watch's 404;
+# their objects are polled instead)
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [list, watch]
 - apiGroups: [apps]
   resources: [deployments]
-  verbs: [list, watch]
-- apiGroups: [chaos-mesh.org]
-  resources: [networkchaos]
-  verbs: [list, watch]
-- apiGroups: [k8s.mariadb.com]
-  resources: [mariadbs]
   verbs: [list, watch]
 {{- end -}}
