@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.results.conftest import same_table
 from wanwide.results import decode
 from wanwide.results.ingest import IngestError, discover, ingest_sources, read_part
 from wanwide.results.reference import reference_frame
@@ -27,13 +28,6 @@ REFUSED = {"rally/galera-9-300ms-high-results.json", "rally-shapes/mixed/galera-
            "rally-shapes/unusable/truncated/keystone-mariadb-0ms.json"}
 
 
-def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(a, b, check_exact=True, check_categorical=True)
-    for col in a.select_dtypes("category"):
-        assert list(a[col].cat.categories) == list(b[col].cat.categories), col
-    assert a.attrs == b.attrs
-
-
 def _outcome(fn, sources):
     try:
         return fn(sources)
@@ -48,7 +42,7 @@ def test_each_file_as_the_reference_reads_it(source):
         assert fast == ref  # the same one-line error
     else:
         assert not isinstance(fast, str), fast
-        _same(fast, ref)
+        same_table(fast, ref)
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda s: str(s.path.relative_to(DATA)))
@@ -69,7 +63,7 @@ def _usable() -> list:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_all_together_in_one_or_two_processes(workers):
     srcs = _usable()
-    _same(ingest_sources(srcs, workers=workers), reference_frame(srcs))
+    same_table(ingest_sources(srcs, workers=workers), reference_frame(srcs))
 
 
 def test_first_error_in_source_order_wins(tmp_path):
@@ -105,18 +99,24 @@ def test_nested_deeper_and_odd_values(tmp_path):
     p.write_text(json.dumps(report))
     [src] = discover([p])
     decode.decode(p.read_bytes())  # taken by the typed decoder
-    _same(ingest_sources([src]), reference_frame([src]))
+    same_table(ingest_sources([src]), reference_frame([src]))
 
 
 def test_frame_of_parts_read_back(tmp_path):
     """A part written to Parquet and read back joins others as the original would (the store's path)."""
-    from wanwide.results.table import part_of_frame
+    from wanwide.results import partfile
 
     srcs = _usable()
     parts = [read_part(s) for s in srcs]
     back = []
     for i, p in enumerate(parts):
-        path = tmp_path / f"{i}.parquet"
-        frame([p]).to_parquet(path, index=False)
-        back.append(part_of_frame(pd.read_parquet(path), p.workloads, p.params))
-    _same(frame(back), frame(parts))
+        partfile.write(p, tmp_path / f"{i}.parquet")
+        back.append(partfile.read(tmp_path / f"{i}.parquet", p.workloads, p.params))
+    same_table(frame(back), frame(parts))
+    # and the file holds the table as the report has it (pandas reads it with the same values)
+    one = pd.read_parquet(tmp_path / "0.parquet")
+    want = frame([parts[0]])
+    assert list(one.columns) == list(want.columns)
+    for col in want.columns:
+        assert one[col].astype(object).where(one[col].notna(), None).tolist() == \
+            want[col].astype(object).where(want[col].notna(), None).tolist(), col

@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from .sources import Input
-from .table import TOTAL_ACTION, Part
+from .table import TOTAL_ACTION, Part, by_first_row
 
 
 class Refused(Exception):
@@ -100,7 +100,7 @@ def read(raw: bytes, inp: Input) -> Part:
 
 
 class _Codes:
-    """Action codes of one source: (parent code, name) → code; renumbered by first row at the end."""
+    """Action codes of one source: (parent code, name) → code (renumbered by first row at the end)."""
 
     def __init__(self) -> None:
         self.by_key: dict[tuple[int, str], int] = {(-1, TOTAL_ACTION[0]): 0}
@@ -122,17 +122,6 @@ class _Codes:
     def top_codes(self, nodes: list[Action]) -> list[int]:
         get, add = self.top.get, self.add
         return [c if (c := get(a.name)) is not None else add(-1, a.name) for a in nodes]
-
-    def in_first_row_order(self, action: np.ndarray) -> tuple[list[tuple[str, str, int]], np.ndarray]:
-        """(actions, codes) renumbered in the order their first row comes, as a row-by-row walk numbers them."""
-        if not len(action):
-            return [TOTAL_ACTION], action
-        used, first = np.unique(action, return_index=True)
-        old = used[np.argsort(first, kind="stable")]
-        remap = np.empty(len(self.actions), dtype=np.int32)
-        remap[old] = np.arange(len(old), dtype=np.int32)
-        return [self.actions[i] for i in old], remap[action]
-
 
 def _starts(counts: np.ndarray) -> np.ndarray:
     """Index of each group's first element when groups of ``counts`` are laid end to end."""
@@ -250,5 +239,5 @@ def report_part(report: Report, inp: Input) -> Part:
     if chunks:
         for key in chunks[0]:
             setattr(part, key, np.concatenate([c[key] for c in chunks]) if len(chunks) > 1 else chunks[0][key])
-    part.actions, part.action = codes.in_first_row_order(part.action)
+    part.actions, part.action = by_first_row(part.action, codes.actions) if part.rows else ([TOTAL_ACTION], part.action)
     return part

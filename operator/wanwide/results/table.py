@@ -3,7 +3,7 @@
 A part holds row-level numpy arrays with codes local to its source (workload, action, error
 type) plus the small tables the codes point into. :func:`frame` concatenates parts and
 remaps the codes, so a table of many sources is built without a Python loop over rows, and a
-part read back from the Parquet store (:func:`part_of_frame`) joins parts decoded just now.
+part read back from the Parquet store (:mod:`~.partfile`) joins parts decoded just now.
 """
 
 from __future__ import annotations
@@ -53,6 +53,17 @@ class Part:
         """``scenario (source)`` of each workload without iterations (no row in the table)."""
         used = set(np.unique(self.wl).tolist())
         return [f"{w['scenario']} ({w['source']})" for i, w in enumerate(self.workloads) if i not in used]
+
+
+def by_first_row(codes: np.ndarray, table: list) -> tuple[list, np.ndarray]:
+    """(entries of ``table`` that rows use, codes into them) numbered in the order of each entry's
+    first row, as a walk that numbers entries when it meets them would. Code -1 (none) stays."""
+    used, first = np.unique(codes, return_index=True)
+    keep = used >= 0
+    old = used[keep][np.argsort(first[keep], kind="stable")]
+    remap = np.full(len(table) + 1, -1, dtype=np.int32)  # the last slot: code -1
+    remap[old] = np.arange(len(old), dtype=np.int32)
+    return [table[i] for i in old], remap[codes]
 
 
 def column_of(values: np.ndarray, idx: np.ndarray):
@@ -194,28 +205,3 @@ def _leaf_column(leaves: list[str], acodes: np.ndarray) -> pd.Categorical:
     lookup = {c: i for i, c in enumerate(cats)}
     remap = np.array([lookup.get(leaf, -1) for leaf in leaves], dtype=np.int32)
     return pd.Categorical.from_codes(remap[acodes], categories=cats)
-
-
-def part_of_frame(df: pd.DataFrame, workloads: list[dict[str, Any]], params: dict[str, Any]) -> Part:
-    """The part of one source back from its table (as :func:`frame` made it, e.g. read from Parquet)."""
-    if not len(df):
-        return Part(workloads, params)
-    acodes = np.asarray(df["action"].cat.codes, dtype=np.int32)
-    paths = list(df["action"].cat.categories)
-    first = np.unique(acodes, return_index=True)[1]
-    names, ncodes = df["action_name"].cat.categories, df["action_name"].cat.codes.to_numpy()
-    depth = df["action_depth"].to_numpy()
-    info = {int(acodes[i]): (str(names[ncodes[i]]), int(depth[i])) for i in first}
-    actions = [(path, *info.get(i, (path, 0))) for i, path in enumerate(paths)]
-    ecodes = np.asarray(df["error_type"].cat.codes, dtype=np.int32)
-    error_types = [str(e) for e in df["error_type"].cat.categories] if (ecodes >= 0).any() else []
-    return Part(
-        workloads, params, actions, error_types,
-        wl=df["workload"].to_numpy(dtype=np.int32), iteration=df["iteration"].to_numpy(np.int32),
-        timestamp=df["iteration_timestamp"].to_numpy(np.float64),
-        it_duration=df["iteration_duration"].to_numpy(np.float64),
-        idle=df["idle_duration"].to_numpy(np.float64), error=ecodes,
-        message=df["error_message"].to_numpy(dtype=object), action=acodes,
-        started=df["action_started"].to_numpy(np.float64), finished=df["action_finished"].to_numpy(np.float64),
-        duration=df["action_duration"].to_numpy(np.float64), failed=df["action_failed"].to_numpy(bool),
-    )

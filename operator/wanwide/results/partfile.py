@@ -1,0 +1,120 @@
+"""One source's part as an Arrow table (a Parquet file of the store), and back, without pandas.
+
+The table has every column of docs/results.md with the types the report's table gives them:
+strings as dictionaries (int32 indices, large_string values) so that the files of one
+Benchmark share a schema, parameters typed per source as :func:`~.table.column_of` types
+them. Reading back needs only the row-level columns plus the workloads and parameters the
+store's index keeps; action and error-type codes are renumbered by first row, so the order
+of a dictionary in the file does not matter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .sources import PARAM_PREFIX, WL_COLUMNS
+from .table import TOTAL_ACTION, Part, by_first_row
+
+TEXT = pa.large_string()
+ROW_FIELDS = ("workload", "iteration", "iteration_timestamp", "iteration_duration", "idle_duration", "error_type",
+              "error_message", "action", "action_name", "action_depth", "action_started", "action_finished",
+              "action_duration", "action_failed")
+
+
+def _dictionary(codes: np.ndarray, values: list[str]) -> pa.DictionaryArray:
+    """Codes (-1: null) into ``values`` as an Arrow dictionary array."""
+    codes = np.asarray(codes, dtype=np.int32)
+    missing = codes < 0
+    indices = pa.array(codes, mask=missing) if missing.any() else pa.array(codes)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(values, TEXT))
+
+
+def _workload_column(values: list[Any], wl: pa.Array) -> pa.Array:
+    """Per-workload values → per-row column, typed as :func:`~.table.column_of` types them."""
+    non_null = [v for v in values if v is not None]
+    if non_null and all(isinstance(v, bool) for v in non_null):
+        return pa.array(values, pa.bool_()).take(wl)
+    if non_null and all(isinstance(v, int | float) and not isinstance(v, bool) for v in non_null):
+        if all(isinstance(v, int) for v in non_null):
+            return pa.array(values, pa.int64()).take(wl)
+        return pa.array([None if v is None else float(v) for v in values], pa.float64()).take(wl)
+    strs = [None if v is None else str(v) for v in values]
+    cats = sorted({s for s in strs if s is not None})
+    lookup = {s: i for i, s in enumerate(cats)}
+    return _dictionary(np.array([-1 if s is None else lookup[s] for s in strs], dtype=np.int32), cats).take(wl)
+
+
+def to_table(part: Part) -> pa.Table:
+    """The rows of ``part`` with every column of the tidy table."""
+    wl = pa.array(part.wl)
+    cols: dict[str, pa.Array] = {name: _workload_column([w.get(name) for w in part.workloads], wl)
+                                 for name in WL_COLUMNS}
+    if part.workloads:
+        for k, v in part.params.items():
+            cols[PARAM_PREFIX + k] = _workload_column([v] * len(part.workloads), wl)
+    leaves = list(dict.fromkeys(a[1] for a in part.actions))
+    leaf_code = np.array([leaves.index(a[1]) for a in part.actions], dtype=np.int32)
+    cols.update({
+        "iteration": pa.array(part.iteration, pa.int32()),
+        "iteration_timestamp": pa.array(part.timestamp), "iteration_duration": pa.array(part.it_duration),
+        "idle_duration": pa.array(part.idle),
+        "error_type": _dictionary(part.error, part.error_types),
+        "error_message": pa.array(part.message, TEXT, from_pandas=True),
+        "action": _dictionary(part.action, [a[0] for a in part.actions]),
+        "action_name": _dictionary(leaf_code[part.action], leaves),
+        "action_depth": pa.array(np.array([a[2] for a in part.actions], dtype=np.int8)[part.action]),
+        "action_started": pa.array(part.started), "action_finished": pa.array(part.finished),
+        "action_duration": pa.array(part.duration), "action_failed": pa.array(part.failed),
+    })
+    return pa.table(cols)
+
+
+def write(part: Part, path: Path) -> None:
+    """``part`` as a Parquet file at ``path``."""
+    pq.write_table(to_table(part), path)
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """(codes with -1 for null, dictionary values) of a dictionary column."""
+    arr = column.unify_dictionaries().combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    codes = pc.fill_null(arr.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return codes, arr.dictionary.to_pylist()
+
+
+def _floats(column: pa.ChunkedArray) -> np.ndarray:
+    return column.to_numpy().astype(np.float64, copy=False)
+
+
+def from_table(table: pa.Table, workloads: list[dict[str, Any]], params: dict[str, Any]) -> Part:
+    """The part of one source back from its table (workloads and parameters from the index)."""
+    if not table.num_rows:
+        return Part(workloads, params)
+    acodes, paths = _codes(table.column("action"))
+    ncodes, names = _codes(table.column("action_name"))
+    depth = table.column("action_depth").to_numpy()
+    _, first = np.unique(acodes, return_index=True)
+    info = {int(acodes[i]): (names[ncodes[i]], int(depth[i])) for i in first}
+    actions, acodes = by_first_row(acodes, [(p, *info.get(i, (p, 0))) for i, p in enumerate(paths)])
+    ecodes, etypes = _codes(table.column("error_type"))
+    error_types, ecodes = by_first_row(ecodes, etypes)
+    messages = table.column("error_message").to_numpy(zero_copy_only=False).astype(object)
+    return Part(
+        workloads, params, actions or [TOTAL_ACTION], error_types,
+        wl=table.column("workload").to_numpy().astype(np.int32), iteration=table.column("iteration").to_numpy(),
+        timestamp=_floats(table.column("iteration_timestamp")),
+        it_duration=_floats(table.column("iteration_duration")), idle=_floats(table.column("idle_duration")),
+        error=ecodes, message=messages, action=acodes,
+        started=_floats(table.column("action_started")), finished=_floats(table.column("action_finished")),
+        duration=_floats(table.column("action_duration")), failed=table.column("action_failed").to_numpy(),
+    )
+
+
+def read(path: Path, workloads: list[dict[str, Any]], params: dict[str, Any]) -> Part:
+    """The part stored at ``path`` (only the row-level columns are read)."""
+    return from_table(pq.read_table(path, columns=list(ROW_FIELDS)), workloads, params)
