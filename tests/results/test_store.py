@@ -99,7 +99,8 @@ def test_a_different_store_format_is_read_again(tmp_path, data_dir, bundle_facto
     _campaign(src, data_dir, bundle_factory)
     ResultStore(tmp_path / "s").sync(discover([src]))
     index = tmp_path / "s" / "_index.json"
-    index.write_text(index.read_text().replace('"format": 1', '"format": 0'))
+    data = json.loads(index.read_text())
+    index.write_text(json.dumps({**data, "format": data["format"] - 1}))
     _, sync = ResultStore(tmp_path / "s").sync(discover([src]))
     assert len(sync.read) == 2 and not sync.reused
 

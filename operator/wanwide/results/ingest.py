@@ -53,8 +53,10 @@ from .sources import (  # noqa: F401  (re-exported: the module's public names si
 )
 from .table import Part, frame
 
-# Below this much Rally JSON, one process reads everything (a pool costs more than it saves).
+# Below this much Rally JSON in fewer sources, one process reads everything (a pool costs more
+# than it saves).
 PARALLEL_MIN_BYTES = 16 << 20
+PARALLEL_MIN_SOURCES = 200
 WORKERS_ENV = "WANWIDE_INGEST_WORKERS"
 
 
@@ -87,11 +89,11 @@ def _work(source: Source, then: Callable[[Source, Part], Any] | None) -> Part | 
 
 # ---------------------------------------------------------------- many sources
 def workers_for(sources: list[Source]) -> int:
-    """Processes to read ``sources`` with: 1 for small inputs, else the CPUs (``$WANWIDE_INGEST_WORKERS``)."""
+    """Processes to read ``sources`` with: 1 for a small input, else the CPUs (``$WANWIDE_INGEST_WORKERS``)."""
     env = os.environ.get(WORKERS_ENV)
     if env:
         return max(1, min(int(env), len(sources)))
-    if len(sources) < 2 or _input_bytes(sources, PARALLEL_MIN_BYTES) < PARALLEL_MIN_BYTES:
+    if len(sources) < PARALLEL_MIN_SOURCES and _input_bytes(sources, PARALLEL_MIN_BYTES) < PARALLEL_MIN_BYTES:
         return 1
     return max(1, min(len(os.sched_getaffinity(0)), len(sources)))
 

@@ -35,24 +35,23 @@ def _dictionary(codes: np.ndarray, values: list[str]) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(indices, pa.array(values, TEXT))
 
 
-def _workload_column(values: list[Any], wl: pa.Array) -> pa.Array:
+def _workload_column(values: list[Any], wl: np.ndarray) -> pa.Array:
     """Per-workload values → per-row column, typed as :func:`~.table.column_of` types them."""
     non_null = [v for v in values if v is not None]
     if non_null and all(isinstance(v, bool) for v in non_null):
-        return pa.array(values, pa.bool_()).take(wl)
+        return pa.array(values, pa.bool_()).take(pa.array(wl))
     if non_null and all(isinstance(v, int | float) and not isinstance(v, bool) for v in non_null):
-        if all(isinstance(v, int) for v in non_null):
-            return pa.array(values, pa.int64()).take(wl)
-        return pa.array([None if v is None else float(v) for v in values], pa.float64()).take(wl)
+        kind = pa.int64() if all(isinstance(v, int) for v in non_null) else pa.float64()
+        return pa.array(values, kind).take(pa.array(wl))
     strs = [None if v is None else str(v) for v in values]
     cats = sorted({s for s in strs if s is not None})
     lookup = {s: i for i, s in enumerate(cats)}
-    return _dictionary(np.array([-1 if s is None else lookup[s] for s in strs], dtype=np.int32), cats).take(wl)
+    return _dictionary(np.array([-1 if s is None else lookup[s] for s in strs], dtype=np.int32)[wl], cats)
 
 
 def to_table(part: Part) -> pa.Table:
     """The rows of ``part`` with every column of the tidy table."""
-    wl = pa.array(part.wl)
+    wl = part.wl
     cols: dict[str, pa.Array] = {name: _workload_column([w.get(name) for w in part.workloads], wl)
                                  for name in WL_COLUMNS}
     if part.workloads:

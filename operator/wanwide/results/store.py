@@ -20,7 +20,8 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,19 @@ import pandas as pd
 
 from . import partfile
 from .ingest import read_parts
-from .sources import MANIFEST, RALLY_JSON, Source, sidecar_path
+from .sources import (
+    MANIFEST,
+    RALLY_JSON,
+    Source,
+    _orjson,  # the same optional fast JSON
+    sidecar_path,
+)
 from .table import Part, frame
 
 INDEX = "_index.json"
 # Bump when the table a source gives changes (columns, dtypes, order): stored files are then re-read.
 STORE_FORMAT = 1
+READERS = 4  # threads reading stored files
 
 
 @dataclass
@@ -119,8 +127,8 @@ class ResultStore:
     def _save(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".{INDEX}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps({"format": STORE_FORMAT, "sources": {k: asdict(e) for k, e in self.entries.items()}},
-                                  default=str, indent=1))
+        data = {"format": STORE_FORMAT, "sources": {k: vars(e) for k, e in self.entries.items()}}
+        tmp.write_bytes(_orjson.dumps(data, default=str) if _orjson else json.dumps(data, default=str).encode())
         tmp.replace(self.root / INDEX)
 
     def sync(self, sources: list[Source], *, progress: bool = False, workers: int | None = None
@@ -139,10 +147,12 @@ class ResultStore:
             self.entries[keys[i]] = Entry(sources[i].kind, prints[i], part_path(sources[i], part) if part.rows else None,
                                           part.rows, part.workloads, part.params)
             done.read.append(keys[i])
-        for i, k in enumerate(keys):
-            if parts[i] is None:
-                parts[i] = self._stored(self.entries[k], str(sources[i].path))
-                done.reused.append(k)
+        reuse = [i for i, p in enumerate(parts) if p is None]
+        with ThreadPoolExecutor(max_workers=READERS) as pool:  # Parquet reading releases the GIL
+            stored = pool.map(lambda i: self._stored(self.entries[keys[i]], str(sources[i].path)), reuse)
+            for i, part in zip(reuse, stored, strict=True):
+                parts[i] = part
+                done.reused.append(keys[i])
         wanted = set(keys)
         done.dropped = [k for k in self.entries if k not in wanted]
         for k in done.dropped:
