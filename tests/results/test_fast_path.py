@@ -89,7 +89,7 @@ def test_nested_deeper_and_odd_values(tmp_path):
          "atomic_actions": [act("a", 1.0, [act("b", 1.1, [act("c", 1.2), act("b", 1.3)]), act("c", 1.4)]),
                             act("b", None)]},
         {"timestamp": 3.0, "duration": 1.0, "error": {"odd": "error"},
-         "atomic_actions": [act("Total", 3.0, failed=1), act("a", 3.5, [act("c", 3.6)])]},
+         "atomic_actions": [act("Total", 3.0, failed=True), act("a", 3.5, [act("c", 3.6)])]},
         {"timestamp": 5, "duration": 1, "error": ["Boom"], "atomic_actions": []},
     ]
     report = {"info": {"format_version": "1.2"}, "tasks": [{"uuid": "u", "subtasks": [

@@ -30,7 +30,7 @@ class Action(msgspec.Struct, gc=False):
     name: str
     started_at: float | None
     finished_at: float | None = None
-    failed: Any = None
+    failed: bool = False
     children: list[Action] | None = None
 
 
@@ -119,6 +119,16 @@ class _Codes:
                 self.actions.append((f"{path}/{name}", name, depth + 1))
         return c
 
+    def child_codes(self, parents: np.ndarray, names: list[str]) -> np.ndarray:
+        """Codes of actions named ``names`` under actions of codes ``parents`` (one dict look-up each)."""
+        by_id = list(dict.fromkeys(names))
+        ids = {n: i for i, n in enumerate(by_id)}
+        name_id = np.array([ids[n] for n in names], dtype=np.int64)
+        pairs, inverse = np.unique(parents * len(by_id) + name_id, return_inverse=True)
+        distinct = np.array([self.add(int(p // len(by_id)), by_id[int(p % len(by_id))]) for p in pairs],
+                            dtype=np.int64)
+        return distinct[inverse.reshape(-1)]
+
     def top_codes(self, nodes: list[Action]) -> list[int]:
         get, add = self.top.get, self.add
         return [c if (c := get(a.name)) is not None else add(-1, a.name) for a in nodes]
@@ -136,7 +146,7 @@ def _siblings(counts: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - np.repeat(_starts(counts), counts)
 
 
-def _actions(data: list[Iteration], codes: _Codes) -> tuple[list[Action], list[int], list[np.ndarray]]:
+def _actions(data: list[Iteration], codes: _Codes) -> tuple[list[Action], np.ndarray, list[np.ndarray]]:
     """Every action of ``data``, level by level (top level first), with its code and sort key.
 
     The key of an action is (iteration, sibling index at depth 0, …, at its depth, -1, …): sorted,
@@ -145,27 +155,26 @@ def _actions(data: list[Iteration], codes: _Codes) -> tuple[list[Action], list[i
     lists = [it.atomic_actions for it in data]
     counts = np.fromiter(map(len, lists), np.int64, len(lists))
     level = [a for acts in lists for a in acts]
-    level_codes = codes.top_codes(level)
+    level_codes = np.asarray(codes.top_codes(level), dtype=np.int64)
     keys = [np.repeat(np.arange(len(data), dtype=np.int64), counts), _siblings(counts)]  # per level
-    nodes, node_codes, node_keys = list(level), list(level_codes), [keys]
+    nodes, node_codes, node_keys = list(level), [level_codes], [keys]
     while True:
         parents = [k for k, a in enumerate(level) if a.children]
         if not parents:
             break
         n_children = np.fromiter((len(level[k].children) for k in parents), np.int64, len(parents))  # type: ignore[arg-type]
         children = [c for k in parents for c in level[k].children]  # type: ignore[union-attr]
-        add = codes.add
-        child_codes = [add(level_codes[k], c.name) for k in parents for c in level[k].children]  # type: ignore[union-attr]
         up = np.repeat(np.asarray(parents, dtype=np.int64), n_children)
+        level_codes = codes.child_codes(level_codes[up], [c.name for c in children])
         keys = [col[up] for col in keys] + [_siblings(n_children)]
-        level, level_codes = children, child_codes
+        level = children
         nodes += children
-        node_codes += child_codes
+        node_codes.append(level_codes)
         node_keys.append(keys)
     depth = len(node_keys)
     pad = [np.concatenate([k[d] if d < len(k) else np.full(len(k[0]), -1, np.int64) for k in node_keys])
            for d in range(depth + 1)]
-    return nodes, node_codes, pad
+    return nodes, np.concatenate(node_codes), pad
 
 
 class _Errors:
@@ -208,15 +217,14 @@ def _workload_rows(data: list[Iteration], wl: int, codes: _Codes, errors: _Error
     keys = [np.concatenate([its, keys[0]])] + [np.concatenate([np.full(n, -1, np.int64), k]) for k in keys[1:]]
     order = np.lexsort(keys[::-1])
     st, fi = _floats([a.started_at for a in nodes]), _floats([a.finished_at for a in nodes])
-    r_it = keys[0][order]
     return {
-        "wl": np.full(len(order), wl, dtype=np.int32), "iteration": r_it.astype(np.int32),
-        "timestamp": ts[r_it], "it_duration": dur[r_it], "idle": idle[r_it], "error": err[r_it],
-        "message": msg[r_it],
-        "action": np.concatenate([np.zeros(n, np.int32), np.asarray(node_codes, dtype=np.int32)])[order],
+        "it_wl": np.full(n, wl, dtype=np.int32), "it_index": its.astype(np.int32), "it_timestamp": ts,
+        "it_duration": dur, "it_idle": idle, "it_error": err, "it_message": msg,
+        "it": keys[0][order].astype(np.int32),
+        "action": np.concatenate([np.zeros(n, np.int32), node_codes.astype(np.int32)])[order],
         "started": np.concatenate([ts, st])[order], "finished": np.concatenate([ts + dur, fi])[order],
         "duration": np.concatenate([dur, fi - st])[order],
-        "failed": np.concatenate([it_failed, np.array([bool(a.failed) for a in nodes], dtype=bool)])[order],
+        "failed": np.concatenate([it_failed, np.array([a.failed for a in nodes], dtype=bool)])[order],
     }
 
 
@@ -234,7 +242,9 @@ def report_part(report: Report, inp: Input) -> Part:
                 workloads.append({**inp.meta, "task_uuid": t.uuid, "subtask": si, "subtask_title": st.title,
                                   "workload": windex, "workload_uuid": w.uuid, "scenario": name})
                 if w.data:
-                    chunks.append(_workload_rows(w.data, windex, codes, errors))
+                    chunk = _workload_rows(w.data, windex, codes, errors)
+                    chunk["it"] += sum(len(c["it_wl"]) for c in chunks)  # into the source's iterations
+                    chunks.append(chunk)
     part = Part(workloads, inp.params, error_types=list(errors.types))
     if chunks:
         for key in chunks[0]:

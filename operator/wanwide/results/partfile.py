@@ -51,7 +51,8 @@ def _workload_column(values: list[Any], wl: np.ndarray) -> pa.Array:
 
 def to_table(part: Part) -> pa.Table:
     """The rows of ``part`` with every column of the tidy table."""
-    wl = part.wl
+    it = part.it
+    wl = part.it_wl[it]
     cols: dict[str, pa.Array] = {name: _workload_column([w.get(name) for w in part.workloads], wl)
                                  for name in WL_COLUMNS}
     if part.workloads:
@@ -60,11 +61,11 @@ def to_table(part: Part) -> pa.Table:
     leaves = list(dict.fromkeys(a[1] for a in part.actions))
     leaf_code = np.array([leaves.index(a[1]) for a in part.actions], dtype=np.int32)
     cols.update({
-        "iteration": pa.array(part.iteration, pa.int32()),
-        "iteration_timestamp": pa.array(part.timestamp), "iteration_duration": pa.array(part.it_duration),
-        "idle_duration": pa.array(part.idle),
-        "error_type": _dictionary(part.error, part.error_types),
-        "error_message": pa.array(part.message, TEXT, from_pandas=True),
+        "iteration": pa.array(part.it_index[it], pa.int32()),
+        "iteration_timestamp": pa.array(part.it_timestamp[it]), "iteration_duration": pa.array(part.it_duration[it]),
+        "idle_duration": pa.array(part.it_idle[it]),
+        "error_type": _dictionary(part.it_error[it], part.error_types),
+        "error_message": pa.array(part.it_message[it], TEXT, from_pandas=True),
         "action": _dictionary(part.action, [a[0] for a in part.actions]),
         "action_name": _dictionary(leaf_code[part.action], leaves),
         "action_depth": pa.array(np.array([a[2] for a in part.actions], dtype=np.int8)[part.action]),
@@ -103,12 +104,13 @@ def from_table(table: pa.Table, workloads: list[dict[str, Any]], params: dict[st
     ecodes, etypes = _codes(table.column("error_type"))
     error_types, ecodes = by_first_row(ecodes, etypes)
     messages = table.column("error_message").to_numpy(zero_copy_only=False).astype(object)
-    return Part(
+    return Part(  # one "iteration" per row: the file has no iteration table
         workloads, params, actions or [TOTAL_ACTION], error_types,
-        wl=table.column("workload").to_numpy().astype(np.int32), iteration=table.column("iteration").to_numpy(),
-        timestamp=_floats(table.column("iteration_timestamp")),
-        it_duration=_floats(table.column("iteration_duration")), idle=_floats(table.column("idle_duration")),
-        error=ecodes, message=messages, action=acodes,
+        it_wl=table.column("workload").to_numpy().astype(np.int32),
+        it_index=table.column("iteration").to_numpy().astype(np.int32),
+        it_timestamp=_floats(table.column("iteration_timestamp")),
+        it_duration=_floats(table.column("iteration_duration")), it_idle=_floats(table.column("idle_duration")),
+        it_error=ecodes, it_message=messages, it=np.arange(table.num_rows, dtype=np.int32), action=acodes,
         started=_floats(table.column("action_started")), finished=_floats(table.column("action_finished")),
         duration=_floats(table.column("action_duration")), failed=table.column("action_failed").to_numpy(),
     )

@@ -239,20 +239,19 @@ class _Builder:
         """What was added, as the part of one source (all workloads share ``params``)."""
 
         def arr(a: array, dt) -> np.ndarray:
-            return np.frombuffer(a, dtype=dt) if len(a) else np.zeros(0, dt)
+            return np.frombuffer(a, dtype=dt).astype(dt) if len(a) else np.zeros(0, dt)
 
-        r_it = arr(self.r_it, np.int64)
-        msgs = np.array([*self.messages, None], dtype=object)
         return Part(
             workloads=[{k: w.get(k) for k in WL_COLUMNS} for w in self.wl], params=params,
             actions=list(zip(self.act_path, self.act_leaf, self.act_depth, strict=True)),
             error_types=list(self.err_types),
-            wl=arr(self.it_wl, np.int64)[r_it].astype(np.int32), iteration=arr(self.it_idx, np.int64)[r_it].astype(np.int32),
-            timestamp=arr(self.it_ts, np.float64)[r_it], it_duration=arr(self.it_dur, np.float64)[r_it],
-            idle=arr(self.it_idle, np.float64)[r_it], error=arr(self.it_err, np.int64)[r_it].astype(np.int32),
-            message=msgs[arr(self.it_msg, np.int64)[r_it]], action=arr(self.r_act, np.int64).astype(np.int32),
-            started=arr(self.r_start, np.float64).copy(), finished=arr(self.r_fin, np.float64).copy(),
-            duration=arr(self.r_dur, np.float64).copy(), failed=arr(self.r_fail, np.int8).astype(bool),
+            it_wl=arr(self.it_wl, np.int64).astype(np.int32), it_index=arr(self.it_idx, np.int64).astype(np.int32),
+            it_timestamp=arr(self.it_ts, np.float64), it_duration=arr(self.it_dur, np.float64),
+            it_idle=arr(self.it_idle, np.float64), it_error=arr(self.it_err, np.int64).astype(np.int32),
+            it_message=np.array([*self.messages, None], dtype=object)[arr(self.it_msg, np.int64)],
+            it=arr(self.r_it, np.int64).astype(np.int32), action=arr(self.r_act, np.int64).astype(np.int32),
+            started=arr(self.r_start, np.float64), finished=arr(self.r_fin, np.float64),
+            duration=arr(self.r_dur, np.float64), failed=arr(self.r_fail, np.int8).astype(bool),
         )
 
     def empty_workloads(self) -> list[str]:

@@ -20,38 +20,45 @@ from .sources import EMPTY_WORKLOADS, PARAM_PREFIX, TOTAL, WL_COLUMNS
 TOTAL_ACTION = (TOTAL, TOTAL, 0)
 
 
+def _empty(dtype) -> np.ndarray:
+    return field(default_factory=lambda: np.zeros(0, dtype))
+
+
 @dataclass
 class Part:
-    """The rows of one source (bundle or file), column by column, codes local to it."""
+    """The rows of one source (bundle or file), column by column, codes local to it.
+
+    Values of an iteration are kept once per iteration (``it_*``); each row points to its
+    iteration (``it``). Rows are in table order: per iteration its Total row, then its actions.
+    """
 
     workloads: list[dict[str, Any]]  # WL_COLUMNS values of each workload, those without rows too
     params: dict[str, Any]  # the source's parameters (every workload of it has them)
     actions: list[tuple[str, str, int]] = field(default_factory=lambda: [TOTAL_ACTION])
     error_types: list[str] = field(default_factory=list)
-    wl: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # per row: workload index
-    iteration: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    timestamp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    it_duration: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    idle: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    error: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # code into error_types, -1 ok
-    message: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # None when ok
-    action: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # code into actions
-    started: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    finished: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    duration: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
-    failed: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    # per iteration
+    it_wl: np.ndarray = _empty(np.int32)  # workload index
+    it_index: np.ndarray = _empty(np.int32)  # the iteration's number in its workload
+    it_timestamp: np.ndarray = _empty(np.float64)
+    it_duration: np.ndarray = _empty(np.float64)
+    it_idle: np.ndarray = _empty(np.float64)
+    it_error: np.ndarray = _empty(np.int32)  # code into error_types, -1 ok
+    it_message: np.ndarray = _empty(object)  # None when ok
+    # per row
+    it: np.ndarray = _empty(np.int32)  # the row's iteration (index into it_*)
+    action: np.ndarray = _empty(np.int32)  # code into actions
+    started: np.ndarray = _empty(np.float64)
+    finished: np.ndarray = _empty(np.float64)
+    duration: np.ndarray = _empty(np.float64)
+    failed: np.ndarray = _empty(bool)
 
     @property
     def rows(self) -> int:
-        return len(self.wl)
-
-    @property
-    def iterations(self) -> int:
-        return int(np.count_nonzero(self.action == 0))
+        return len(self.it)
 
     def empty_workloads(self) -> list[str]:
         """``scenario (source)`` of each workload without iterations (no row in the table)."""
-        used = set(np.unique(self.wl).tolist())
+        used = set(np.unique(self.it_wl).tolist())
         return [f"{w['scenario']} ({w['source']})" for i, w in enumerate(self.workloads) if i not in used]
 
 
@@ -142,14 +149,55 @@ def frame(parts: list[Part], *, release: bool = False) -> pd.DataFrame:
     """
     wls: list[dict[str, Any]] = []
     wl_params: list[dict[str, Any]] = []
-    r_wl = []
+    it_wl, r_it = [], []
+    n_it = 0
     empty = [e for p in parts for e in p.empty_workloads()]
     for p in parts:
-        r_wl.append(p.wl.astype(np.int64) + len(wls))
+        it_wl.append(p.it_wl.astype(np.int32) + len(wls))
+        r_it.append(p.it.astype(np.int64) + n_it)
+        n_it += len(p.it_wl)
         wls += p.workloads
         wl_params += [p.params] * len(p.workloads)
-    rw = np.concatenate(r_wl) if r_wl else np.zeros(0, np.int64)
-    del r_wl
+        if release:
+            p.it = np.zeros(0, np.int32)
+    rows = np.concatenate(r_it) if r_it else np.zeros(0, np.int64)  # each row's iteration, over all parts
+    del r_it
+    rw = (np.concatenate(it_wl) if it_wl else np.zeros(0, np.int32))[rows]  # each row's workload
+    del it_wl
+
+    def cat(attr: str, dtype, per_row: np.ndarray | None = None) -> np.ndarray:
+        arrays = [getattr(p, attr) for p in parts]
+        out = np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+        if release:
+            for p in parts:
+                setattr(p, attr, np.zeros(0, dtype))
+        return out if per_row is None else out[per_row]
+
+    # the row-level columns first: with ``release`` the parts shrink as the table grows
+    rc: dict[str, Any] = {}
+    rc["iteration"] = cat("it_index", np.int32, rows)
+    rc["iteration_timestamp"] = cat("it_timestamp", np.float64, rows)
+    rc["iteration_duration"] = cat("it_duration", np.float64, rows)
+    rc["idle_duration"] = cat("it_idle", np.float64, rows)
+    err_names, ecodes = _merge_codes([p.error_types for p in parts], [p.it_error for p in parts])
+    ecodes = ecodes[rows]
+    rc["error_type"] = (pd.Categorical.from_codes(ecodes, categories=err_names or ["_"]) if len(ecodes)
+                        else pd.Categorical([], categories=err_names))
+    del ecodes
+    rc["error_message"] = _string_column(cat("it_message", object, rows))
+    del rows
+    actions, acodes = _merge_codes([p.actions for p in parts], [p.action for p in parts], key=lambda a: a[0])
+    if not actions:
+        actions = [TOTAL_ACTION]
+    rc["action"] = pd.Categorical.from_codes(acodes, categories=[a[0] for a in actions])
+    rc["action_name"] = _leaf_column([a[1] for a in actions], acodes)
+    rc["action_depth"] = np.array([a[2] for a in actions], dtype=np.int8)[acodes]
+    del acodes
+    rc["action_started"] = cat("started", np.float64)
+    rc["action_finished"] = cat("finished", np.float64)
+    rc["action_duration"] = cat("duration", np.float64)
+    rc["action_failed"] = cat("failed", bool)
+
     cols: dict[str, Any] = {}
     for name in WL_COLUMNS:
         cols[name] = column_of(_objects([w.get(name) for w in wls]), rw)
@@ -161,36 +209,7 @@ def frame(parts: list[Part], *, release: bool = False) -> pd.DataFrame:
     for k in pnames:
         cols[PARAM_PREFIX + k] = column_of(_objects([pp.get(k) for pp in wl_params]), rw)
     del rw
-
-    def cat(attr: str, dtype) -> np.ndarray:
-        arrays = [getattr(p, attr) for p in parts]
-        out = np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
-        if release:
-            for p in parts:
-                setattr(p, attr, np.zeros(0, dtype))
-        return out
-
-    cols["iteration"] = cat("iteration", np.int32)
-    cols["iteration_timestamp"] = cat("timestamp", np.float64)
-    cols["iteration_duration"] = cat("it_duration", np.float64)
-    cols["idle_duration"] = cat("idle", np.float64)
-    err_names, ecodes = _merge_codes([p.error_types for p in parts], [p.error for p in parts])
-    cols["error_type"] = (pd.Categorical.from_codes(ecodes, categories=err_names or ["_"]) if len(ecodes)
-                          else pd.Categorical([], categories=err_names))
-    del ecodes
-    cols["error_message"] = _string_column(cat("message", object))
-    actions, acodes = _merge_codes([p.actions for p in parts], [p.action for p in parts], key=lambda a: a[0])
-    if not actions:
-        actions = [TOTAL_ACTION]
-    cols["action"] = pd.Categorical.from_codes(acodes, categories=[a[0] for a in actions])
-    cols["action_name"] = _leaf_column([a[1] for a in actions], acodes)
-    cols["action_depth"] = np.array([a[2] for a in actions], dtype=np.int8)[acodes]
-    del acodes
-    cols["action_started"] = cat("started", np.float64)
-    cols["action_finished"] = cat("finished", np.float64)
-    cols["action_duration"] = cat("duration", np.float64)
-    cols["action_failed"] = cat("failed", bool)
-    df = pd.DataFrame(cols, copy=False)
+    df = pd.DataFrame({**cols, **rc}, copy=False)
     df.attrs["parameters"] = pnames
     df.attrs[EMPTY_WORKLOADS] = empty
     return df
