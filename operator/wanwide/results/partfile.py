@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from .sources import PARAM_PREFIX, WL_COLUMNS
@@ -91,10 +92,15 @@ def _floats(column: pa.ChunkedArray) -> np.ndarray:
     return column.to_numpy().astype(np.float64, copy=False)
 
 
-def from_table(table: pa.Table, workloads: list[dict[str, Any]], params: dict[str, Any]) -> Part:
-    """The part of one source back from its table (workloads and parameters from the index)."""
+def from_table(table: pa.Table, workloads: list[dict[str, Any]], params: dict[str, Any], *,
+               wl_offset: np.ndarray | None = None, wl_params: list[dict[str, Any]] | None = None) -> Part:
+    """The part back from its table (workloads and parameters from the store's index).
+
+    For a table of several sources: ``wl_offset`` per row (added to its ``workload``, making it
+    an index into ``workloads``) and ``wl_params`` per workload.
+    """
     if not table.num_rows:
-        return Part(workloads, params)
+        return Part(workloads, params, wl_params=wl_params)
     acodes, paths = _codes(table.column("action"))
     ncodes, names = _codes(table.column("action_name"))
     depth = table.column("action_depth").to_numpy()
@@ -104,18 +110,41 @@ def from_table(table: pa.Table, workloads: list[dict[str, Any]], params: dict[st
     ecodes, etypes = _codes(table.column("error_type"))
     error_types, ecodes = by_first_row(ecodes, etypes)
     messages = table.column("error_message").to_numpy(zero_copy_only=False).astype(object)
+    wl = table.column("workload").to_numpy().astype(np.int32)
     return Part(  # one "iteration" per row: the file has no iteration table
         workloads, params, actions or [TOTAL_ACTION], error_types,
-        it_wl=table.column("workload").to_numpy().astype(np.int32),
+        it_wl=wl if wl_offset is None else wl + wl_offset.astype(np.int32),
         it_index=table.column("iteration").to_numpy().astype(np.int32),
         it_timestamp=_floats(table.column("iteration_timestamp")),
         it_duration=_floats(table.column("iteration_duration")), it_idle=_floats(table.column("idle_duration")),
         it_error=ecodes, it_message=messages, it=np.arange(table.num_rows, dtype=np.int32), action=acodes,
         started=_floats(table.column("action_started")), finished=_floats(table.column("action_finished")),
         duration=_floats(table.column("action_duration")), failed=table.column("action_failed").to_numpy(),
+        wl_params=wl_params,
     )
 
 
 def read(path: Path, workloads: list[dict[str, Any]], params: dict[str, Any]) -> Part:
     """The part stored at ``path`` (only the row-level columns are read)."""
     return from_table(pq.read_table(path, columns=list(ROW_FIELDS)), workloads, params)
+
+
+def read_many(sources: list[tuple[Path | None, list[dict[str, Any]], dict[str, Any]]]) -> Part:
+    """One part of several stored sources, in their order: (file or None when no rows, workloads, params).
+
+    One scan of all files (Arrow's threads), not one read per file: thousands of small bundles.
+    """
+    files = [f for f, _, _ in sources if f is not None]
+    workloads = [w for _, ws, _ in sources for w in ws]
+    wl_params = [p for _, ws, p in sources for _ in ws]
+    first_wl = np.cumsum([0] + [len(ws) for _, ws, _ in sources])[:-1]
+    file_wl = np.array([first_wl[i] for i, (f, _, _) in enumerate(sources) if f is not None], dtype=np.int64)
+    if not files:
+        return Part(workloads, {}, wl_params=wl_params)
+    table = ds.dataset([str(f) for f in files], format="parquet").to_table(
+        columns=[*ROW_FIELDS, "__fragment_index"])
+    frag = table.column("__fragment_index").to_numpy()
+    if len(frag) > 1 and (np.diff(frag) < 0).any():  # keep the files' order, rows within each
+        order = np.argsort(frag, kind="stable")
+        table, frag = table.take(order), frag[order]
+    return from_table(table, workloads, {}, wl_offset=file_wl[frag], wl_params=wl_params)

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -42,7 +41,6 @@ from .table import Part, frame
 INDEX = "_index.json"
 # Bump when the table a source gives changes (columns, dtypes, order): stored files are then re-read.
 STORE_FORMAT = 1
-READERS = 4  # threads reading stored files
 
 
 @dataclass
@@ -134,7 +132,7 @@ class ResultStore:
     def sync(self, sources: list[Source], *, progress: bool = False, workers: int | None = None
              ) -> tuple[pd.DataFrame, Sync]:
         """The table of ``sources`` (in their order), reading JSON only for new or changed ones."""
-        keys = [str(s.path.resolve()) for s in sources]
+        keys = [os.path.abspath(s.path) for s in sources]
         prints = [fingerprint(s) for s in sources]
         stale = [i for i, (k, fp) in enumerate(zip(keys, prints, strict=True))
                  if k not in self.entries or self.entries[k].fingerprint != json.loads(json.dumps(fp))]
@@ -147,26 +145,29 @@ class ResultStore:
             self.entries[keys[i]] = Entry(sources[i].kind, prints[i], part_path(sources[i], part) if part.rows else None,
                                           part.rows, part.workloads, part.params)
             done.read.append(keys[i])
-        reuse = [i for i, p in enumerate(parts) if p is None]
-        with ThreadPoolExecutor(max_workers=READERS) as pool:  # Parquet reading releases the GIL
-            stored = pool.map(lambda i: self._stored(self.entries[keys[i]], str(sources[i].path)), reuse)
-            for i, part in zip(reuse, stored, strict=True):
-                parts[i] = part
-                done.reused.append(keys[i])
+        # runs of consecutive unchanged sources: one scan of their files each
+        run: list[int] = []
+        for i in [*range(len(parts)), len(parts)]:
+            if i < len(parts) and parts[i] is None:
+                run.append(i)
+                continue
+            if run:
+                parts[run[0]] = partfile.read_many([self._stored(keys[j], str(sources[j].path)) for j in run])
+                done.reused += [keys[j] for j in run]
+                run = []
         wanted = set(keys)
         done.dropped = [k for k in self.entries if k not in wanted]
         for k in done.dropped:
             del self.entries[k]
-        self._save()
-        self._sweep()
-        return frame(parts, release=True), done  # type: ignore[arg-type]
+        if done.read or done.dropped or not (self.root / INDEX).exists():
+            self._save()
+            self._sweep()
+        return frame([p for p in parts if p is not None], release=True), done
 
-    def _stored(self, e: Entry, source: str) -> Part:
-        """A source's part from its file; ``source`` as it is named now (relative or not)."""
-        workloads = [{**w, "source": source} for w in e.workloads]
-        if e.part is None:
-            return Part(workloads, e.params)
-        return partfile.read(self.root / e.part, workloads, e.params)
+    def _stored(self, key: str, source: str) -> tuple[Path | None, list[dict[str, Any]], dict[str, Any]]:
+        """(file, workloads, parameters) of a stored source; ``source`` as it is named now."""
+        e = self.entries[key]
+        return (self.root / e.part if e.part else None), [{**w, "source": source} for w in e.workloads], e.params
 
     def _sweep(self) -> None:
         """Remove Parquet files no entry names (dropped sources, moved parts, an interrupted sync's)."""

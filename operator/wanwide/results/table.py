@@ -51,6 +51,11 @@ class Part:
     finished: np.ndarray = _empty(np.float64)
     duration: np.ndarray = _empty(np.float64)
     failed: np.ndarray = _empty(bool)
+    # parameters per workload, for a part that holds several sources (the store's); None: ``params``
+    wl_params: list[dict[str, Any]] | None = None
+
+    def workload_params(self) -> list[dict[str, Any]]:
+        return self.wl_params if self.wl_params is not None else [self.params] * len(self.workloads)
 
     @property
     def rows(self) -> int:
@@ -157,7 +162,7 @@ def frame(parts: list[Part], *, release: bool = False) -> pd.DataFrame:
         r_it.append(p.it.astype(np.int64) + n_it)
         n_it += len(p.it_wl)
         wls += p.workloads
-        wl_params += [p.params] * len(p.workloads)
+        wl_params += p.workload_params()
         if release:
             p.it = np.zeros(0, np.int32)
     rows = np.concatenate(r_it) if r_it else np.zeros(0, np.int64)  # each row's iteration, over all parts
@@ -202,8 +207,8 @@ def frame(parts: list[Part], *, release: bool = False) -> pd.DataFrame:
     for name in WL_COLUMNS:
         cols[name] = column_of(_objects([w.get(name) for w in wls]), rw)
     pnames: list[str] = []
-    for p in parts:
-        for k in p.params if p.workloads else ():  # a source without workloads adds no column
+    for pp in wl_params:  # a source without workloads adds no column
+        for k in pp:
             if k not in pnames:
                 pnames.append(k)
     for k in pnames:
