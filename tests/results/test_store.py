@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -94,13 +95,24 @@ def test_bundles_and_files_mixed_reused_as_read(tmp_path, data_dir, bundle_facto
         ["_files", "_files", "delay-sweep", "delay-sweep"]
 
 
+def test_report_inside_its_sources_twice(tmp_path, data_dir, bundle_factory):
+    """`wanwide report DIR -o DIR/report` (what `results fetch` suggests), run again: the store
+    and the report's own files are not taken for input."""
+    src = tmp_path / "b"
+    _campaign(src, data_dir, bundle_factory)
+    first = build_report([src], src / "report", progress=False)
+    second = build_report([src], src / "report", progress=False)
+    same_table(second.table, first.table)
+    assert len(discover([src])) == 2
+
+
 def test_a_different_store_format_is_read_again(tmp_path, data_dir, bundle_factory):
     src = tmp_path / "b"
     _campaign(src, data_dir, bundle_factory)
     ResultStore(tmp_path / "s").sync(discover([src]))
-    index = tmp_path / "s" / "_index.json"
-    data = json.loads(index.read_text())
-    index.write_text(json.dumps({**data, "format": data["format"] - 1}))
+    index = tmp_path / "s" / "_index.json.gz"
+    data = json.loads(gzip.decompress(index.read_bytes()))
+    index.write_bytes(gzip.compress(json.dumps({**data, "format": data["format"] - 1}).encode()))
     _, sync = ResultStore(tmp_path / "s").sync(discover([src]))
     assert len(sync.read) == 2 and not sync.reused
 

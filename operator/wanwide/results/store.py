@@ -4,7 +4,7 @@ Layout under the store's directory (the report puts it at ``DIR/parquet``)::
 
     <benchmark>/<trial id>/<region>-<attempt dir>-<hash>.parquet   one per bundle
     _files/<file stem>-<hash>.parquet                               one per plain Rally JSON file
-    _index.json                                                     what each file holds
+    _index.json.gz                                                  what each file holds (gzipped JSON)
 
 Each file is the tidy table (docs/results.md) of one source, every column included, so the
 store can be queried as it is (DuckDB, pandas, Spark: ``**/*.parquet``). The index records
@@ -16,6 +16,7 @@ drops the files of sources no longer given. One sync at a time per store.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -38,7 +39,7 @@ from .sources import (
 )
 from .table import Part, frame
 
-INDEX = "_index.json"
+INDEX = "_index.json.gz"  # not *.json: a report written inside its sources must not read it back
 # Bump when the table a source gives changes (columns, dtypes, order): stored files are then re-read.
 STORE_FORMAT = 1
 
@@ -115,8 +116,8 @@ class ResultStore:
 
     def _load(self) -> dict[str, Entry]:
         try:
-            data = json.loads((self.root / INDEX).read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            data = json.loads(gzip.decompress((self.root / INDEX).read_bytes()))
+        except (FileNotFoundError, OSError, EOFError, ValueError):
             return {}
         if not isinstance(data, dict) or data.get("format") != STORE_FORMAT:
             return {}
@@ -126,7 +127,8 @@ class ResultStore:
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".{INDEX}.{os.getpid()}.tmp"
         data = {"format": STORE_FORMAT, "sources": {k: vars(e) for k, e in self.entries.items()}}
-        tmp.write_bytes(_orjson.dumps(data, default=str) if _orjson else json.dumps(data, default=str).encode())
+        raw = _orjson.dumps(data, default=str) if _orjson else json.dumps(data, default=str).encode()
+        tmp.write_bytes(gzip.compress(raw, compresslevel=1))
         tmp.replace(self.root / INDEX)
 
     def sync(self, sources: list[Source], *, progress: bool = False, workers: int | None = None
