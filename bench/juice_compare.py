@@ -75,9 +75,9 @@ def wanwide_means(root: Path):
     from wanwide.results.ingest import TOTAL, ingest_paths
 
     df = ingest_paths([root])
-    actions = df[df["action"] != TOTAL]
-    return actions.groupby(["scenario", "param.backend", "param.regions", "action_name"],
-                           observed=True)["action_duration"].mean()
+    keys = ["scenario", "param.backend", "param.regions", "action_name"]
+    actions = df.loc[df["action"] != TOTAL, [*keys, "action_duration"]]
+    return actions.groupby(keys, observed=True)["action_duration"].mean()
 
 
 def _child(side: str, root: Path, out: Path) -> dict:
