@@ -183,7 +183,9 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, required=True, help="a set written by bench/ingest.py --dir")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", help="comma-separated candidates (default: all available)")
-    ap.add_argument("--wait-quiet", type=float, metavar="PCT", help="wait (≤ 30 min) for CPU some avg10 < PCT")
+    ap.add_argument("--wait-quiet", type=float, metavar="PCT", help="before each measurement wait for CPU some avg10 < PCT")
+    ap.add_argument("--quiet-timeout", type=float, default=1800, metavar="S",
+                    help="give up waiting for a quiet machine after S seconds (default 1800)")
     ap.add_argument("--candidate", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.candidate:
@@ -199,7 +201,7 @@ def main() -> int:
         runs = []
         for _ in range(a.repeat):
             if a.wait_quiet:
-                benchlib.wait_quiet(a.wait_quiet, 1800, log=lambda m: print(m, file=sys.stderr))
+                benchlib.wait_quiet(a.wait_quiet, a.quiet_timeout, log=lambda m: print(m, file=sys.stderr))
             before = benchlib.load()
             r = benchlib.run([sys.executable, __file__, "--dir", str(a.dir), "--candidate", name])
             after = benchlib.load()

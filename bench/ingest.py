@@ -197,7 +197,9 @@ def main() -> int:
     ap.add_argument("--incremental", action="store_true", help="time a report after one more bundle")
     ap.add_argument("--no-ingest", action="store_true", help="skip the ingest measurement")
     ap.add_argument("--wait-quiet", type=float, metavar="PCT",
-                    help="before each measurement wait (≤ 30 min) for CPU pressure some avg10 < PCT")
+                    help="before each measurement wait for CPU pressure some avg10 < PCT")
+    ap.add_argument("--quiet-timeout", type=float, default=1800, metavar="S",
+                    help="give up waiting for a quiet machine after S seconds (default 1800)")
     ap.add_argument("--json", action="store_true", help="print every run as JSON too")
     ap.add_argument("--measure-only", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--report-only", type=Path, help=argparse.SUPPRESS)
@@ -214,7 +216,7 @@ def main() -> int:
 
     def quiet() -> None:
         if a.wait_quiet:
-            benchlib.wait_quiet(a.wait_quiet, 1800)
+            benchlib.wait_quiet(a.wait_quiet, a.quiet_timeout)
 
     try:
         if not any(root.rglob("manifest.json")):

@@ -106,7 +106,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, required=True, help="bundles, e.g. a set written by bench/ingest.py --dir")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--wait-quiet", type=float, metavar="PCT", help="wait (≤ 30 min) for CPU some avg10 < PCT")
+    ap.add_argument("--wait-quiet", type=float, metavar="PCT", help="before each measurement wait for CPU some avg10 < PCT")
+    ap.add_argument("--quiet-timeout", type=float, default=1800, metavar="S",
+                    help="give up waiting for a quiet machine after S seconds (default 1800)")
     ap.add_argument("--side", choices=["juice", "wanwide"], help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -120,7 +122,7 @@ def main() -> int:
         for rep in range(a.repeat):
             for side in ("juice", "wanwide"):
                 if a.wait_quiet:
-                    benchlib.wait_quiet(a.wait_quiet, 1800, log=lambda m: print(m, file=sys.stderr))
+                    benchlib.wait_quiet(a.wait_quiet, a.quiet_timeout, log=lambda m: print(m, file=sys.stderr))
                 before = benchlib.load()
                 r = benchlib.run([sys.executable, __file__, "--side", side, "--dir", str(a.dir),
                                   "--out", str(Path(tmp) / f"{side}.json")], env=env)
