@@ -64,7 +64,8 @@ def _duckdb(files: list[Path]) -> int:
         UNION ALL SELECT i, c.name, c.started_at, c.finished_at, c.finished_at - c.started_at
                   FROM (SELECT i, unnest(a.children) AS c FROM a0)
         """
-        rows += con.execute(q).arrow().num_rows
+        res = con.execute(q)
+        rows += (res.to_arrow_table() if hasattr(res, "to_arrow_table") else res.arrow()).num_rows
     return rows
 
 
