@@ -108,6 +108,12 @@ def _maxrss_mb() -> dict:
             "workers_maxrss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)}
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished workers (user + system)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def measure_ingest(root: Path, impl: str, json_lib: str, workers: int | None) -> dict:
     from wanwide.results import sources
     from wanwide.results.ingest import discover, ingest_sources
@@ -116,13 +122,13 @@ def measure_ingest(root: Path, impl: str, json_lib: str, workers: int | None) ->
     if json_lib == "json":
         sources._orjson = None
     size = sum(p.stat().st_size for p in root.rglob("rally.json"))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_s()
     found = discover([root])
     df = ingest_sources(found, workers=workers) if impl == "fast" else reference_frame(found)
-    t = time.perf_counter() - t0
+    t, cpu = time.perf_counter() - t0, _cpu_s() - c0
     n_it = int((df["action"] == "Total").sum())
     return {"impl": impl, "iterations": n_it, "rows": len(df), "input_mb": round(size / 2**20, 1),
-            "ingest_s": round(t, 3), "iterations_per_s": round(n_it / t), "rows_per_s": round(len(df) / t),
+            "ingest_s": round(t, 3), "cpu_s": round(cpu, 2), "iterations_per_s": round(n_it / t), "rows_per_s": round(len(df) / t),
             "table_mb": round(df.memory_usage(deep=True).sum() / 2**20, 1), **_maxrss_mb()}
 
 
@@ -155,7 +161,8 @@ def _measured(cmd: list[str]) -> dict:
 
 def _print(label: str, runs: list[dict], key: str) -> None:
     for i, r in enumerate(runs, 1):
-        print(f"{label} #{i}: {key} {r[key]:.2f} s, peak tree RSS {r['tree_rss_mb']} MB / PSS {r['tree_pss_mb']} MB "
+        cpu = f" (CPU {r['cpu_s']:.1f} s)" if "cpu_s" in r else ""
+        print(f"{label} #{i}: {key} {r[key]:.2f} s{cpu}, peak tree RSS {r['tree_rss_mb']} MB / PSS {r['tree_pss_mb']} MB "
               f"(process {r['self_maxrss_mb']} MB, largest worker {r['workers_maxrss_mb']} MB); "
               f"{benchlib.load_text(r['load_before'], r['load_after'])}")
     print(f"{label}: {key} {benchlib.spread([r[key] for r in runs])} s, peak tree RSS "
