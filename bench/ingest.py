@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/ingest.py [--iterations 1000000] [--bundles 10] [--dir DIR]
         [--impl fast|reference] [--workers N] [--json-lib orjson|json] [--repeat 3]
-        [--report] [--incremental] [--wait-quiet 10] [--json]
+        [--report] [--incremental [--store-only]] [--wait-quiet 10] [--json]
 
 Writes ``--bundles`` result bundles (manifest.json + rally.json, format 1.2, two scenarios,
 nested actions, 1 % failed iterations) under DIR (reused if there), then measures each
@@ -140,6 +140,17 @@ def measure_report(root: Path, out: Path) -> dict:
     return {"report_s": round(time.perf_counter() - t0, 3), "rows": len(r.table), **_maxrss_mb()}
 
 
+def measure_sync(root: Path, out: Path) -> dict:
+    """The report's reading alone: its Parquet store synced with the bundles under ``root``."""
+    from wanwide.results.ingest import discover
+    from wanwide.results.store import ResultStore
+
+    t0, c0 = time.perf_counter(), _cpu_s()
+    df, s = ResultStore(out / "parquet").sync(discover([root]))
+    return {"sync_s": round(time.perf_counter() - t0, 3), "cpu_s": round(_cpu_s() - c0, 2), "read": len(s.read),
+            "reused": len(s.reused), "rows": len(df), **_maxrss_mb()}
+
+
 # ---------------------------------------------------------------- the driver
 def _child(*args: str) -> list[str]:
     return [sys.executable, __file__, *args]
@@ -170,8 +181,8 @@ def _print(label: str, runs: list[dict], key: str) -> None:
           f"{benchlib.spread([r['tree_pss_mb'] for r in runs], '{:.0f}')} MB over {len(runs)} run(s)")
 
 
-def _incremental(root: Path, repeat: int) -> list[dict]:
-    """Reports of all bundles but the last, then of all: the second reads one bundle."""
+def _incremental(root: Path, repeat: int, mode: str = "--report-only") -> list[dict]:
+    """Reports (or store syncs) of all bundles but the last, then of all: the second reads one bundle."""
     bundles = sorted(m.parent for m in root.rglob("manifest.json"))
     runs = []
     for _ in range(repeat):
@@ -179,9 +190,9 @@ def _incremental(root: Path, repeat: int) -> list[dict]:
             src, out = Path(tmp) / "src", Path(tmp) / "out"
             for b in bundles[:-1]:
                 _link_bundle(b, src / b.relative_to(root))
-            _measured(_child("--report-only", str(src), "--out", str(out)))
+            _measured(_child(mode, str(src), "--out", str(out)))
             _link_bundle(bundles[-1], src / bundles[-1].relative_to(root))
-            runs.append(_measured(_child("--report-only", str(src), "--out", str(out))))
+            runs.append(_measured(_child(mode, str(src), "--out", str(out))))
     return runs
 
 
@@ -209,7 +220,9 @@ def main() -> int:
                     help="give up waiting for a quiet machine after S seconds (default 1800)")
     ap.add_argument("--json", action="store_true", help="print every run as JSON too")
     ap.add_argument("--measure-only", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--store-only", action="store_true", help="--incremental: time the store's sync, not the report")
     ap.add_argument("--report-only", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--sync-only", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.measure_only:
@@ -217,6 +230,9 @@ def main() -> int:
         return 0
     if a.report_only:
         print(json.dumps(measure_report(a.report_only, a.out)))
+        return 0
+    if a.sync_only:
+        print(json.dumps(measure_sync(a.sync_only, a.out)))
         return 0
     root = a.dir or Path(tempfile.mkdtemp(prefix="ww-bench-"))
     every: list[dict] = []
@@ -254,8 +270,12 @@ def main() -> int:
             every += cold + warm
         if a.incremental:
             quiet()
-            runs = _incremental(root, a.repeat)
-            _print("report after one more bundle (1 read, the rest from the store)", runs, "report_s")
+            if a.store_only:
+                runs = _incremental(root, a.repeat, "--sync-only")
+                _print("store sync after one more bundle (1 read, the rest from the store)", runs, "sync_s")
+            else:
+                runs = _incremental(root, a.repeat)
+                _print("report after one more bundle (1 read, the rest from the store)", runs, "report_s")
             every += runs
         if a.json:
             for r in every:
