@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "rally"
@@ -53,3 +54,11 @@ def make_bundle(root: Path, rally_json: Path | None, *, trial: str = "t0", regio
 @pytest.fixture
 def bundle_factory():
     return make_bundle
+
+
+def same_table(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Equal tables: values, dtypes, category order, row order and attrs."""
+    pd.testing.assert_frame_equal(a, b, check_exact=True, check_categorical=True)
+    for col in a.select_dtypes("category"):
+        assert list(a[col].cat.categories) == list(b[col].cat.categories), col
+    assert a.attrs == b.attrs

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .figures import plot_cdfs, plot_headline, plot_rtt, plot_stacked_bars, svg_of
@@ -23,7 +24,6 @@ from .ingest import (
     IngestError,
     bundle_manifests,
     discover,
-    ingest_sources,
     write_parquet,
 )
 from .pages import ReportContent, index_html, report_markdown
@@ -38,6 +38,7 @@ from .stats import (
     summarize,
     with_benchmark_param,
 )
+from .store import ResultStore
 
 
 @dataclass
@@ -53,6 +54,7 @@ class ReportResult:
 
 
 # ---------------------------------------------------------------- S3 sources
+STORE_DIR = "parquet"  # DIR/parquet: the per-bundle Parquet store (wanwide.results.store)
 BUNDLE_DATA = (MANIFEST, "rally.json", "task.json")
 
 
@@ -85,10 +87,16 @@ def _store_beside(df: pd.DataFrame, local: list[Path], out: Path) -> None:
     for p in local:
         if p.is_dir() and p.resolve() != out.resolve():
             try:
-                sub = df[df["source"].astype(str).str.startswith(str(p))]
-                write_parquet(sub, p / "results.parquet")
+                write_parquet(df[_from_dir(df["source"], str(p))], p / "results.parquet")
             except OSError as e:
                 print(f"warning: could not store {p / 'results.parquet'}: {e}", file=sys.stderr)
+
+
+def _from_dir(source: pd.Series, prefix: str) -> np.ndarray:
+    """Rows whose source starts with ``prefix`` (tested once per distinct source, not per row)."""
+    cats = source.astype("category").cat
+    hit = np.array([str(c).startswith(prefix) for c in cats.categories] + [False], dtype=bool)
+    return hit[cats.codes.to_numpy()]  # code -1 (no source) → the trailing False
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
@@ -144,7 +152,11 @@ def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False
         html = any(p.suffix == ".html" or (p.is_dir() and next(p.rglob("*.html"), None)) for p in local)
         raise IngestError(f"no result bundle or Rally JSON file found in {', '.join(map(str, sources))}"
                           + ("; HTML reports are not read: export with `rally task report --json`" if html else ""))
-    df = ingest_sources(found, progress=progress)
+    df, synced = ResultStore(out / STORE_DIR).sync(found, progress=progress)
+    if progress:
+        print(f"parquet store {out / STORE_DIR}: {len(synced.read)} bundle(s)/file(s) read, "
+              f"{len(synced.reused)} unchanged taken from it, {len(synced.dropped)} no longer given dropped",
+              file=sys.stderr)
     empty = list(df.attrs.get(EMPTY_WORKLOADS, []))
     manifests = bundle_manifests(found)
     if df.empty and not manifests:
@@ -154,8 +166,10 @@ def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False
     runs = runs_table(manifests, noisy_threshold)
     noisy = noisy_trials(runs)
     if exclude_noisy and noisy and len(df):
-        key = list(zip(df["benchmark"].astype(str), df["trial_id"].astype(str), strict=True))
-        df = df[[k not in noisy for k in key]].copy()
+        drop = np.zeros(len(df), dtype=bool)
+        for bench, trial in noisy:  # a few trials: one vectorised comparison each
+            drop |= ((df["benchmark"] == bench) & (df["trial_id"] == trial)).to_numpy(dtype=bool)
+        df = df[~drop].copy()
     return Read(df, manifests, found, local, runs, noisy, exclude_noisy, empty)
 
 

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,12 +156,17 @@ def is_current(path: Path, size: int, etag: str) -> bool:
     return h.hexdigest() == etag
 
 
+FETCH_THREADS = 16  # objects downloaded at once: bundles are many small files
+SMALL_OBJECT = 8 << 20  # below this an object is one GET in the fetching thread (no transfer threads)
+
+
 def fetch(conn: Connection, uri: str, dest: Path, *, keep: Callable[[str], bool] = lambda _: True,
-          log: Callable[[str], None] | None = None) -> FetchResult:
+          log: Callable[[str], None] | None = None, threads: int = FETCH_THREADS) -> FetchResult:
     """Download every object under ``uri`` (that ``keep`` accepts) to ``dest/<key below the prefix>``.
 
     Files already present with the same size and ETag are skipped; each file is written
     to ``<name>.part`` and renamed, so an interrupted fetch leaves no half file behind.
+    ``threads`` objects at once; the first failure stops the fetch (S3Error).
     """
     from boto3.s3.transfer import TransferConfig
 
@@ -169,30 +175,46 @@ def fetch(conn: Connection, uri: str, dest: Path, *, keep: Callable[[str], bool]
             if keep(o["Key"].rsplit("/", 1)[-1]) and not o["Key"].endswith("/")]
     if not objs:
         raise S3Error(f"{uri}: no result files found at endpoint {conn.endpoint}")
-    res = FetchResult(dest)
-    transfer = TransferConfig(num_download_attempts=conn.attempts)
-    width = len(str(len(objs)))
-    for i, o in enumerate(objs, 1):
+    configs = {small: TransferConfig(num_download_attempts=conn.attempts, use_threads=not small)
+               for small in (True, False)}
+
+    def one(o: dict[str, Any]) -> tuple[str, Path, int | None]:
+        """(key below the prefix, local path, bytes downloaded or None when already present)."""
         rel = o["Key"][len(prefix):].lstrip("/") if prefix else o["Key"]
-        out = dest / rel
-        step = f"[{i:>{width}}/{len(objs)}]"
-        if is_current(out, int(o["Size"]), str(o.get("ETag", ""))):
-            res.skipped.append(out)
-            if log:
-                log(f"{step} present  {rel}")
-            continue
+        out, size = dest / rel, int(o["Size"])
+        if is_current(out, size, str(o.get("ETag", ""))):
+            return rel, out, None
         out.parent.mkdir(parents=True, exist_ok=True)
         part = out.with_name(out.name + ".part")
         try:
-            conn.client.download_file(bucket, o["Key"], str(part), Config=transfer)
+            conn.client.download_file(bucket, o["Key"], str(part), Config=configs[size < SMALL_OBJECT])
         except Exception as e:
             part.unlink(missing_ok=True)
             raise S3Error(_explain(e, conn, bucket, o["Key"])) from e
         part.replace(out)
-        res.downloaded.append(out)
-        res.bytes += int(o["Size"])
-        if log:
-            log(f"{step} fetched  {rel} ({_size(int(o['Size']))})")
+        return rel, out, size
+
+    res = FetchResult(dest)
+    width = len(str(len(objs)))
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(objs)))) as pool:
+        futures = [pool.submit(one, o) for o in objs]
+        try:
+            for i, f in enumerate(as_completed(futures), 1):
+                rel, _, size = f.result()
+                if log:
+                    step = f"[{i:>{width}}/{len(objs)}]"
+                    log(f"{step} present  {rel}" if size is None else f"{step} fetched  {rel} ({_size(size)})")
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    for f in futures:  # in the listing's order
+        _, out, size = f.result()
+        if size is None:
+            res.skipped.append(out)
+        else:
+            res.downloaded.append(out)
+            res.bytes += size
     return res
 
 
