@@ -9,7 +9,15 @@ import numpy as np
 import pandas as pd
 
 from .ingest import PARAM_PREFIX, TOTAL
-from .stats import natural, ordered_params, param_columns, point_label, slug, trimmed_means
+from .stats import (
+    natural,
+    ordered_params,
+    param_columns,
+    point_label,
+    slug,
+    successful,
+    trimmed_means,
+)
 
 
 def _plt() -> Any:
@@ -61,9 +69,8 @@ def _as_label(s: pd.Series) -> pd.Series:
 # ---------------------------------------------------------------- stacked bars
 def _bar_means(sdf: pd.DataFrame, varying: list[str], xcols: list[str], facet: str | None) -> pd.DataFrame:
     """Trimmed mean per (point, action) of one scenario, with the x label in ``_x`` and the panel in ``_facet``."""
-    sdf = sdf.copy()
-    sdf["action"] = sdf["action"].astype(str)
     m = trimmed_means(sdf, [*varying, "action"])
+    m["action"] = m["action"].astype(str)
     names = [c[len(PARAM_PREFIX):] for c in xcols]
     none = "no other parameters" if facet else "no parameters"
     m["_x"] = [point_label(dict(zip(names, r, strict=True)), names, none) for r in m[xcols].itertuples(index=False)]
@@ -134,8 +141,9 @@ def plot_stacked_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     p95 dropped) per parameter point; a panel per backend when the scenario's backends differ."""
     plt = _plt()
     pcols = ordered_params(param_columns(df))
-    good = df[df["error_type"].isna() & df["action_duration"].notna() & (df["action_depth"] == 0)]
-    ok = good[good["action"] != TOTAL]
+    good = successful(df, [*pcols, "scenario", "action", "action_depth"])
+    good = good[(good["action_depth"] == 0).to_numpy()]
+    ok = good[(good["action"] != TOTAL).to_numpy()]
     files: list[Path] = []
     for scen, sdf in ok.groupby("scenario", observed=True):
         varying, const = _split_constant(sdf, pcols)
@@ -156,8 +164,8 @@ def plot_headline(df: pd.DataFrame, out_dir: Path) -> list[Path]:
 
     plt = _plt()
     pcols = ordered_params(param_columns(df))
-    tot = df[(df["action"] == TOTAL) & df["error_type"].isna() & df["action_duration"].notna()].copy()
-    tot["scenario"] = tot["scenario"].astype(str)
+    ok = successful(df, [*pcols, "scenario", "action"])
+    tot = ok[(ok["action"] == TOTAL).to_numpy()]
     files: list[Path] = []
     for xcol in pcols:
         name = xcol[len(PARAM_PREFIX):]
@@ -229,7 +237,8 @@ def plot_cdfs(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Per scenario with successful iterations, the CDF of their total time per parameter point."""
     plt = _plt()
     pcols = ordered_params(param_columns(df))
-    tot = df[(df["action"] == TOTAL) & df["error_type"].isna()]
+    ok = successful(df, [*pcols, "scenario", "action"])
+    tot = ok[(ok["action"] == TOTAL).to_numpy()]
     return [_cdf_figure(plt, str(scen), sdf, *_split_constant(sdf, pcols), out_dir)
             for scen, sdf in tot.groupby("scenario", observed=True)]
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .ci import Estimate, group_ci, ratio_interval
 from .ingest import PARAM_PREFIX, TOTAL
-from .stats import ordered_params, param_columns, run_ids, with_benchmark_param
+from .stats import ordered_params, param_columns, run_ids, successful, with_benchmark_param
 
 # numeric parameters and the unit their slope is given in
 UNITS = {"rtt": "ms", "intraGroupRtt": "ms", "interGroupRtt": "ms", "delay_ms": "ms", "rtt_ms": "ms",
@@ -72,9 +72,10 @@ def _medians(df: pd.DataFrame, keys: list[str]) -> dict[tuple, Estimate]:
     """Median (with interval and replicates) of each group of successful rows."""
     out: dict[tuple, Estimate] = {}
     rid = run_ids(df)
+    vals = df["action_duration"].to_numpy(dtype=float)
     for key, idx in df.groupby(keys, observed=True, dropna=False, sort=True).indices.items():
         key = key if isinstance(key, tuple) else (key,)
-        out[key] = group_ci(df["action_duration"].to_numpy(dtype=float)[idx], rid[idx]).median
+        out[tuple(k.item() if isinstance(k, np.generic) else k for k in key)] = group_ci(vals[idx], rid[idx]).median
     return out
 
 
@@ -85,11 +86,10 @@ def _fmt(e: float, lo: float, hi: float, digits: int = 3) -> str:
     return f.format(e) + (f" [{f.format(lo)}, {f.format(hi)}]" if np.isfinite(lo) else " [n/a]")
 
 
-def _top_actions(df: pd.DataFrame) -> pd.DataFrame:
-    ok = df[df["error_type"].isna() & df["action_duration"].notna() & (df["action_depth"] == 0)].copy()
-    ok["action"] = ok["action"].astype(str)
-    ok["scenario"] = ok["scenario"].astype(str)
-    return ok
+def _top_actions(df: pd.DataFrame, pcols: list[str]) -> pd.DataFrame:
+    """Successful rows of top-level actions (and Total): the parameters, scenario, action, duration."""
+    ok = successful(df, [*pcols, "scenario", "action", "action_depth"])
+    return ok[(ok["action_depth"] == 0).to_numpy()]
 
 
 def growth(df: pd.DataFrame) -> pd.DataFrame:
@@ -97,11 +97,11 @@ def growth(df: pd.DataFrame) -> pd.DataFrame:
     lowest and highest value, the slope per unit with its interval, and whether it is significant."""
     df = with_benchmark_param(df)
     pcols = ordered_params(param_columns(df))
-    ok = _top_actions(df)
+    ok = _top_actions(df, pcols)
     rows = []
     for xcol in pcols:
         name = xcol[len(PARAM_PREFIX):]
-        vals = {v: numeric(v) for v in ok[xcol].dropna().unique()}
+        vals = {(v.item() if isinstance(v, np.generic) else v): numeric(v) for v in ok[xcol].dropna().unique()}
         if name not in UNITS or sum(v is not None for v in vals.values()) < 2:
             continue
         others = [c for c in pcols if c != xcol]
@@ -151,7 +151,7 @@ def load_effect(df: pd.DataFrame) -> pd.DataFrame:
     if lcol not in pcols or set(df[lcol].dropna().astype(str)) != {"light", "high"}:
         return pd.DataFrame()
     others = [c for c in pcols if c != lcol]
-    meds = _medians(_top_actions(df), [*others, "scenario", "action", lcol])
+    meds = _medians(_top_actions(df, pcols), [*others, "scenario", "action", lcol])
     rows = []
     for key, light in meds.items():
         if key[-1] != "light" or (*key[:-1], "high") not in meds:

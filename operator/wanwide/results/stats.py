@@ -101,31 +101,52 @@ def slug(s: str) -> str:
 
 
 # ---------------------------------------------------------------- durations
+def _codes(s: pd.Series) -> np.ndarray:
+    """Integer codes of a column's values (-1 for missing), from its categories when it has them."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy().astype(np.int64)
+    return pd.factorize(s, use_na_sentinel=True)[0].astype(np.int64)
+
+
 def run_ids(df: pd.DataFrame) -> np.ndarray:
-    """The run each row came from (the unit of repetition): ``benchmark/trial`` for bundles (the
-    load regions of one trial are one run), the file for plain Rally JSON."""
-    trial = df["trial_id"].astype(object)
-    bench = df["benchmark"].astype(object).where(df["benchmark"].notna(), "")
-    rid = (bench.astype(str) + "/" + trial.astype(str)).where(trial.notna(), df["source"].astype(str))
-    return rid.to_numpy(dtype=object)
+    """The run each row came from (the unit of repetition), as integers: one per ``benchmark/trial``
+    for bundles (the load regions of one trial are one run), one per file for plain Rally JSON."""
+    b, t, src = _codes(df["benchmark"]), _codes(df["trial_id"]), _codes(df["source"])
+    n_trials = int(t.max()) + 2 if len(t) else 1
+    return np.where(t >= 0, (b + 1) * n_trials + t + 1, -(src + 1))
 
 
-def _ci_columns(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per (point, scenario, action): 95 % intervals of the mean and the median (results/ci.py)."""
+def _group_stats(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of ``keys``: count, mean, std, min, quartiles, max and the 95 % intervals of the
+    mean and the median (results/ci.py), from one sort of each group's values."""
     gb = ok.groupby(keys, observed=True, dropna=False, sort=True)
     codes = gb.ngroup().to_numpy()
     order = np.argsort(codes, kind="stable")
     vals = ok["action_duration"].to_numpy(dtype=float)[order]
-    rids = pd.factorize(run_ids(ok))[0][order]
+    rids = run_ids(ok)[order]
     bounds = np.searchsorted(codes[order], np.arange(gb.ngroups + 1))
     rows = []
     for g in range(gb.ngroups):
-        lo, hi = bounds[g], bounds[g + 1]
-        c = group_ci(vals[lo:hi], rids[lo:hi])
-        rows.append((c.mean.lo, c.mean.hi, c.median.lo, c.median.hi, c.runs, c.mean.method))
-    out = pd.DataFrame(rows, columns=CI_COLUMNS)
+        x = vals[bounds[g]:bounds[g + 1]]
+        c = group_ci(x, rids[bounds[g]:bounds[g + 1]])
+        q25, q50, q75 = np.quantile(x, [0.25, 0.5, 0.75])
+        rows.append((len(x), float(x.mean()), float(x.std(ddof=1)) if len(x) > 1 else np.nan, float(x.min()),
+                     q25, q50, q75, float(x.max()), c.mean.lo, c.mean.hi, c.median.lo, c.median.hi, c.runs,
+                     c.mean.method))
+    out = pd.DataFrame(rows, columns=["count", "mean", "std", "min", "p25", "p50", "p75", "max", *CI_COLUMNS])
     first = ok.iloc[order[bounds[:-1]]][keys].reset_index(drop=True) if gb.ngroups else ok[keys].iloc[:0]
     return pd.concat([first, out], axis=1)
+
+
+RUN_COLUMNS = ["benchmark", "trial_id", "source"]  # what run_ids reads
+
+
+def successful(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``columns`` (and what run_ids needs) of the rows of successful iterations with a duration:
+    a slim copy, not all 30 columns of a million-iteration table."""
+    cols = list(dict.fromkeys([*columns, "action_duration", *RUN_COLUMNS]))
+    mask = (df["error_type"].isna() & df["action_duration"].notna()).to_numpy()
+    return df.loc[mask, cols]
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
@@ -135,24 +156,17 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     df = with_benchmark_param(df)
     pcols = ordered_params(param_columns(df))
     keys = [*pcols, "scenario"]
-    ok = df[df["error_type"].isna() & df["action_duration"].notna()]
-    g = ok.groupby([*keys, "action"], observed=True, dropna=False, sort=True)["action_duration"]
-    stats = g.agg(count="count", mean="mean", std="std", min="min", max="max").reset_index()
-    if len(ok):
-        q = g.quantile([0.25, 0.5, 0.75]).unstack()
-        q.columns = ["p25", "p50", "p75"]
-        stats = stats.merge(q.reset_index(), on=[*keys, "action"], how="left")
-        stats = stats.merge(_ci_columns(ok, [*keys, "action"]), on=[*keys, "action"], how="left")
-    else:
-        for c in ("p25", "p50", "p75", *CI_COLUMNS):
-            stats[c] = pd.Series(dtype=float)
-    tot = df[df["action"] == TOTAL]
+    ok = successful(df, [*keys, "action"])
+    stats = _group_stats(ok, [*keys, "action"])
+    tot = df.loc[(df["action"] == TOTAL).to_numpy(), [*keys, "action_duration", "action_failed"]]
     it = tot.groupby(keys, observed=True, dropna=False, sort=True).agg(
         iterations=("action_duration", "size"), failures=("action_failed", "sum"))
     it["failure_rate"] = it["failures"] / it["iterations"]
     # actions seen only in failed iterations still get a row (count 0)
-    seen = df.groupby([*keys, "action"], observed=True, dropna=False, sort=True).size().rename("_n").reset_index()
-    out = seen.merge(stats, on=[*keys, "action"], how="left").drop(columns="_n")
+    failed = df.loc[(df["error_type"].notna() | df["action_duration"].isna()).to_numpy(), [*keys, "action"]]
+    only_failed = failed.drop_duplicates().merge(stats[[*keys, "action"]], how="left", indicator=True)
+    only_failed = only_failed[only_failed["_merge"] == "left_only"].drop(columns="_merge")
+    out = pd.concat([stats, only_failed], ignore_index=True) if len(only_failed) else stats
     out = out.merge(it.reset_index(), on=keys, how="left")
     out["count"] = out["count"].fillna(0).astype(int)
     out["runs"] = out["runs"].fillna(0).astype(int)
@@ -170,8 +184,8 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 def trimmed_means(df: pd.DataFrame, keys: list[str], q: float = 0.95) -> pd.DataFrame:
     """Mean per group after dropping values above the group's q-quantile (as in the studies)."""
     g = df.groupby(keys, observed=True, dropna=False)["action_duration"]
-    thr = g.transform(lambda s: s.quantile(q))
-    kept = df[df["action_duration"] <= thr]
+    thr = g.transform("quantile", q)
+    kept = df[(df["action_duration"] <= thr).to_numpy()]
     return kept.groupby(keys, observed=True, dropna=False)["action_duration"].mean().reset_index()
 
 
