@@ -8,6 +8,7 @@ statistics live in :mod:`~wanwide.results.stats`, figures in
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,12 +196,14 @@ def build_report(
     r = read_sources(sources, out, progress=progress, env=env, s3=s3, noisy_threshold=noisy_threshold,
                      exclude_noisy=exclude_noisy)
     df, manifests, found = r.table, r.manifests, r.found
-    files: list[Path] = [write_parquet(df, out / "results.parquet")]
+    # Parquet's encoding runs in C without the GIL: write beside the statistics and figures
+    writer = ThreadPoolExecutor(max_workers=1)
+    written = writer.submit(write_parquet, df, out / "results.parquet")
     if store_parquet_beside:
-        _store_beside(df, r.local, out)
+        writer.submit(_store_beside, df, r.local, out)
     df = with_benchmark_param(df)
     summary = summarize(df)
-    files.append(_write_csv(summary, out / "summary.csv"))
+    files: list[Path] = [_write_csv(summary, out / "summary.csv")]
     points = point_tables(summary)
     files += _write_point_tables(points, out / "tables")
     grow, load = growth(df), load_effect(df)
@@ -215,7 +218,7 @@ def build_report(
     files += [*pngs, *map(svg_of, pngs), out / "read_write.csv", out / "rtt.csv"]
     content = ReportContent(
         sources=sources, n_inputs=len(found), n_iterations=int((df["action"] == TOTAL).sum()), n_rows=len(df),
-        params_sources=sorted(set(df["params_source"].astype(str))) if len(df) else [],
+        params_sources=sorted({str(v) for v in df["params_source"].dropna().unique()}),
         from_names=any(s.kind == "file" for s in found), summary=summary, points=points,
         read_write=rw, rtt=rtt, runs=r.runs, bars=bars, cdfs=cdfs, rtt_png=rtt_png, empty_workloads=r.empty,
         growth=grow, load=load, sentences=sentences(grow), headline_pngs=heads, details=details,
@@ -223,4 +226,6 @@ def build_report(
     )
     files.append(_write_text(out / "report.md", report_markdown(content)))
     files.append(_write_text(out / "index.html", index_html(content)))
+    writer.shutdown(wait=True)
+    files.insert(0, written.result())
     return ReportResult(out, df, summary, files, content.from_names, manifests)
