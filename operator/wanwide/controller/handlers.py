@@ -213,14 +213,14 @@ def reconcile_trial(trial: dict[str, Any]) -> float:
     def emit(reason: str, message: str, typ: str) -> None:
         kopf.event(trial, type=typ, reason=reason, message=message)
 
-    w = where(trial, kube=kube, kubeconfig=RUNTIME.kubeconfig, trial_clusterrole=RUNTIME.trial_clusterrole,
+    w = where(trial, kube=kube, trial_clusterrole=RUNTIME.trial_clusterrole,
               operator_subject=RUNTIME.subject)
     timeouts = None
     try:
         plan = trial_plan(trial)
         timeouts = plan.spec.timeouts
         WAKEUPS.watch_namespaces(f"{meta['namespace']}/{meta['name']}", plan.namespaces)
-        d = step(w, Executor(kube, RUNTIME.kubeconfig, emit), plan, status)
+        d = step(w, Executor(kube, emit), plan, status)
     except InvalidPlan as e:  # permanent: retrying cannot fix it
         d = Decision("Failed", "InvalidPlan", f"the trial's frozen plan no longer validates: {e}")
     finally:

@@ -1,4 +1,4 @@
-"""What a phase needs to know about a Trial's world, read from the API server, Helm and S3.
+"""What a phase needs to know about a Trial's world, read from the API server and S3 (and helm's renders).
 
 Each function returns plain data (the observation the pure decisions in
 :mod:`.phases` take); only what the current phase needs is read.
@@ -32,7 +32,6 @@ class Where:
     kube: Kube
     instance: str | None = None  # the owning Benchmark's uid (part of the results prefix)
     plan_generation: int = 0
-    kubeconfig: str | None = None
     trial_clusterrole: str | None = None
     operator_subject: dict[str, str] | None = None
 
@@ -77,26 +76,29 @@ def uses_chaos(plan: TrialPlan) -> bool:
     return any(plan.classes.values()) or bool(plan.faults)
 
 
-def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    """States of the releases of the first wave not yet done ('queued' beyond helm's parallelism)."""
+def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    """The releases of the first wave not yet done, rendered (None while helm renders it), and the trial's
+    Jobs (one list across its namespaces). Wave 1 is rendered ahead while wave 0 runs."""
     wave = next((n for n in (0, 1) if f"wave{n}" not in done(status)), None)
     if wave is None:
         return
-    states: dict[str, str] = {}
+    charts: dict[str, Any] = {}
     for rel in releases(plan, obs["passwords"]):
-        if rel.wave != wave:
-            continue
-        bg = helm.BACKGROUND
-        if bg.key(rel) not in bg.procs and not bg.my_turn(rel):  # slots full, or others waited longer
-            states[rel.namespace] = "queued"
+        if rel.wave < wave:
             continue
         try:
-            states[rel.namespace] = bg.observe(rel, w.kubeconfig)
-            if states[rel.namespace] == "done":
-                bg.served(rel)
-        except helm.HelmError as e:  # counted in wanwide_helm_errors_total
-            obs["helm_failed"] = str(e)
-    obs["helm"] = states
+            chart = helm.RENDERS.get(rel, plan.labels(rel.region, "keystone"))
+        except helm.HelmError as e:  # counted in wanwide_chart_errors_total
+            obs["render_failed"] = str(e)
+            continue
+        if rel.wave == wave:
+            charts[rel.namespace] = chart
+    obs["charts"] = charts
+    mine = set(plan.namespaces)
+    obs["jobs"] = {f"{j['metadata']['namespace']}/{j['metadata']['name']}": readiness.job_state(j)
+                   for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "keystone"})
+                   if j["metadata"]["namespace"] in mine}
+    helm.CHART_ERRORS.labels("hook").inc(sum(s == "failed" for s in obs["jobs"].values()))  # deleted by this step
 
 
 def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
@@ -111,17 +113,20 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
         obs["missing"] = str(e)
         return
     if not {"wave0", "wave1"} <= done(status):
-        _helm(w, plan, status, obs)
+        _charts(w, plan, status, obs)
         return
     ready: dict[str, bool] = {}
     for o in database.render(plan):
         if o["kind"] in DB_KINDS:
             live = w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"])
             ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
+    mine = set(plan.namespaces)
+    live = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d
+            for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}) if d["metadata"]["namespace"] in mine}
     for r in plan.region_names:
         ns = plan.namespace(r)
         for dep in [API_SERVICE] + ([MEMCACHED] if plan.keystone.cache else []):
-            ready[f"{ns}/{dep}"] = readiness.deployment_available(w.kube.get("apps/v1", "Deployment", dep, ns))
+            ready[f"{ns}/{dep}"] = readiness.deployment_available(live.get(f"{ns}/{dep}"))
     obs["ready"] = ready
 
 

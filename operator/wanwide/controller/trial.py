@@ -7,6 +7,7 @@ restarted operator resumes where the last one stopped. Each step is idempotent.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from typing import Any
 
@@ -41,7 +42,18 @@ def plan_input(bench: dict[str, Any], topology: TopologySpec, point: Point) -> s
 def trial_plan(trial: dict[str, Any]) -> TrialPlan:
     """The Trial's plan from its frozen input; InvalidPlan says why it no longer plans."""
     try:
-        data = json.loads(trial["metadata"]["annotations"][A_PLAN_INPUT])
+        text = trial["metadata"]["annotations"][A_PLAN_INPUT]
+    except (KeyError, TypeError):
+        text = None
+    return _planned(text)
+
+
+@functools.lru_cache(maxsize=64)  # the input is frozen: plan once per trial, not once per step
+def _planned(text: str | None) -> TrialPlan:
+    try:
+        if text is None:
+            raise KeyError(A_PLAN_INPUT)
+        data = json.loads(text)
         bench = Benchmark.model_validate(data["benchmark"])
         point = Point(data["point"]["index"], data["point"]["repetition"], data["point"]["values"])
         topology = TopologySpec.model_validate(data["topology"])

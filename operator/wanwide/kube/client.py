@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import time
 from typing import Any
@@ -33,6 +34,11 @@ def load_config(kubeconfig: str | None = None) -> client.ApiClient:
     except config.ConfigException:
         config.load_kube_config()
     return client.ApiClient()
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    """A response's body as plain data (the dynamic client's own objects cost more than the request)."""
+    return json.loads(resp.data)
 
 
 class Kube:
@@ -85,34 +91,36 @@ class Kube:
                 del self._res[key]
         return all(k in hit[1] and self._resolves(api_version, k) for k in kinds)
 
-    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Server-side apply (forcing conflicts: wanwide owns what it renders)."""
+    def apply(self, obj: dict[str, Any]) -> None:
+        """Server-side apply (forcing conflicts: wanwide owns what it renders); the answer is not read."""
         if obj["kind"] == "Secret" and names.A_COPY_FROM in obj["metadata"].get("annotations", {}):
             obj = self.materialise_secret(obj)
         res = self.resource(obj["apiVersion"], obj["kind"])
         API_REQUESTS.labels("apply").inc()
-        out = res.server_side_apply(
+        _ = res.server_side_apply(  # read, so that the connection goes back to the pool
             body=obj,
             name=obj["metadata"]["name"],
             namespace=obj["metadata"].get("namespace"),
             field_manager=self.field_manager,
             force_conflicts=True,
-        )
-        return out.to_dict()
+            serialize=False,
+        ).data
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         API_REQUESTS.labels("get").inc()
         try:
-            return self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
+            return _json(self.resource(api_version, kind).get(name=name, namespace=namespace, serialize=False))
         except NotFoundError:
             return None
 
     def list(self, api_version: str, kind: str, selector: dict[str, str] | None = None,
              namespace: str | None = None) -> list[dict[str, Any]]:
+        """Objects by label (``namespace`` None: across namespaces), as plain dicts."""
         API_REQUESTS.labels("list").inc()
         label_selector = ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or None
-        out = self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector)
-        return [i.to_dict() for i in out.items]
+        out = _json(self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector,
+                                                         serialize=False))
+        return out.get("items") or []
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
                propagation: str = "Background") -> bool:
