@@ -97,6 +97,22 @@ def test_provisioning_deploys_keystone_wave0_then_wave1_stage_by_stage_in_parall
     assert "1 rendering" in d.message  # still being rendered: waits, the others go on
 
 
+def test_wave1_objects_before_their_hooks_go_ahead_while_wave0_runs_and_are_not_applied_again():
+    first, *others = P.region_names
+    obs = {"passwords": {}, "charts": _charts(*P.region_names), "jobs": {f"{P.namespace(first)}/keystone-db-sync": "running"}}
+    d = phases.decide(P, _status("Provisioning", "base"), obs, T0)
+    assert d.status == {"keystoneAhead": len(others)} and d.wake_s
+    assert {a.lane for a in d.actions} == {P.namespace(r) for r in others}
+    assert "Job" not in {o["kind"] for o in _applied(d)} and "Deployment" in {o["kind"] for o in _applied(d)}
+    st = _status("Provisioning", "base", keystoneAhead=len(others))
+    assert not phases.decide(P, st, obs, T0).actions  # all ahead: nothing more while db-sync runs
+    wave1 = _status("Provisioning", "base", "wave0", keystoneAhead=1)  # a kill after the first of them
+    d = phases.decide(P, wave1, {**obs, "jobs": {}}, T0)
+    by_ns = {ns: [o["kind"] for o in _applied(d) if o["metadata"]["namespace"] == ns] for ns in map(P.namespace, others)}
+    assert by_ns[P.namespace(others[0])] == ["Job"]  # ahead already: its first hook only
+    assert by_ns[P.namespace(others[1])][-1] == "Job" and len(by_ns[P.namespace(others[1])]) > 10
+
+
 def test_a_failed_hook_job_is_deleted_to_run_again_then_fails_the_trial():
     st = _status("Provisioning", "base")
     ns0 = P.namespace(P.region_names[0])

@@ -38,6 +38,8 @@ class TrialStatus(Observed):
     chart_failures: int = Field(0, ge=0, description="Keystone chart renders (helm template) and hook Jobs of this trial "
                                 "that failed (tried again up to 3 failures in all).")
     done: list[str] = Field(default_factory=list, description="Steps of the current phase already carried out.")
+    keystone_ahead: int = Field(0, ge=0, description="Keystone releases of wave 1 (region order) whose objects before "
+                                "their first hooks were applied while wave 0 ran.")
     outcome: Literal["Succeeded", "Failed"] | None = Field(None, description="Result decided before clean-up.")
     outcome_message: str | None = Field(None, description="Why the trial failed (kept through clean-up).")
     reason: str | None = None

@@ -89,9 +89,10 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
         if obs.get("monitoring_crds") is False:
             acts.append(Emit("MonitorsSkipped", monitoring.CRDS_MISSING, "Warning"))
         return Decision(status=marked(status, "base"), actions=acts)
-    for wave in (0, 1):
-        if f"wave{wave}" not in done(status):
-            return keystone_wave(plan, status, obs, wave)
+    if "wave0" not in done(status):
+        return ahead(plan, status, obs, keystone_wave(plan, status, obs, 0))
+    if "wave1" not in done(status):
+        return keystone_wave(plan, status, obs, 1)
     waiting = [k for k, ready in obs.get("ready", {}).items() if not ready]
     if waiting:
         # no watch on the database operator's kinds (see handlers.child_changed): look again soon
@@ -99,6 +100,27 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
         return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""),
                         wake_s=5 if crs else None)
     return Decision("VerifyingNetwork", "Deployed", f"database and {len(plan.regions)} Keystones ready")
+
+
+AHEAD_CHUNK = 50  # wave-1 releases whose objects go ahead per step (a step must stay short: wave 0 waits for it)
+
+
+def ahead(plan: TrialPlan, status: dict[str, Any], obs: Obs, d: Decision) -> Decision:
+    """While wave 0 runs, wave 1's objects before its first hooks (Services, Roles, the api Deployment, whose
+    pods wait for their own db-sync): AHEAD_CHUNK releases a step, in region order (``status.keystoneAhead``)."""
+    regions, k = wave_regions(plan, 1), int(status.get("keystoneAhead") or 0)
+    if d.phase:
+        return d
+    charts, acts, n = obs.get("charts", {}), list(d.actions), k
+    for r in regions[k:k + AHEAD_CHUNK]:
+        c = charts.get(plan.namespace(r))
+        if c is None:  # not rendered yet: next step
+            break
+        acts += [Apply(o, plan.namespace(r)) for o in next_step(c, {}, hooks=False).apply]
+        n += 1
+    if n == k:
+        return d
+    return dataclasses.replace(d, actions=acts, status={**d.status, "keystoneAhead": n}, wake_s=min(d.wake_s or 2, 2))
 
 
 def wave_regions(plan: TrialPlan, wave: int) -> list[str]:
@@ -114,12 +136,13 @@ def keystone_wave(plan: TrialPlan, status: dict[str, Any], obs: Obs, wave: int) 
     acts: list[Any] = []
     failed: list[str] = []
     stages: dict[str, int] = {}
-    for ns in namespaces:
+    early = int(status.get("keystoneAhead") or 0) if wave == 1 else 0
+    for i, ns in enumerate(namespaces):
         c = charts.get(ns)
         if c is None:
             stages["rendering"] = stages.get("rendering", 0) + 1
             continue
-        nxt = next_step(c, jobs)
+        nxt = next_step(c, jobs, ahead=i < early)
         acts += [Apply(o, ns) for o in nxt.apply]
         failed += nxt.failed
         if not nxt.done:

@@ -26,14 +26,21 @@ class MissingSource(RuntimeError):
     """A Secret to copy from does not exist (or lacks a key)."""
 
 
+CONNECTIONS = 40
+"""Connections kept open to the API server: the operator's parallel applies (controller/actions.LANES) and steps."""
+
+
 def load_config(kubeconfig: str | None = None) -> client.ApiClient:
+    cfg = client.Configuration()
     if kubeconfig:
-        return config.new_client_from_config(config_file=kubeconfig)
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
-    return client.ApiClient()
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    else:
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+        except config.ConfigException:
+            config.load_kube_config(client_configuration=cfg)
+    cfg.connection_pool_maxsize = CONNECTIONS
+    return client.ApiClient(cfg)
 
 
 def _json(resp: Any) -> dict[str, Any]:

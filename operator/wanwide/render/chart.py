@@ -150,11 +150,18 @@ class Next:
     waiting: str = ""  # the stage it waits for
 
 
-def next_step(chart: Chart, jobs: Mapping[str, str]) -> Next:
-    """The next step of ``chart`` given the Jobs (``namespace/name`` → missing | running | complete | failed)."""
+def next_step(chart: Chart, jobs: Mapping[str, str], *, hooks: bool = True, ahead: bool = False) -> Next:
+    """The next step of ``chart`` given the Jobs (``namespace/name`` → missing | running | complete | failed).
+
+    ``hooks`` False: only the stages before the first one with Jobs (a release whose hooks must wait);
+    ``ahead``: those stages were applied already.
+    """
     st = chart.stages
+    lead = next((i for i, s in enumerate(st) if s.jobs), len(st))
+    if not hooks:
+        return Next(apply=tuple(o for s in st[:lead] for o in s.objects), waiting=st[lead].name if lead < len(st) else "")
     started = [i for i, s in enumerate(st) if any(jobs.get(j, "missing") != "missing" for j in s.jobs)]
-    i = started[-1] if started else 0  # every stage before the latest one with a Job is done
+    i = started[-1] if started else (lead if ahead else 0)  # every stage before the latest one with a Job is done
     if started:
         here = [jobs.get(j, "missing") for j in st[i].jobs]
         failed = tuple(j for j in st[i].jobs if jobs.get(j) == "failed")
