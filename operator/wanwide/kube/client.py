@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 API_REQUESTS = Counter("wanwide_api_requests_total", "Requests to the API server (helm's not counted)", ["verb"])
 DISCOVERY_TTL_S = 10.0
 """How long :meth:`Kube.serves` trusts a discovery answer (CRDs come and go)."""
+SOURCE_TTL_S = 10.0
+"""How long a Secret copied into trial namespaces is trusted (a trial's namespaces are applied in one go)."""
 
 
 class MissingSource(RuntimeError):
@@ -57,6 +59,7 @@ class Kube:
         self.field_manager = field_manager
         self._res: dict[tuple[str, str], Any] = {}
         self._served: dict[str, tuple[float, frozenset[str]]] = {}
+        self._sources: dict[tuple[str, str], tuple[float, dict[str, Any] | None]] = {}
 
     def resource(self, api_version: str, kind: str) -> Any:
         key = (api_version, kind)
@@ -140,16 +143,22 @@ class Kube:
         except NotFoundError:
             return False
 
-    def patch_status(self, api_version: str, kind: str, name: str, namespace: str, status: dict[str, Any]) -> None:
+    def patch_status(self, api_version: str, kind: str, name: str, namespace: str,
+                     status: dict[str, Any]) -> dict[str, Any]:
+        """Merge-patch the status; the object as written."""
         API_REQUESTS.labels("patch").inc()
-        self.resource(api_version, kind).status.patch(
-            name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json")
+        return _json(self.resource(api_version, kind).status.patch(
+            name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json",
+            serialize=False))
 
     def materialise_secret(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Fill a ``wanwide.io/copy-from`` Secret with the data of its source."""
+        """Fill a ``wanwide.io/copy-from`` Secret with the data of its source (read once for a burst of copies)."""
         ann = obj["metadata"]["annotations"]
         src_ns, src_name = ann[names.A_COPY_FROM].split("/", 1)
-        src = self.get("v1", "Secret", src_name, src_ns)
+        at, src = self._sources.get((src_ns, src_name), (0.0, None))
+        if src is None or time.monotonic() - at > SOURCE_TTL_S:
+            src = self.get("v1", "Secret", src_name, src_ns)
+            self._sources[(src_ns, src_name)] = (time.monotonic(), src)
         if src is None:
             raise MissingSource(f"Secret {src_ns}/{src_name} not found: create it (see the Benchmark's results.s3.secretRef)")
         data = src.get("data") or {}
