@@ -363,15 +363,17 @@ status:
   # create missing ones only; existing nodes are kept as they are
   printf '%s' "$docs" | kc create -f - 2>&1 | grep -v AlreadyExists >&2 || true
   log "waiting for $n simulated node(s) to be Ready"
-  local names=()
-  for ((i = 1; i <= n; i++)); do names+=("node/kwok-r$i"); done
-  kc wait --for=condition=Ready --timeout=90s "${names[@]}" >/dev/null
-  # the node lifecycle controller removes the not-ready taint shortly after
-  wait_for "not-ready taints to go" 60 no_notready_taints "${names[@]}"
+  # one list a try (kubectl wait asks node by node: minutes for hundreds); kwok makes a few nodes
+  # Ready a second, so 90 s and more for hundreds; the node lifecycle controller then removes
+  # the not-ready taint
+  wait_for "$n simulated node(s) Ready, without the not-ready taint" "$((90 + n / 2))" nodes_ready "$n"
 }
 
-no_notready_taints() {
-  ! kc get "$@" -o jsonpath='{range .items[*]}{.spec.taints[*].key}{"\n"}{end}' | grep -q 'node.kubernetes.io/not-ready'
+nodes_ready() { # N: kwok-r1..rN are Ready and untainted
+  local ready
+  ready=$(kc get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.spec.taints[*].key}{"\n"}{end}' |
+    awk -v n="$1" '{ i = substr($1, 7) + 0 } i >= 1 && i <= n && $2 == "True" && $3 !~ /not-ready/ { c++ } END { print c + 0 }')
+  ((ready >= $1))
 }
 
 # ---------------------------------------------------------------- commands
