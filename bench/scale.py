@@ -33,7 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "operator"), str(ROOT / "bench")]
 
-from load import Sampler, audit_requests, parse, pressure  # noqa: E402
+from load import CLK, Sampler, audit_requests, parse, pressure  # noqa: E402
 
 from tests.cluster.conftest import connect  # noqa: E402
 from tests.cluster.operator_env import (  # noqa: E402
@@ -74,6 +74,18 @@ def rss_mb(pidfile: Path) -> float | None:
             if line.startswith("VmRSS:"):
                 return round(int(line.split()[1]) / 1024, 1)
     return None
+
+
+COMPONENTS = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok")
+
+
+def cpu_s(pidfile: Path) -> float:
+    """CPU seconds (user + system) of the process in ``pidfile`` so far (0 when it is not running)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        pid = int(pidfile.read_text().split()[0])
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / CLK
+    return 0.0
 
 
 def hook_timeline(kube: Kube, trial: str) -> dict[str, Any]:
@@ -134,6 +146,9 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
     text = documents(tc, a.regions, a.load)
     time.sleep(3)  # the operator's watches are up
     cpu0, children0 = sampler.cpu_s, sampler.children_cpu_s
+    run_dir = tc.state / "run"
+    comp0 = {c: cpu_s(run_dir / f"{c}.pid") for c in COMPONENTS}
+    comp: dict[str, float] = {}
     t0 = time.time()
     tc.kubectl("apply", "-n", ns, "-f", "-", input=text, timeout=300)
     trial = f"{NAME}-t000"
@@ -147,7 +162,8 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
             status = (kube.get(API, "Trial", trial, ns) or {}).get("status") or {}
         now = time.time() - t0
         done, phase = set(status.get("done") or []), status.get("phase") or "Pending"
-        for key, hit in (("base", "base" in done), ("wave0", "wave0" in done), ("releases", "wave1" in done),
+        for key, hit in (("provisioning", phase != "Pending"), ("base", "base" in done), ("wave0", "wave0" in done),
+                         ("releases", "wave1" in done),
                          ("ready", phase not in ("Pending", "Provisioning")),
                          ("loading", phase in ("Loading", "Collecting", "CleaningUp", *FINAL)),
                          ("final", phase in FINAL)):
@@ -158,6 +174,7 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
                     with contextlib.suppress(Exception):
                         hooks = hook_timeline(kube, trial)
                 if key == "loading":
+                    comp = {c: round(cpu_s(run_dir / f"{c}.pid") - comp0[c], 1) for c in COMPONENTS}
                     sampler.sample()
                     marks["cpu_at_loading"] = sampler.cpu_s - cpu0
                     marks["helm_cpu_at_loading"] = sampler.children_cpu_s - children0
@@ -187,6 +204,7 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
         "operator_cpu_s": round(sampler.cpu_s - cpu0, 1), "helm_cpu_s": round(sampler.children_cpu_s - children0, 1),
         "api_requests_to_loading": total, "api_requests_per_region": round(total / a.regions, 1),
         "api_requests_by_agent": dict(by_agent.most_common()), "api_requests_by_verb": dict(by_verb.most_common()),
+        "cluster_cpu_s_to_loading": comp,
         "apiserver_rss_mb": rss_mb(state / "kube-apiserver.pid"), "etcd_rss_mb": rss_mb(state / "etcd.pid"),
         "hooks": hooks, "before": before, "after": after,
     }
@@ -196,6 +214,7 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
     print(f"operator: peak RSS {figures['operator_peak_rss_mb']} MB, CPU to Loading {figures['operator_cpu_s_to_loading']} s "
           f"(+ children {figures['helm_cpu_s_to_loading']} s); kube-apiserver RSS {figures['apiserver_rss_mb']} MB, "
           f"etcd {figures['etcd_rss_mb']} MB")
+    print("CPU seconds apply → Loading: " + ", ".join(f"{c} {v}" for c, v in comp.items()))
     print(f"API requests apply → Loading: {total} ({total / a.regions:.1f} per region); by client "
           + ", ".join(f"{k} {v}" for k, v in by_agent.most_common()) + "; by verb "
           + ", ".join(f"{k} {v}" for k, v in by_verb.most_common()))

@@ -262,8 +262,17 @@ module_dir() { # module@version -> dir in the module cache (downloads if absent)
 
 write_kwok_config() {
   local k; k=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
-  local out=$STATE/run/kwok.yaml f first=1
-  : >"$out.tmp"
+  local out=$STATE/run/kwok.yaml f first=0
+  # kwok plays 4 pod stages at a time by default: with hundreds of regions (thousands of pods, each
+  # through ~5 stages) the simulated kubelets, not the cluster, were the bottleneck (bench/scale.py)
+  cat >"$out.tmp" <<'EOF2'
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 32
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 16
+EOF2
   # The Stage objects shipped in the kwok module, then ours. Each document is
   # separated by '---' (concatenating without separators silently merges them).
   for f in "$k/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
@@ -282,7 +291,13 @@ write_kwok_config() {
 }
 
 start_kwok() {
+  local old=""
+  [[ -f $STATE/run/kwok.yaml ]] && old=$(<"$STATE/run/kwok.yaml")
   write_kwok_config
+  if [[ $old != "$(<"$STATE/run/kwok.yaml")" ]] && pid_of kwok >/dev/null; then
+    log "kwok's configuration changed: restarting it"
+    stop_one kwok
+  fi
   start_bg kwok --kubeconfig="$STATE/run/kwok.kubeconfig" \
     --config="$STATE/run/kwok.yaml" \
     --manage-all-nodes=false \

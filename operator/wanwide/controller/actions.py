@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+
+from kubernetes.dynamic.exceptions import ForbiddenError
 
 from ..kube.client import Kube
 from . import metrics
@@ -14,6 +17,7 @@ from . import metrics
 # Requests in flight at once, for all trials. Most of an apply is waiting: a Role or RoleBinding the
 # operator creates takes ~100 ms in the API server (its RBAC escalation check) for ~7 ms of its CPU.
 LANES = ThreadPoolExecutor(32, thread_name_prefix="apply")
+RBAC_LAG_S = (0.2, 0.5, 1.0, 2.0, None)  # a refused action in a lane is tried again after these
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,14 @@ class Executor:
 
     def _lane(self, actions: list[Action]) -> None:
         for a in actions:
-            self._one(a)
+            for delay in RBAC_LAG_S:
+                try:
+                    self._one(a)
+                    break
+                except ForbiddenError:  # the authorizer's cache may trail the namespace's new RoleBinding
+                    if delay is None:
+                        raise
+                    time.sleep(delay)
 
     def _one(self, a: Action) -> None:
         try:

@@ -17,7 +17,7 @@ from ..plan.monitoring import MONITOR_KINDS
 from ..plan.trial import TrialPlan
 from ..render import database
 from ..render.chaos import CHAOS_API
-from ..render.keystone import API_SERVICE, MEMCACHED, releases
+from ..render.keystone import API_SERVICE, MEMCACHED, HelmRelease, releases
 from ..render.monitors import MON_API
 from ..render.rally import JOB
 from ..render.secrets import KEY_FIELDS, keys_secret_name
@@ -76,6 +76,21 @@ def uses_chaos(plan: TrialPlan) -> bool:
     return any(plan.classes.values()) or bool(plan.faults)
 
 
+_RELEASES: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[TrialPlan, list[HelmRelease]]] = {}
+
+
+def _releases(plan: TrialPlan, passwords: dict[str, str]) -> list[HelmRelease]:
+    """The trial's releases, made once per plan (a trial's plan object lives as long as it runs: see
+    controller/trial.py) and passwords: hundreds of regions' values are not recomputed every step."""
+    key = (id(plan), tuple(sorted(passwords.items())))
+    hit = _RELEASES.get(key)
+    if hit is None or hit[0] is not plan:
+        while len(_RELEASES) >= 16:
+            _RELEASES.pop(next(iter(_RELEASES)))
+        hit = _RELEASES[key] = (plan, releases(plan, passwords))
+    return hit[1]
+
+
 def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     """The releases of the first wave not yet done, rendered (None while helm renders it), and the trial's
     Jobs (one list across its namespaces). Wave 1 is rendered ahead while wave 0 runs."""
@@ -83,7 +98,7 @@ def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     if wave is None:
         return
     charts: dict[str, Any] = {}
-    for rel in releases(plan, obs["passwords"]):
+    for rel in _releases(plan, obs["passwords"]):
         if rel.wave < wave:
             continue
         try:
@@ -96,7 +111,8 @@ def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     obs["charts"] = charts
     mine = set(plan.namespaces)
     obs["jobs"] = {f"{j['metadata']['namespace']}/{j['metadata']['name']}": readiness.job_state(j)
-                   for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "keystone"})
+                   for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "keystone"},
+                                        cached=True)
                    if j["metadata"]["namespace"] in mine}
     helm.CHART_ERRORS.labels("hook").inc(sum(s == "failed" for s in obs["jobs"].values()))  # deleted by this step
 
@@ -122,7 +138,8 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
             ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
     mine = set(plan.namespaces)
     live = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d
-            for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}) if d["metadata"]["namespace"] in mine}
+            for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}, cached=True)
+            if d["metadata"]["namespace"] in mine}
     for r in plan.region_names:
         ns = plan.namespace(r)
         for dep in [API_SERVICE] + ([MEMCACHED] if plan.keystone.cache else []):

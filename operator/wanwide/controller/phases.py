@@ -77,15 +77,18 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
     r = rendered(plan, status, obs)
     if "base" not in done(status):
         rbs = obs.get("rolebindings", {})  # namespace → the operator's RoleBinding there, right after it
-        acts: list[Any] = []
-        for o in r.base:  # namespace by namespace in parallel, each in order
+        first: list[Any] = []  # each Namespace with the operator's RoleBinding there, in parallel
+        then: list[Any] = []  # once all are there (the authorizer's cache trails new bindings): the rest
+        for o in r.base:
             if o["kind"] == "Trial":
                 continue
             lane = o["metadata"].get("namespace") or o["metadata"]["name"]
-            acts.append(Apply(o, lane))
-            if o["kind"] == "Namespace" and lane in rbs:
-                acts.append(Apply(rbs[lane], lane))
-        acts.append(Emit("Provisioning", f"applied {len(r.base) - 1} objects in {len(plan.namespaces)} namespaces"))
+            if o["kind"] == "Namespace":
+                first += [Apply(o, lane)] + ([Apply(rbs[lane], lane)] if lane in rbs else [])
+            else:
+                then.append(Apply(o, lane))
+        acts = [*first, Emit("Provisioning", f"applying {len(r.base) - 1} objects in {len(plan.namespaces)} namespaces"),
+                *then]
         if obs.get("monitoring_crds") is False:
             acts.append(Emit("MonitorsSkipped", monitoring.CRDS_MISSING, "Warning"))
         return Decision(status=marked(status, "base"), actions=acts)
@@ -120,7 +123,13 @@ def ahead(plan: TrialPlan, status: dict[str, Any], obs: Obs, d: Decision) -> Dec
         n += 1
     if n == k:
         return d
-    return dataclasses.replace(d, actions=acts, status={**d.status, "keystoneAhead": n}, wake_s=min(d.wake_s or 2, 2))
+    return dataclasses.replace(d, actions=acts, status={**d.status, "keystoneAhead": n},
+                               wake_s=min(d.wake_s or poll_s(plan), poll_s(plan)))
+
+
+def poll_s(plan: TrialPlan) -> float:
+    """How often a wave looks at its hook Jobs: 2 s, up to 5 s at 500 regions (each look lists them all)."""
+    return min(5.0, max(2.0, len(plan.regions) / 100))
 
 
 def wave_regions(plan: TrialPlan, wave: int) -> list[str]:
@@ -154,7 +163,7 @@ def keystone_wave(plan: TrialPlan, status: dict[str, Any], obs: Obs, wave: int) 
     if stages:
         where = ", ".join(f"{n} {s}" for s, n in sorted(stages.items()))
         return Decision(message=f"keystone wave {wave}: {len(namespaces)} release(s); waiting: {where}",
-                        actions=acts, wake_s=2)
+                        actions=acts, wake_s=poll_s(plan))
     emit = Emit("KeystoneInstalled", f"keystone in {len(namespaces)} region(s)" + (" (schema owner first)" if wave == 0 else ""))
     return Decision(status=marked(status, f"wave{wave}"), actions=[*acts, emit])
 

@@ -67,7 +67,7 @@ class Renders:
 
     IDLE_S = 600.0
 
-    def __init__(self, workers: int = max(2, min(4, os.cpu_count() or 2)), cache_dir: str | None = None) -> None:
+    def __init__(self, workers: int = 4, cache_dir: str | None = None) -> None:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="helm-template")
         self.cache_dir = Path(cache_dir or os.path.join(tempfile.gettempdir(), "wanwide-charts"))
         self.done: dict[str, tuple[float, Chart]] = {}
@@ -77,9 +77,7 @@ class Renders:
 
     @staticmethod
     def key(rel: HelmRelease, labels: dict[str, str]) -> str:
-        text = json.dumps([rel.name, rel.namespace, rel.repo, rel.chart, rel.version, rel.values, labels],
-                          sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
+        return rel.digest + json.dumps(labels, sort_keys=True)
 
     def get(self, rel: HelmRelease, labels: dict[str, str]) -> Chart | None:
         k = self.key(rel, labels)

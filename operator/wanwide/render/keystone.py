@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..plan import names
@@ -39,6 +42,12 @@ class HelmRelease:
     version: str
     values: dict[str, Any]
     wave: int  # releases of wave 0 are applied, and their hook Jobs (db-sync) awaited, before wave 1
+
+    @cached_property
+    def digest(self) -> str:
+        """What the rendering depends on, hashed (the release's identity, chart and values)."""
+        text = json.dumps([self.name, self.namespace, self.repo, self.chart, self.version, self.values], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def document(self) -> dict[str, Any]:
         """How ``wanwide plan`` shows it: clearly not a Kubernetes object."""
