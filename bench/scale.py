@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -109,6 +110,27 @@ def hook_timeline(kube: Kube, trial: str) -> dict[str, Any]:
     return out
 
 
+def profile_summary(path: Path, top: int = 12) -> str:
+    """Where the operator's sampled time went: frames by samples on the stack, and by samples at the top."""
+    incl: Counter = Counter()
+    own: Counter = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit():
+            continue
+        frames = [f for f in stack.split(";") if not f.startswith(("process ", "thread "))]
+        total += int(n)
+        if frames:
+            own[frames[-1]] += int(n)
+        for f in set(frames):
+            incl[f] += int(n)
+    mine = [(f, n) for f, n in incl.most_common() if "wanwide/" in f][:top]
+    return (f"operator profile ({total} samples, all threads, idle included):\n  at the top: "
+            + "; ".join(f"{100 * n / max(total, 1):.0f}% {f}" for f, n in own.most_common(top))
+            + "\n  wanwide frames on the stack: " + "; ".join(f"{100 * n / max(total, 1):.0f}% {f}" for f, n in mine))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--regions", type=int, default=45)
@@ -117,6 +139,8 @@ def main() -> int:
                     help="loading: stop at Loading (then delete the Benchmark); done: wait for Succeeded")
     ap.add_argument("--timeout", type=float, default=5400, help="seconds from the apply")
     ap.add_argument("--keep", action="store_true", help="leave the Benchmark in place")
+    ap.add_argument("--profile", metavar="FILE", help="sample the operator with py-spy (pip install py-spy) from the "
+                    "apply to Loading into FILE (raw stacks) and print where its time went")
     a = ap.parse_args()
 
     tc = connect()
@@ -145,6 +169,11 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
     print(f"namespace {ns}; operator log {log}; regions {a.regions}; before: {before}", flush=True)
     text = documents(tc, a.regions, a.load)
     time.sleep(3)  # the operator's watches are up
+    spy = None
+    if a.profile:
+        spy = subprocess.Popen([str(ROOT / ".venv" / "bin" / "py-spy"), "record", "-p", str(op.proc.pid), "-r", "20",
+                                "-f", "raw", "-o", a.profile, "--nonblocking", "--threads"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cpu0, children0 = sampler.cpu_s, sampler.children_cpu_s
     run_dir = tc.state / "run"
     comp0 = {c: cpu_s(run_dir / f"{c}.pid") for c in COMPONENTS}
@@ -174,6 +203,9 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
                     with contextlib.suppress(Exception):
                         hooks = hook_timeline(kube, trial)
                 if key == "loading":
+                    if spy:
+                        spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+                        spy.wait(60)
                     comp = {c: round(cpu_s(run_dir / f"{c}.pid") - comp0[c], 1) for c in COMPONENTS}
                     sampler.sample()
                     marks["cpu_at_loading"] = sampler.cpu_s - cpu0
@@ -222,6 +254,8 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
         print(f"hook {name}: {h['complete']}/{h['jobs']} complete; created {h['created_first_last'][0] - t0:.0f}"
               f"–{h['created_first_last'][1] - t0:.0f}s; created→complete {h['created_to_complete_s']}"
               if h["created_first_last"] else f"hook {name}: none")
+    if a.profile and Path(a.profile).exists():
+        print(profile_summary(Path(a.profile)))
     print(f"before: {before}\nafter: {after}")
     print(json.dumps({k: v for k, v in figures.items() if k != "hooks"}))
     ok = status.get("phase") == "Succeeded" or (a.until == "loading" and "loading" in marks)

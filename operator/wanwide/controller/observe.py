@@ -92,8 +92,8 @@ def _releases(plan: TrialPlan, passwords: dict[str, str]) -> list[HelmRelease]:
 
 
 def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    """The releases of the first wave not yet done, rendered (None while helm renders it), and the trial's
-    Jobs (one list across its namespaces). Wave 1 is rendered ahead while wave 0 runs."""
+    """The releases of the waves not yet done, rendered (None while helm renders it; wave 1 is rendered while
+    wave 0 runs), and the trial's Jobs (one list across its namespaces)."""
     wave = next((n for n in (0, 1) if f"wave{n}" not in done(status)), None)
     if wave is None:
         return
@@ -106,8 +106,7 @@ def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
         except helm.HelmError as e:  # counted in wanwide_chart_errors_total
             obs["render_failed"] = str(e)
             continue
-        if rel.wave == wave:
-            charts[rel.namespace] = chart
+        charts[rel.namespace] = chart
     obs["charts"] = charts
     mine = set(plan.namespaces)
     obs["jobs"] = {f"{j['metadata']['namespace']}/{j['metadata']['name']}": readiness.job_state(j)
