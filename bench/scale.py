@@ -126,7 +126,7 @@ def profile_summary(path: Path, top: int = 12) -> str:
         for f in set(frames):
             incl[f] += int(n)
     mine = [(f, n) for f, n in incl.most_common() if "wanwide/" in f][:top]
-    return (f"operator profile ({total} samples, all threads, idle included):\n  at the top: "
+    return (f"operator profile ({total} samples of busy threads, 20 a second):\n  at the top: "
             + "; ".join(f"{100 * n / max(total, 1):.0f}% {f}" for f, n in own.most_common(top))
             + "\n  wanwide frames on the stack: " + "; ".join(f"{100 * n / max(total, 1):.0f}% {f}" for f, n in mine))
 
@@ -172,7 +172,7 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
     spy = None
     if a.profile:
         spy = subprocess.Popen([str(ROOT / ".venv" / "bin" / "py-spy"), "record", "-p", str(op.proc.pid), "-r", "20",
-                                "-f", "raw", "-o", a.profile, "--nonblocking", "--threads"],
+                                "-f", "raw", "-o", a.profile, "--nonblocking"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cpu0, children0 = sampler.cpu_s, sampler.children_cpu_s
     run_dir = tc.state / "run"
