@@ -262,7 +262,7 @@ module_dir() { # module@version -> dir in the module cache (downloads if absent)
 
 write_kwok_config() {
   local k; k=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
-  local out=$STATE/run/kwok.yaml f first=0
+  local out=$STATE/run/kwok.yaml f rel first=0
   # kwok plays 4 pod stages at a time by default: with hundreds of regions (thousands of pods, each
   # through ~5 stages) the simulated kubelets, not the cluster, were the bottleneck (bench/scale.py)
   cat >"$out.tmp" <<'EOF2'
@@ -281,7 +281,8 @@ EOF2
            "$HERE"/stages/*.yaml; do
     {
       ((first)) || echo "---"
-      echo "# from ${f#"$k/"}"
+      rel=${f#"$k/"}
+      echo "# from ${rel#"$REPO/"}"  # no absolute path: the same file from every checkout (no kwok restart)
       cat "$f"
       echo
     } >>"$out.tmp"
