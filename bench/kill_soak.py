@@ -16,7 +16,8 @@ delay (seeded), until ``--kills`` is reached and every phase was hit. A kill cou
 trial was in at that moment. Then it waits (``--bound`` s) for the Benchmark to finish and checks:
 
 - trials duplicated (a Trial object per matrix index, one Rally Job per region, attempt 1), lost (no
-  Trial, or not Succeeded), stuck (not final within the bound);
+  Trial, or not Succeeded), stuck (not final within the bound); keystone hook Jobs made again (a
+  second uid for a namespace/name, polled while the soak runs);
 - NetworkChaos/Schedule objects and trial namespaces left once the trials are done;
 - bundles in S3 per trial x region x attempt: exactly one for the final attempt, none for others.
 
@@ -98,8 +99,8 @@ def benchmark(tc: TestCluster, trials: int) -> str:
     docs[0]["spec"]["generate"]["count"] = 3
     docs[1]["spec"]["topologyRef"] = NAME
     docs[1]["spec"]["workload"]["load"] = "high"
-    # Each kill also kills the operator's helm processes: a release in flight starts over (reset, install,
-    # db-sync hooks again). Timeouts generous enough that kills every few seconds do not end a trial.
+    # Kills every few seconds slow every phase down (each restart resumes, re-lists, re-applies a stage):
+    # timeouts generous enough that they do not end a trial.
     docs[1]["spec"]["timeouts"].update(provisioning="15m", verifyingNetwork="5m", injecting="5m", loading="5m",
                                        collecting="5m", cleaningUp="5m")
     return yaml.safe_dump_all(docs)
@@ -113,6 +114,7 @@ class Soak:
         self.kills: Counter[str] = Counter()
         self.kill_log: list[dict[str, Any]] = []
         self.max_running = 0  # trials seen running at once (parallelism 2)
+        self.hooks: dict[tuple[str, str], set[str]] = defaultdict(set)  # keystone hook Job -> uids seen
         self.ns = tc.namespace("soak")
         install_crds(tc)
         kubeconfig = install_rbac(tc, [self.ns])
@@ -141,6 +143,12 @@ class Soak:
             out.add("Planning")
         return out & set(PHASES)
 
+    def track_hooks(self) -> None:
+        """The keystone hook Jobs seen so far: one made again after a kill shows a second uid."""
+        with contextlib.suppress(Exception):  # the API server may be busy: next time
+            for j in self.kube.list("batch/v1", "Job", {"wanwide.io/benchmark": NAME, "wanwide.io/role": "keystone"}):
+                self.hooks[(j["metadata"]["namespace"], j["metadata"]["name"])].add(j["metadata"]["uid"])
+
     def healthy(self, timeout: float = 60) -> bool:
         end = time.time() + timeout
         while time.time() < end:
@@ -153,6 +161,7 @@ class Soak:
     # ---- killing ------------------------------------------------------------------------
 
     def kill(self, why: str) -> set[str]:
+        self.track_hooks()
         at = self.phases_now()
         n_trials = len(self.trials()) if "Planning" in at else None
         self.op.kill()
@@ -193,6 +202,7 @@ class Soak:
             if (b.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 return
             total = len(self.kill_log)
+            self.track_hooks()
             present = self.phases_now()
             target = self.due(present, quota)
             later = [p for p in PHASES if p != "Planning"]  # the planning is over by now
@@ -214,6 +224,7 @@ class Soak:
             b = self.bench() or {}
             if (b.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 return
+            self.track_hooks()
             time.sleep(2)
 
     def wait_gone(self, kind: str, timeout: float) -> list[dict[str, Any]]:
@@ -271,6 +282,7 @@ class Soak:
             "seed": self.args.seed, "trials": self.args.trials, "kills": len(self.kill_log),
             "kills_per_phase": {p: self.kills[p] for p in PHASES},
             "trials_duplicated": duplicated, "trials_lost": lost + len(failed), "trials_stuck": len(stuck),
+            "hooks_rerun": sum(len(u) > 1 for u in self.hooks.values()), "hooks_seen": len(self.hooks),
             "chaos_leaked": len(chaos), "namespaces_leaked": len(ns_leaked),
             "namespaces_terminating": len(namespaces) - len(ns_leaked),
             "bundles_duplicated": dup_b, "bundles_missing": miss_b,
@@ -308,7 +320,7 @@ class Soak:
         return report
 
 
-FAIL_KEYS = ("trials_duplicated", "trials_lost", "trials_stuck", "chaos_leaked", "namespaces_leaked",
+FAIL_KEYS = ("trials_duplicated", "trials_lost", "trials_stuck", "hooks_rerun", "chaos_leaked", "namespaces_leaked",
              "bundles_duplicated", "bundles_missing", "parallelism_exceeded")
 
 

@@ -5,11 +5,11 @@
     .venv/bin/python bench/load.py --keep                # leave the Benchmarks (and the cluster) for a look
 
 Runs the real operator as a process against ``hack/testcluster.sh`` (kwok nodes,
-fixture Keystone chart installed by helm, Rally stood in by ``RallyStandIn``, as
+fixture Keystone chart rendered by helm template, Rally stood in by ``RallyStandIn``, as
 the cluster tests do). Prints every trial's final phase, time to final per
 Benchmark, starvation (time from the apply to a Benchmark's first trial start;
 no Benchmark may wait until another one is done), the operator's peak RSS and CPU
-seconds (its own and its reaped children's: helm), its API requests (from the
+seconds (its own and its reaped children's: helm template), its API requests (from the
 API server's audit log, by user agent) and a JSON line. Exit 1 when a trial is
 not final or failed, or a Benchmark starved.
 """

@@ -262,8 +262,17 @@ module_dir() { # module@version -> dir in the module cache (downloads if absent)
 
 write_kwok_config() {
   local k; k=$(module_dir "sigs.k8s.io/kwok@$KWOK_VERSION")
-  local out=$STATE/run/kwok.yaml f first=1
-  : >"$out.tmp"
+  local out=$STATE/run/kwok.yaml f rel first=0
+  # kwok plays 4 pod stages at a time by default: with hundreds of regions (thousands of pods, each
+  # through ~5 stages) the simulated kubelets, not the cluster, were the bottleneck (bench/scale.py)
+  cat >"$out.tmp" <<'EOF2'
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 32
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 16
+EOF2
   # The Stage objects shipped in the kwok module, then ours. Each document is
   # separated by '---' (concatenating without separators silently merges them).
   for f in "$k/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
@@ -272,7 +281,8 @@ write_kwok_config() {
            "$HERE"/stages/*.yaml; do
     {
       ((first)) || echo "---"
-      echo "# from ${f#"$k/"}"
+      rel=${f#"$k/"}
+      echo "# from ${rel#"$REPO/"}"  # no absolute path: the same file from every checkout (no kwok restart)
       cat "$f"
       echo
     } >>"$out.tmp"
@@ -282,7 +292,13 @@ write_kwok_config() {
 }
 
 start_kwok() {
+  local old=""
+  [[ -f $STATE/run/kwok.yaml ]] && old=$(<"$STATE/run/kwok.yaml")
   write_kwok_config
+  if [[ $old != "$(<"$STATE/run/kwok.yaml")" ]] && pid_of kwok >/dev/null; then
+    log "kwok's configuration changed: restarting it"
+    stop_one kwok
+  fi
   start_bg kwok --kubeconfig="$STATE/run/kwok.kubeconfig" \
     --config="$STATE/run/kwok.yaml" \
     --manage-all-nodes=false \
@@ -363,15 +379,17 @@ status:
   # create missing ones only; existing nodes are kept as they are
   printf '%s' "$docs" | kc create -f - 2>&1 | grep -v AlreadyExists >&2 || true
   log "waiting for $n simulated node(s) to be Ready"
-  local names=()
-  for ((i = 1; i <= n; i++)); do names+=("node/kwok-r$i"); done
-  kc wait --for=condition=Ready --timeout=90s "${names[@]}" >/dev/null
-  # the node lifecycle controller removes the not-ready taint shortly after
-  wait_for "not-ready taints to go" 60 no_notready_taints "${names[@]}"
+  # one list a try (kubectl wait asks node by node: minutes for hundreds); kwok makes a few nodes
+  # Ready a second, so 90 s and more for hundreds; the node lifecycle controller then removes
+  # the not-ready taint
+  wait_for "$n simulated node(s) Ready, without the not-ready taint" "$((90 + n / 2))" nodes_ready "$n"
 }
 
-no_notready_taints() {
-  ! kc get "$@" -o jsonpath='{range .items[*]}{.spec.taints[*].key}{"\n"}{end}' | grep -q 'node.kubernetes.io/not-ready'
+nodes_ready() { # N: kwok-r1..rN are Ready and untainted
+  local ready
+  ready=$(kc get nodes -l type=kwok -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.spec.taints[*].key}{"\n"}{end}' |
+    awk -v n="$1" '{ i = substr($1, 7) + 0 } i >= 1 && i <= n && $2 == "True" && $3 !~ /not-ready/ { c++ } END { print c + 0 }')
+  ((ready >= $1))
 }
 
 # ---------------------------------------------------------------- commands

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from wanwide.api.benchmark import Timeouts
 from wanwide.controller import trialstate as ts
@@ -52,21 +55,42 @@ def test_condition_keeps_transition_time_when_status_unchanged():
     assert c3[0]["lastTransitionTime"] != ts.iso(t0)
 
 
-def test_helm_command_never_waits(monkeypatch):
+def test_helm_only_renders_offline(monkeypatch):
     monkeypatch.setenv("WANWIDE_HELM", "/usr/bin/helm")
     rel = HelmRelease("keystone", "ns1", "r1", "https://charts.example", "keystone", "2026.1.0", {}, 0)
-    cmd = helm.command(rel, "/tmp/v.yaml")
-    assert "--wait" not in cmd and "--atomic" not in cmd
-    assert cmd[1:5] == ["upgrade", "--install", "keystone", "keystone"]
-    assert cmd[-4:] == ["--repo", "https://charts.example", "--version", "2026.1.0"]
+    cmd = helm.command(rel, "/cache/keystone-2026.1.0.tgz", "/tmp/v.yaml")
+    assert cmd == ["/usr/bin/helm", "template", "keystone", "/cache/keystone-2026.1.0.tgz", "--namespace", "ns1",
+                   "--values", "/tmp/v.yaml"]
 
 
-def test_helm_release_left_stuck_by_a_killed_helm_is_reset_not_upgraded():
-    assert helm.next_action("deployed") == "done"
-    for stuck in ("pending-install", "pending-upgrade", "pending-rollback", "uninstalling"):
-        assert helm.next_action(stuck) == "reset", stuck
-    for fresh in (None, "failed", "uninstalled", "superseded"):
-        assert helm.next_action(fresh) == "install", fresh
+def test_renders_answer_at_once_render_in_the_background_and_say_a_failure_once(monkeypatch, tmp_path):
+    import threading
+
+    from wanwide.render.chart import Chart
+
+    gate, calls = threading.Event(), []
+
+    def fake(rel, labels):
+        calls.append(rel.namespace)
+        gate.wait(10)
+        if rel.namespace == "bad":
+            raise helm.HelmError("helm template keystone in bad failed: boom")
+        return Chart(rel.name, rel.namespace, ())
+
+    r = helm.Renders(workers=2, cache_dir=str(tmp_path))
+    monkeypatch.setattr(r, "render", fake)
+    good = HelmRelease("keystone", "good", "r1", "", "/chart", "1", {"a": 1}, 0)
+    bad = HelmRelease("keystone", "bad", "r2", "", "/chart", "1", {"a": 1}, 1)
+    assert r.get(good, {}) is None and r.get(bad, {}) is None  # never waits for helm
+    gate.set()
+    r.pool.shutdown(wait=True)
+    assert r.get(good, {}).namespace == "good" and r.get(good, {}) is r.get(good, {})
+    with pytest.raises(helm.HelmError, match="boom"):
+        r.get(bad, {})
+    assert calls == ["good", "bad"]
+    other = HelmRelease("keystone", "good", "r1", "", "/chart", "1", {"a": 2}, 0)  # other values: rendered again
+    r.pool = ThreadPoolExecutor(1)
+    assert r.get(other, {}) is None
 
 
 def test_a_poke_from_any_thread_wakes_the_trial_loop_and_children_find_it_by_namespace():

@@ -83,7 +83,7 @@ def test_every_queried_metric_is_exported(source):
         used |= names
     if source == "rules":  # the alerts cover the operator being down, stuck trials, failures and errors
         assert {"up", "wanwide_trial_phase_deadline_timestamp_seconds", "wanwide_trials",
-                "wanwide_trial_step_errors_total", "wanwide_helm_errors_total"} <= used
+                "wanwide_trial_step_errors_total", "wanwide_chart_errors_total"} <= used
 
 
 def test_every_operator_metric_is_documented():

@@ -8,17 +8,19 @@ import json
 import pytest
 import yaml
 
+from tests.chartdata import RENDERED
 from tests.plan.specs import benchmark
 from wanwide import timestamps as ts
 from wanwide.api.units import seconds
 from wanwide.controller import phases, trialstate
-from wanwide.controller.actions import Apply, Decision, Delete, Emit, Install
+from wanwide.controller.actions import Apply, Decision, Delete, Emit
 from wanwide.controller.benchmark import with_runner_image
 from wanwide.controller.trial import A_PLAN_INPUT, InvalidPlan, plan_input, trial_plan
 from wanwide.plan.load import load_documents
 from wanwide.plan.matrix import expand
 from wanwide.plan.trial import TrialPlan, plan
 from wanwide.render import render_trial
+from wanwide.render.chart import documents, stages
 
 T0 = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
 
@@ -32,6 +34,7 @@ def _plan(**spec) -> TrialPlan:
 
 
 P = _plan()
+CHART_NS = "galera-expli-3617e-t000-rennes"  # the namespace the fixture chart was rendered for
 
 
 def _status(phase: str, *done: str, at: dt.datetime = T0, **more) -> dict:
@@ -59,26 +62,67 @@ def test_provisioning_applies_the_base_once_each_namespace_with_the_operators_ro
         first = min(i for i, o in enumerate(objs) if o["metadata"].get("namespace") == ns and o["kind"] != "RoleBinding")
         at = next(i for i, o in enumerate(objs) if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] == ns)
         assert kinds[at - 1] == "Namespace" and at < first
+        # namespaces are applied side by side, each in this order (its lane)
+        assert {a.lane for a in d.actions if isinstance(a, Apply) and ns in (a.obj["metadata"].get("namespace"),
+                                                                           a.obj["metadata"]["name"])} == {ns}
     assert d.status["done"] == ["base"] and d.phase is None
     assert any(isinstance(a, Emit) and a.reason == "Provisioning" for a in d.actions)
 
 
-def test_provisioning_installs_wave0_before_wave1_and_resets_a_stuck_release():
+def _charts(*regions: str) -> dict:
+    """Each region's keystone chart, from the fixture chart's rendering of rennes (namespace swapped)."""
+    text = RENDERED.read_text()
+    return {P.namespace(r): stages(documents(text.replace(CHART_NS, P.namespace(r))), "keystone", P.namespace(r),
+                                   P.labels(r, "keystone")) for r in regions}
+
+
+def test_provisioning_deploys_keystone_wave0_then_wave1_stage_by_stage_in_parallel_lanes():
     st = _status("Provisioning", "base")
-    first, *others = [P.namespace(r) for r in P.region_names]
-    obs = {"passwords": {"admin-password": "a"}, "helm": {first: "reset"}}
+    first, *others = P.region_names
+    ns0 = P.namespace(first)
+    obs = {"passwords": {}, "charts": _charts(first), "jobs": {}}
     d = phases.decide(P, st, obs, T0)
-    installs = [a for a in d.actions if isinstance(a, Install)]
-    assert [(a.release.namespace, a.reset) for a in installs] == [(first, True)]
-    assert installs[0].release.values["endpoints"]["identity"]["auth"]["admin"]["password"] == "a"
-    assert "wave0" not in d.status.get("done", []) and d.wake_s
-    d = phases.decide(P, st, {**obs, "helm": {first: "running"}}, T0)
-    assert not d.actions and d.phase is None
-    d = phases.decide(P, st, {**obs, "helm": {first: "done"}}, T0)
-    assert d.status["done"] == ["base", "wave0"]
+    applied = [a for a in d.actions if isinstance(a, Apply)]
+    assert {a.lane for a in applied} == {ns0} and _applied(d)[-1]["kind"] == "Job"
+    assert _applied(d)[-1]["metadata"]["name"] == "keystone-db-sync" and d.phase is None and d.wake_s
+    assert "wave0" not in d.status.get("done", []) and "post-install -4" in d.message
+    sync = {f"{ns0}/keystone-db-sync": "running"}
+    assert not phases.decide(P, st, {**obs, "jobs": sync}, T0).actions
+    complete = {f"{ns0}/keystone-{j}": "complete" for j in ("db-sync", "domain-manage", "bootstrap")}
+    d = phases.decide(P, st, {**obs, "jobs": complete}, T0)
+    assert d.status["done"] == ["base", "wave0"] and [a.reason for a in d.actions] == ["KeystoneInstalled"]
     st1 = _status("Provisioning", "base", "wave0")
-    d = phases.decide(P, st1, {**obs, "helm": {ns: "install" for ns in others} | {others[0]: "queued"}}, T0)
-    assert [a.release.namespace for a in d.actions if isinstance(a, Install)] == others[1:]
+    d = phases.decide(P, st1, {"passwords": {}, "charts": {**_charts(others[0]), P.namespace(others[1]): None},
+                               "jobs": {}}, T0)
+    assert {a.lane for a in d.actions if isinstance(a, Apply)} == {P.namespace(others[0])}
+    assert "1 rendering" in d.message  # still being rendered: waits, the others go on
+
+
+def test_wave1_objects_before_their_hooks_go_ahead_while_wave0_runs_and_are_not_applied_again():
+    first, *others = P.region_names
+    obs = {"passwords": {}, "charts": _charts(*P.region_names), "jobs": {f"{P.namespace(first)}/keystone-db-sync": "running"}}
+    d = phases.decide(P, _status("Provisioning", "base"), obs, T0)
+    assert d.status == {"keystoneAhead": len(others)} and d.wake_s
+    assert {a.lane for a in d.actions} == {P.namespace(r) for r in others}
+    assert "Job" not in {o["kind"] for o in _applied(d)} and "Deployment" in {o["kind"] for o in _applied(d)}
+    st = _status("Provisioning", "base", keystoneAhead=len(others))
+    assert not phases.decide(P, st, obs, T0).actions  # all ahead: nothing more while db-sync runs
+    wave1 = _status("Provisioning", "base", "wave0", keystoneAhead=1)  # a kill after the first of them
+    d = phases.decide(P, wave1, {**obs, "jobs": {}}, T0)
+    by_ns = {ns: [o["kind"] for o in _applied(d) if o["metadata"]["namespace"] == ns] for ns in map(P.namespace, others)}
+    assert by_ns[P.namespace(others[0])] == ["Job"]  # ahead already: its first hook only
+    assert by_ns[P.namespace(others[1])][-1] == "Job" and len(by_ns[P.namespace(others[1])]) > 10
+
+
+def test_a_failed_hook_job_is_deleted_to_run_again_then_fails_the_trial():
+    st = _status("Provisioning", "base")
+    ns0 = P.namespace(P.region_names[0])
+    obs = {"passwords": {}, "charts": _charts(P.region_names[0]), "jobs": {f"{ns0}/keystone-db-sync": "failed"}}
+    d = phases.decide(P, st, obs, T0)
+    assert d.status == {"chartFailures": 1} and "keystone-db-sync" in d.message
+    assert [(a.kind, a.name, a.namespace) for a in d.actions if isinstance(a, Delete)] == [("Job", "keystone-db-sync", ns0)]
+    d = phases.decide(P, _status("Provisioning", "base", chartFailures=phases.CHART_TRIES - 1), obs, T0)
+    assert (d.phase, d.reason) == ("CleaningUp", "ChartFailed")
 
 
 def test_provisioning_waits_for_readiness_then_moves_on():
@@ -91,45 +135,17 @@ def test_provisioning_waits_for_readiness_then_moves_on():
 
 @pytest.mark.parametrize(("obs", "status", "reason"), [
     ({"missing": "Secret lab/x lacks admin-password"}, {}, "MissingSecret"),
-    ({"passwords": {}, "helm_failed": "helm exited 1"}, {"helmFailures": phases.HELM_TRIES - 1}, "HelmFailed")])
+    ({"passwords": {}, "render_failed": "helm exited 1"}, {"chartFailures": phases.CHART_TRIES - 1}, "ChartFailed")])
 def test_provisioning_errors_retrying_cannot_fix_fail_the_trial(obs, status, reason):
     d = phases.decide(P, _status("Provisioning", "base", **status), obs, T0)
     assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", reason, "Failed")
 
 
-def test_a_failed_helm_is_tried_again_and_said():
-    d = phases.decide(P, _status("Provisioning", "base"), {"passwords": {}, "helm_failed": "helm exited 1"}, T0)
-    assert d.phase is None and d.status == {"helmFailures": 1}
+def test_a_failed_render_is_tried_again_and_said():
+    d = phases.decide(P, _status("Provisioning", "base"), {"passwords": {}, "render_failed": "helm exited 1"}, T0)
+    assert d.phase is None and d.status == {"chartFailures": 1}
     assert "1 of 3" in d.message and "helm exited 1" in d.message
-    assert [(a.reason, a.type) for a in d.actions] == [("HelmRetry", "Warning")]
-
-
-def test_time_queued_for_a_helm_slot_does_not_count_against_the_provisioning_timeout():
-    """20 Benchmarks at once: 80 releases behind the operator's 8 helm slots; the last must not time out."""
-    limit = trialstate.seconds(P.spec.timeouts.provisioning)
-    first = P.namespace(P.region_names[0])
-    st = _status("Provisioning", "base")
-    obs = {"passwords": {"admin-password": "a"}, "helm": {first: "queued"}}
-    d = phases.decide(P, st, obs, T0 + dt.timedelta(seconds=60))
-    assert d.status["helmQueue"] == {"phaseStart": st["phaseStartTime"], "since": ts.iso(T0 + dt.timedelta(seconds=60)),
-                                     "seconds": 0}
-    assert "waiting for a helm slot" in d.message
-    st["helmQueue"] = d.status["helmQueue"]
-    late = T0 + dt.timedelta(seconds=limit + 600)
-    d = phases.decide(P, st, obs, late)  # still queued, long past the budget
-    assert d.phase is None and "helmQueue" not in d.status
-    d = phases.decide(P, st, {**obs, "helm": {first: "install"}}, late)  # a slot: queued limit+540 s, 60 s used
-    assert d.phase is None and d.status["helmQueue"]["since"] is None
-    assert d.status["helmQueue"]["seconds"] == limit + 540 and any(isinstance(a, Install) for a in d.actions)
-    st["helmQueue"] = d.status["helmQueue"]
-    running = {**obs, "helm": {first: "running"}}
-    assert phases.decide(P, st, running, late + dt.timedelta(seconds=limit - 120)).phase is None
-    d = phases.decide(P, st, running, late + dt.timedelta(seconds=limit - 50))
-    assert (d.phase, d.reason) == ("CleaningUp", "ProvisioningTimeout")
-    # the queue of an earlier Provisioning (another phaseStartTime) does not count
-    st2 = _status("Provisioning", "base", at=T0 + dt.timedelta(seconds=5), helmQueue=st["helmQueue"])
-    d = phases.decide(P, st2, running, T0 + dt.timedelta(seconds=limit + 10))
-    assert d.reason == "ProvisioningTimeout"
+    assert [(a.reason, a.type) for a in d.actions] == [("ChartRetry", "Warning")]
 
 
 def test_each_phase_times_out_into_cleaning_up():

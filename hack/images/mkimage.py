@@ -134,7 +134,7 @@ def main() -> int:
                 t.addfile(ti, io.BytesIO(data))
 
             put(config_name, config_bytes)
-            for d, p in zip(diff_ids, layers):
+            for d, p in zip(diff_ids, layers, strict=True):
                 ti = t.gettarinfo(p, arcname=f"{d}/layer.tar")
                 ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname, ti.mode = 0, 0, 0, "", "", 0o644
                 with open(p, "rb") as f:

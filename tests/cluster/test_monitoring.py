@@ -73,14 +73,14 @@ def test_apply_errors_are_counted_by_verb_and_kind(testcluster):
     assert REGISTRY.get_sample_value("wanwide_apply_errors_total", key) == before + 1
 
 
-def test_failed_helm_install_shows_in_the_operators_metrics(env):
+def test_a_chart_helm_cannot_render_shows_in_the_operators_metrics(env):
     tc, ns = env["tc"], env["ns"]
     before = scrape(env)
     missing_chart = {"keystone": {"chartRepo": "", "chart": "/nonexistent/keystone", "chartVersion": "0.1.0"}}
     tc.apply(bench(tc, "mon-helm", openstack=missing_chart,
                    monitoring={"labels": {"release": "kube-prometheus-stack"}}), ns)
     t = wait_trial(tc, ns, "mon-helm-t000", ("Failed", "Succeeded"), 240)
-    assert (t["status"]["phase"], t["status"]["reason"]) == ("Failed", "HelmFailed"), t["status"]
+    assert (t["status"]["phase"], t["status"]["reason"]) == ("Failed", "ChartFailed"), t["status"]
     b = tc.kubectl_json("get", "benchmark", "mon-helm", "-n", ns)
     assert conditions(b)["Monitored"]["status"] == "True"
     # with prometheus-operator's CRDs the trial's monitors were applied, with the extra labels
@@ -93,8 +93,8 @@ def test_failed_helm_install_shows_in_the_operators_metrics(env):
                 or time.time() > deadline:
             break
         time.sleep(2)
-    assert value(after, "wanwide_helm_errors_total", command="upgrade") >= \
-        value(before, "wanwide_helm_errors_total", command="upgrade") + 1
+    assert value(after, "wanwide_chart_errors_total", step="template") >= \
+        value(before, "wanwide_chart_errors_total", step="template") + 1
     assert value(after, "wanwide_trials", namespace=ns, benchmark="mon-helm", phase="failed") == 1
     assert value(after, "wanwide_trial_phase_changes_total", phase="Failed") >= \
         value(before, "wanwide_trial_phase_changes_total", phase="Failed") + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import json
 import time
 from pathlib import Path
@@ -79,10 +80,24 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     events = tc.kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.name=uniform-9-t000").stdout
     for reason in ("Injecting", "Loading", "Collecting", "Succeeded"):
         assert reason in events
-    # a keystone release per region, installed by helm
-    rels = json.loads(tc.helm("list", "-A", "-o", "json").stdout)
-    mine = [r for r in rels if r["namespace"] in {p.namespace(x) for x in p.region_names}]
-    assert len(mine) == 9 and all(r["name"] == "keystone" and r["status"] == "deployed" for r in mine)
+    # keystone per region: the chart rendered by helm template and applied by the operator in hook order
+    # (no helm release: listed by label instead), the schema owner's hooks before any other region's
+    regions = {p.namespace(x) for x in p.region_names}
+    assert [r for r in json.loads(tc.helm("list", "-A", "-o", "json").stdout) if r["namespace"] in regions] == []
+    sel = f"wanwide.io/trial={p.name},wanwide.io/role=keystone"
+    api = {d["metadata"]["namespace"] for d in tc.kubectl_json("get", "deployments", "-A", "-l", sel)["items"]
+           if d["metadata"]["name"] == "keystone-api"}
+    assert api == regions
+    jobs = {(j["metadata"]["namespace"], j["metadata"]["name"]): j
+            for j in tc.kubectl_json("get", "jobs", "-A", "-l", sel)["items"] if j["metadata"]["namespace"] in regions}
+    hooks = ["keystone-db-sync", "keystone-domain-manage", "keystone-bootstrap"]  # weights -4, 0, 5
+    assert set(jobs) == {(n, h) for n in regions for h in hooks}
+    for n in regions:
+        for before, after in itertools.pairwise(hooks):  # a stage starts once the one before is Complete
+            assert jobs[(n, before)]["status"]["completionTime"] <= jobs[(n, after)]["metadata"]["creationTimestamp"]
+    owner = p.namespace(p.schema_region)
+    assert all(jobs[(owner, "keystone-bootstrap")]["status"]["completionTime"]
+               <= jobs[(n, "keystone-db-sync")]["metadata"]["creationTimestamp"] for n in regions - {owner})
     # deleting the Benchmark removes namespaces (cleanup: Never keeps them until then)
     tc.kubectl("delete", "benchmark", "uniform-9", "-n", ns, "--timeout=180s")
     nss = [n for n in tc.kubectl_json("get", "namespaces", "-l", "wanwide.io/benchmark=uniform-9")["items"]

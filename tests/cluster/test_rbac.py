@@ -1,7 +1,7 @@
 """The chart grants the operator what it uses, no more: its ServiceAccount's requests in this
 session's audit log against the rules ``helm template`` renders.
 
-The operator tests run the operator (and the helm it starts) as the chart's ServiceAccount
+The operator tests run the operator as the chart's ServiceAccount
 ``wanwide-system/wanwide`` (tests/cluster/operator_env.py); the test cluster's API
 server logs that group's requests (hack/testcluster/audit-policy.yaml). Marked ``audit``:
 it runs after every other test of the session (tests/cluster/conftest.py).
@@ -30,11 +30,6 @@ UNEXERCISED: list[tuple[str, list[str], list[str], list[str], str]] = [
     ("trial", ["", "extensions", "batch", "apps"], ["services", "endpoints", "jobs", "pods"], ["get", "list"],
      "openstack-helm's dependency-check Roles grant these: creating them needs the operator to hold "
      "the same (RBAC escalation check)"),
-    ("trial", ["", "apps", "batch", "policy", RBAC],
-     ["secrets", "configmaps", "services", "serviceaccounts", "deployments", "jobs", "poddisruptionbudgets",
-      "roles", "rolebindings"], ["patch", "delete"],
-     "helm upgrade (patch) and uninstall (delete) of a keystone release: the reset of a release a killed "
-     "helm left stuck (kube/helm.py), run as admin by tests/cluster/test_helm_background.py"),
     ("trial", ["crdb.cockroachlabs.com", "monitoring.coreos.com"], ["crdbclusters", "servicemonitors"],
      ["get", "create", "patch"], "the cockroachdb backend; the cluster tests run mariadb and galera"),
     ("trial", ["chaos-mesh.org"], ["schedules"], ["get", "create", "patch", "delete"],

@@ -112,7 +112,7 @@ CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
     ("parallelism-zero", _b(matrix={"parallelism": 0}), "matrix.parallelism", "greater than or equal to 1", True),
     # a matrix value below its minimum: refused, not a trial silently dropped
     ("matrix-regions-zero", _b(matrix={"regions": [0, 3]}), "spec.matrix.regions[0]", "use 1 or more", True),
-    ("matrix-regions-over-max", _b(matrix={"regions": [3, 201]}), "spec.matrix.regions[1]", "use 200 or less", True),
+    ("matrix-regions-over-max", _b(matrix={"regions": [3, 1001]}), "spec.matrix.regions[1]", "use 1000 or less", True),
     # quoted numbers and booleans: the API server refuses them, so does the planner
     ("quoted-times", _b(workload__times="10"), "spec.workload.times", 'write 10, not "10"', True),
     ("quoted-scenario-concurrency",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wanwide.lab.quiet import QuietGate, wait_quiet, window_pressure
+from wanwide.lab.quiet import QuietGate, wait_quiet, window_figures
 from wanwide.runner import contention as c
 
 
@@ -99,14 +99,17 @@ def test_real_proc_and_a_busy_child_counts_as_ours():
     assert s.figures()["cpu_some_avg10_max"] is not None
 
 
-def test_window_pressure_over_the_settle_period():
+def test_window_figures_over_the_settle_period():
     from collections import deque
 
-    samples = [(float(t), min(t, 5) * 1_000_000) for t in range(0, 11)]  # stalled 5 s, then quiet 5 s
-    assert window_pressure(deque(samples[:3]), 5.0) is None  # not 5 s of samples yet
-    assert window_pressure(deque(samples), 5.0) == pytest.approx(0.0)  # the last 5 s were quiet
-    assert window_pressure(deque(samples[:6]), 5.0) == pytest.approx(100.0)
-    assert window_pressure(deque(samples[:8]), 5.0) == pytest.approx(60.0)  # t 2..7: 3 s of 5
+    # stalled 5 s, then quiet 5 s; foreign CPU: one core of two busy for 5 s, then none
+    samples = [(float(t), min(t, 5) * 1_000_000, float(min(t, 5))) for t in range(0, 11)]
+    assert window_figures(deque(samples[:3]), 5.0, cpus=2) is None  # not 5 s of samples yet
+    assert window_figures(deque(samples), 5.0, cpus=2) == pytest.approx((0.0, 0.0))  # the last 5 s were quiet
+    assert window_figures(deque(samples[:6]), 5.0, cpus=2) == pytest.approx((100.0, 50.0))
+    assert window_figures(deque(samples[:8]), 5.0, cpus=2) == pytest.approx((60.0, 30.0))  # t 2..7: 3 s of 5
+    unknown = [(t, p, None) for t, p, _f in samples]
+    assert window_figures(deque(unknown), 5.0, cpus=2) == (pytest.approx(0.0), None)
 
 
 def _clock():
@@ -114,20 +117,40 @@ def _clock():
     return (lambda: t[0]), (lambda d: t.__setitem__(0, t[0] + d))
 
 
-def test_gate_waits_for_quiet_then_passes():
+def _gate(said, read, clock, sleep, **kw):
+    return wait_quiet(QuietGate(**({"threshold_pct": 10, "settle_s": 10, "max_wait_s": 600} | kw)), said.append,
+                      read=read, clock=clock, sleep=sleep, cpus=2)
+
+
+def test_gate_waits_for_pressure_to_drop_then_passes():
     clock, sleep = _clock()
-    busy_until = 30.0
     total = [0]
 
-    def read():  # 80 % pressure until t=30, then 2 %
-        total[0] += int((0.8 if clock() <= busy_until else 0.02) * 1_000_000)
-        return total[0]
+    def read():  # 80 % pressure until t=30, then 2 %; nothing foreign
+        total[0] += int((0.8 if clock() <= 30.0 else 0.02) * 1_000_000)
+        return total[0], 0.0
 
     said: list[str] = []
-    g = wait_quiet(QuietGate(threshold_pct=10, settle_s=10, max_wait_s=600), said.append, read=read, clock=clock,
-                   sleep=sleep)
+    g = _gate(said, read, clock, sleep)
     assert g["passed"] is True and 38 <= g["waited_s"] <= 45 and g["pressure_pct"] < 10
+    assert g["foreign_cpu_pct"] == pytest.approx(0.0)
     assert any("waiting for a quiet machine" in m for m in said) and "machine quiet after" in said[-1]
+
+
+def test_gate_waits_for_a_neighbour_that_takes_a_core_without_pressure():
+    """One foreign CPU hog on 2 cores: no pressure at all, but half the machine is not ours."""
+    clock, sleep = _clock()
+    foreign = [0.0]
+
+    def read():  # a neighbour busy on one core (1 CPU-second a second) until t=50
+        foreign[0] += 1.0 if clock() <= 50.0 else 0.01
+        return 0, foreign[0]
+
+    said: list[str] = []
+    g = _gate(said, read, clock, sleep)
+    assert g["passed"] is True and 58 <= g["waited_s"] <= 65
+    assert g["pressure_pct"] == pytest.approx(0.0) and g["foreign_cpu_pct"] < 10
+    assert any("CPU used by other processes 50.0%" in m for m in said)
 
 
 def test_gate_gives_up_and_says_so():
@@ -136,12 +159,30 @@ def test_gate_gives_up_and_says_so():
 
     def read():
         total[0] += 500_000
-        return total[0]
+        return total[0], None
 
     said: list[str] = []
-    g = wait_quiet(QuietGate(threshold_pct=10, settle_s=10, max_wait_s=60), said.append, read=read, clock=clock,
-                   sleep=sleep)
+    g = _gate(said, read, clock, sleep, max_wait_s=60)
     assert g["passed"] is False and g["waited_s"] >= 60 and g["pressure_pct"] == pytest.approx(50.0)
+    assert g["foreign_cpu_pct"] is None
     assert "starting anyway" in said[-1] and "noisy" in said[-1]
     off = wait_quiet(QuietGate(enabled=False), said.append, read=read, clock=clock, sleep=sleep)
     assert off["enabled"] is False and off["waited_s"] == 0.0
+
+
+def test_gate_on_this_kernel_sees_a_foreign_process_and_not_ours():
+    """Real /proc: a CPU-bound process outside the experiment keeps the gate waiting; the same
+    process counted as ours does not."""
+    burn = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        said: list[str] = []
+        gate = QuietGate(threshold_pct=10, settle_s=2, max_wait_s=4)
+        g = wait_quiet(gate, said.append, own=c.OwnProcesses(pids=[os.getpid()]), every_s=0.25)
+        assert g["passed"] is False and g["foreign_cpu_pct"] is not None and g["foreign_cpu_pct"] > 30
+        ours = wait_quiet(gate, said.append, own=c.OwnProcesses(pids=[os.getpid(), burn.pid]), every_s=0.25)
+        # what remains foreign is the rest of the machine (this test suite's neighbours): less than the hog
+        assert ours["foreign_cpu_pct"] is not None and ours["foreign_cpu_pct"] < g["foreign_cpu_pct"] - 20
+    finally:
+        burn.kill()
+        burn.wait()

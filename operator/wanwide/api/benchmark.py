@@ -183,7 +183,7 @@ class Window(Model):
 class Partition(Window):
     """Cut a set of regions off from all others for a window."""
 
-    regions: list[RegionName] = Field(min_length=1, max_length=200)
+    regions: list[RegionName] = Field(min_length=1, max_length=1000)
 
 
 _DROPOUT_MSG = "a dropout must be shorter than its period: lower 'for' or raise 'every'"
@@ -200,7 +200,7 @@ class Dropout(Model):
     every: Duration
     for_: Duration = Field(alias="for")
     regions: list[RegionName] | None = Field(
-        None, max_length=200, description="Regions cut off together (default: every region but the database's primary)."
+        None, max_length=1000, description="Regions cut off together (default: every region but the database's primary)."
     )
 
     model_config = ConfigDict(
@@ -218,7 +218,7 @@ class Dropout(Model):
 class LossWindow(Window):
     """Extra loss on all links of some regions for a window."""
 
-    regions: list[RegionName] = Field(min_length=1, max_length=200)
+    regions: list[RegionName] = Field(min_length=1, max_length=1000)
     loss: Percent
 
 
@@ -232,8 +232,8 @@ class Matrix(Model):
     """Parameter sweep: the trials are the product of every axis given."""
 
     backend: list[Backend] | None = Field(None, min_length=1, max_length=3)
-    regions: list[Annotated[int, Field(ge=1, le=200), WHOLE_NUMBER]] | None = Field(
-        None, min_length=1, max_length=20, description="Number of regions (1–200).")
+    regions: list[Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER]] | None = Field(
+        None, min_length=1, max_length=20, description="Number of regions (1–1000).")
     rtt: list[Duration] | None = Field(None, min_length=1, max_length=20, description="Default link RTT.")
     intra_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
     inter_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)

@@ -23,7 +23,7 @@ class Region(Model):
 class RegionGenerator(Model):
     """Regions generated as ``<prefix>1..<prefix>N``, split into contiguous groups."""
 
-    count: Int = Field(ge=1, le=200, description="Number of regions.")
+    count: Int = Field(ge=1, le=1000, description="Number of regions.")
     groups: Int = Field(1, ge=1, le=200, description="Number of groups (contiguous blocks of regions).")
     prefix: str = Field("r", pattern=r"^[a-z][-a-z0-9]{0,14}$", description="Region name prefix.")
     group_prefix: str = Field("g", pattern=r"^[a-z][-a-z0-9]{0,14}$", description="Group name prefix.")
@@ -99,6 +99,8 @@ class Placement(Model):
 class TopologySpec(Model):
     """Regions (explicit list or generator) and the network between them."""
 
+    # at most 200 listed (the CRD's uniqueness rule is quadratic: the API server's CEL cost budget);
+    # generate makes up to 1000
     regions: list[Region] | None = Field(None, min_length=1, max_length=200)
     generate: RegionGenerator | None = None
     network: Network = Field(default_factory=Network)

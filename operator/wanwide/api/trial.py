@@ -33,26 +33,20 @@ class TrialSpec(Model):
     plan_generation: int = Field(0, ge=0, description="Benchmark generation this trial was planned from.")
 
 
-class HelmQueue(Model):
-    """Time waited for a helm slot (the operator's own limit) in the phase begun at phaseStart: not timed."""
-
-    phase_start: str
-    since: str | None = Field(None, description="Waiting since (all releases still to install are queued).")
-    seconds: int = Field(0, ge=0, description="Waited before ``since``.")
-
-
 class TrialStatus(Observed):
     phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
     phase_start_time: str | None = None
     attempt: int = 0
-    helm_failures: int = Field(0, ge=0, description="helm commands of this trial that failed (retried up to 3 in all).")
+    chart_failures: int = Field(0, ge=0, description="Keystone chart renders (helm template) and hook Jobs of this trial "
+                                "that failed (tried again up to 3 failures in all).")
     done: list[str] = Field(default_factory=list, description="Steps of the current phase already carried out.")
+    keystone_ahead: int = Field(0, ge=0, description="Keystone releases of wave 1 (region order) whose objects before "
+                                "their first hooks were applied while wave 0 ran.")
     outcome: Literal["Succeeded", "Failed"] | None = Field(None, description="Result decided before clean-up.")
     outcome_message: str | None = Field(None, description="Why the trial failed (kept through clean-up).")
     reason: str | None = None
     message: str | None = None
     load_start_at: str | None = None
-    helm_queue: HelmQueue | None = None
     results_uri: str | None = Field(None, alias="resultsURI")
     start_time: str | None = None
     completion_time: str | None = None

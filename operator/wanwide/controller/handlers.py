@@ -177,6 +177,8 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
     wake = WAKEUPS.event(key)
     failures = 0
     last = 0.0
+    written: dict[str, Any] | None = None  # the Trial as our last status patch left it
+    seen = None  # the body's resourceVersion at the last step
     try:
         while not stopped:
             # Events come in bursts (45 regions' Deployments turning Available): one step for a burst.
@@ -184,13 +186,20 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
             last = time.monotonic()
             wake.clear()
             snapshot = copy.deepcopy(dict(body))
+            rv = snapshot["metadata"].get("resourceVersion")
+            if written is not None and rv == seen:  # the watch has not brought our last write yet: step on it
+                snapshot = written
+            else:
+                written = None
+            seen = rv
             phase = (snapshot.get("status") or {}).get("phase") or "Pending"
             if phase in trialstate.TERMINAL:
                 return
             wait_s = RUNTIME.safety_net_s
             if phase != "Pending":
                 try:
-                    wait_s = await asyncio.to_thread(contextvars.copy_context().run, reconcile_trial, snapshot)
+                    wait_s, wrote = await asyncio.to_thread(contextvars.copy_context().run, reconcile_trial, snapshot)
+                    written = wrote or written
                     failures = 0
                 except Exception as e:  # transient (API, network): again with backoff
                     failures += 1
@@ -203,8 +212,9 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
         metrics.forget_trial(namespace, name)
 
 
-def reconcile_trial(trial: dict[str, Any]) -> float:
-    """One step, its status patch and events; returns how long to wait at most before the next."""
+def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
+    """One step, its status patch and events; how long to wait at most before the next, and the Trial as
+    the status patch left it (None: nothing patched)."""
     t0 = time.monotonic()
     kube = RUNTIME.kube
     meta, status = trial["metadata"], trial.get("status") or {}
@@ -213,22 +223,23 @@ def reconcile_trial(trial: dict[str, Any]) -> float:
     def emit(reason: str, message: str, typ: str) -> None:
         kopf.event(trial, type=typ, reason=reason, message=message)
 
-    w = where(trial, kube=kube, kubeconfig=RUNTIME.kubeconfig, trial_clusterrole=RUNTIME.trial_clusterrole,
+    w = where(trial, kube=kube, trial_clusterrole=RUNTIME.trial_clusterrole,
               operator_subject=RUNTIME.subject)
     timeouts = None
     try:
         plan = trial_plan(trial)
         timeouts = plan.spec.timeouts
         WAKEUPS.watch_namespaces(f"{meta['namespace']}/{meta['name']}", plan.namespaces)
-        d = step(w, Executor(kube, RUNTIME.kubeconfig, emit), plan, status)
+        d = step(w, Executor(kube, emit), plan, status)
     except InvalidPlan as e:  # permanent: retrying cannot fix it
         d = Decision("Failed", "InvalidPlan", f"the trial's frozen plan no longer validates: {e}")
     finally:
         metrics.RECONCILE.labels("trial").observe(time.monotonic() - t0)
     patch = trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, meta.get("generation"), ts.now())
     patch = {k: v for k, v in patch.items() if status.get(k) != v}
+    written = None
     if patch:
-        kube.patch_status(bm.API, "Trial", meta["name"], meta["namespace"], patch)
+        written = kube.patch_status(bm.API, "Trial", meta["name"], meta["namespace"], patch)
     if patch.get("phase"):
         new = patch["phase"]
         metrics.PHASE_CHANGES.labels(new).inc()
@@ -239,7 +250,7 @@ def reconcile_trial(trial: dict[str, Any]) -> float:
     now_phase = patch.get("phase") or phase
     metrics.record_phase(meta["namespace"], meta["name"], now_phase,
                          metrics.deadline(now_phase, patch.get("phaseStartTime") or status.get("phaseStartTime"), timeouts))
-    return min(d.wake_s, RUNTIME.safety_net_s) if d.wake_s is not None else RUNTIME.safety_net_s
+    return (min(d.wake_s, RUNTIME.safety_net_s) if d.wake_s is not None else RUNTIME.safety_net_s), written
 
 
 @kopf.on.event(GROUP, VERSION, "trials")

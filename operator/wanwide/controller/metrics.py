@@ -9,7 +9,7 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 from ..api.benchmark import Timeouts
 from ..api.units import seconds
 from ..kube.client import API_REQUESTS
-from ..kube.helm import HELM_ERRORS
+from ..kube.helm import CHART_ERRORS
 from ..timestamps import parse
 from .trialstate import PHASE_TIMEOUT
 
@@ -27,7 +27,7 @@ PHASE_DEADLINE = Gauge("wanwide_trial_phase_deadline_timestamp_seconds",
                        ["namespace", "trial", "phase"])
 
 PHASE_GROUPS = ("pending", "running", "succeeded", "failed")
-__all__ = ["API_REQUESTS", "APPLY_ERRORS", "HELM_ERRORS", "PHASE_CHANGES", "PHASE_DEADLINE", "PHASE_SECONDS",
+__all__ = ["API_REQUESTS", "APPLY_ERRORS", "CHART_ERRORS", "PHASE_CHANGES", "PHASE_DEADLINE", "PHASE_SECONDS",
            "RECONCILE", "STEP_ERRORS", "TRIALS", "deadline", "forget", "forget_trial", "record_phase", "record_trials", "serve"]
 
 

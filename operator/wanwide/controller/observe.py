@@ -1,4 +1,4 @@
-"""What a phase needs to know about a Trial's world, read from the API server, Helm and S3.
+"""What a phase needs to know about a Trial's world, read from the API server and S3 (and helm's renders).
 
 Each function returns plain data (the observation the pure decisions in
 :mod:`.phases` take); only what the current phase needs is read.
@@ -17,7 +17,7 @@ from ..plan.monitoring import MONITOR_KINDS
 from ..plan.trial import TrialPlan
 from ..render import database
 from ..render.chaos import CHAOS_API
-from ..render.keystone import API_SERVICE, MEMCACHED, releases
+from ..render.keystone import API_SERVICE, MEMCACHED, HelmRelease, releases
 from ..render.monitors import MON_API
 from ..render.rally import JOB
 from ..render.secrets import KEY_FIELDS, keys_secret_name
@@ -32,7 +32,6 @@ class Where:
     kube: Kube
     instance: str | None = None  # the owning Benchmark's uid (part of the results prefix)
     plan_generation: int = 0
-    kubeconfig: str | None = None
     trial_clusterrole: str | None = None
     operator_subject: dict[str, str] | None = None
 
@@ -77,26 +76,44 @@ def uses_chaos(plan: TrialPlan) -> bool:
     return any(plan.classes.values()) or bool(plan.faults)
 
 
-def _helm(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    """States of the releases of the first wave not yet done ('queued' beyond helm's parallelism)."""
+_RELEASES: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[TrialPlan, list[HelmRelease]]] = {}
+
+
+def _releases(plan: TrialPlan, passwords: dict[str, str]) -> list[HelmRelease]:
+    """The trial's releases, made once per plan (a trial's plan object lives as long as it runs: see
+    controller/trial.py) and passwords: hundreds of regions' values are not recomputed every step."""
+    key = (id(plan), tuple(sorted(passwords.items())))
+    hit = _RELEASES.get(key)
+    if hit is None or hit[0] is not plan:
+        while len(_RELEASES) >= 16:
+            _RELEASES.pop(next(iter(_RELEASES)))
+        hit = _RELEASES[key] = (plan, releases(plan, passwords))
+    return hit[1]
+
+
+def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    """The releases of the waves not yet done, rendered (None while helm renders it; wave 1 is rendered while
+    wave 0 runs), and the trial's Jobs (one list across its namespaces)."""
     wave = next((n for n in (0, 1) if f"wave{n}" not in done(status)), None)
     if wave is None:
         return
-    states: dict[str, str] = {}
-    for rel in releases(plan, obs["passwords"]):
-        if rel.wave != wave:
-            continue
-        bg = helm.BACKGROUND
-        if bg.key(rel) not in bg.procs and not bg.my_turn(rel):  # slots full, or others waited longer
-            states[rel.namespace] = "queued"
+    charts: dict[str, Any] = {}
+    for rel in _releases(plan, obs["passwords"]):
+        if rel.wave < wave:
             continue
         try:
-            states[rel.namespace] = bg.observe(rel, w.kubeconfig)
-            if states[rel.namespace] == "done":
-                bg.served(rel)
-        except helm.HelmError as e:  # counted in wanwide_helm_errors_total
-            obs["helm_failed"] = str(e)
-    obs["helm"] = states
+            chart = helm.RENDERS.get(rel, plan.labels(rel.region, "keystone"))
+        except helm.HelmError as e:  # counted in wanwide_chart_errors_total
+            obs["render_failed"] = str(e)
+            continue
+        charts[rel.namespace] = chart
+    obs["charts"] = charts
+    mine = set(plan.namespaces)
+    obs["jobs"] = {f"{j['metadata']['namespace']}/{j['metadata']['name']}": readiness.job_state(j)
+                   for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "keystone"},
+                                        cached=True)
+                   if j["metadata"]["namespace"] in mine}
+    helm.CHART_ERRORS.labels("hook").inc(sum(s == "failed" for s in obs["jobs"].values()))  # deleted by this step
 
 
 def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
@@ -111,17 +128,21 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
         obs["missing"] = str(e)
         return
     if not {"wave0", "wave1"} <= done(status):
-        _helm(w, plan, status, obs)
+        _charts(w, plan, status, obs)
         return
     ready: dict[str, bool] = {}
     for o in database.render(plan):
         if o["kind"] in DB_KINDS:
             live = w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"])
             ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
+    mine = set(plan.namespaces)
+    live = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d
+            for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}, cached=True)
+            if d["metadata"]["namespace"] in mine}
     for r in plan.region_names:
         ns = plan.namespace(r)
         for dep in [API_SERVICE] + ([MEMCACHED] if plan.keystone.cache else []):
-            ready[f"{ns}/{dep}"] = readiness.deployment_available(w.kube.get("apps/v1", "Deployment", dep, ns))
+            ready[f"{ns}/{dep}"] = readiness.deployment_available(live.get(f"{ns}/{dep}"))
     obs["ready"] = ready
 
 

@@ -19,8 +19,9 @@ from ..plan import monitoring
 from ..plan.trial import TrialPlan
 from ..render import Rendered, render_trial
 from ..render.chaos import FaultObjects
-from .actions import Apply, Decision, Delete, Emit, Install
-from .trialstate import queue_clock, timed_out
+from ..render.chart import next_step
+from .actions import Apply, Decision, Delete, Emit
+from .trialstate import timed_out
 
 Obs = dict[str, Any]
 DB_KINDS = {"MariaDB", "Database", "User", "Grant", "CrdbCluster"}
@@ -52,17 +53,17 @@ def _fail(reason: str, message: str) -> Decision:
     return Decision("CleaningUp", reason, message, {"outcome": "Failed"})
 
 
-HELM_TRIES = 3  # a failed helm command is run again (its release is observed afresh) up to this many times
+CHART_TRIES = 3  # a failed render or hook Job is tried again up to this many times in all (per trial)
 
 
-def helm_failed(status: dict[str, Any], error: str) -> Decision:
-    """A failed ``helm upgrade --install`` is tried again, with back-off, until HELM_TRIES failures."""
-    n = int(status.get("helmFailures") or 0) + 1
-    if n >= HELM_TRIES:
-        return _fail("HelmFailed", f"helm failed {n} times; last: {error}")
-    message = f"helm failed ({n} of {HELM_TRIES} tries), trying again: {error}"
-    return Decision(message=message, status={"helmFailures": n}, actions=[Emit("HelmRetry", message, "Warning")],
-                    wake_s=5.0 * n)
+def chart_failed(status: dict[str, Any], error: str, actions: list[Any] | None = None) -> Decision:
+    """A failed ``helm template`` or hook Job is tried again, with back-off, until CHART_TRIES failures."""
+    n = int(status.get("chartFailures") or 0) + 1
+    if n >= CHART_TRIES:
+        return _fail("ChartFailed", f"keystone chart failed {n} times; last: {error}")
+    message = f"keystone chart failed ({n} of {CHART_TRIES} tries), trying again: {error}"
+    return Decision(message=message, status={"chartFailures": n},
+                    actions=[*(actions or []), Emit("ChartRetry", message, "Warning")], wake_s=5.0 * n)
 
 
 # ---- phases -------------------------------------------------------------------------------
@@ -71,34 +72,30 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
     """Base objects, then Keystone wave 0 (schema owner), then wave 1, then wait until all is ready."""
     if obs.get("missing"):
         return _fail("MissingSecret", obs["missing"])
-    if obs.get("helm_failed"):
-        return helm_failed(status, obs["helm_failed"])
+    if obs.get("render_failed"):
+        return chart_failed(status, obs["render_failed"])
     r = rendered(plan, status, obs)
     if "base" not in done(status):
         rbs = obs.get("rolebindings", {})  # namespace → the operator's RoleBinding there, right after it
-        acts: list[Any] = []
+        first: list[Any] = []  # each Namespace with the operator's RoleBinding there, in parallel
+        then: list[Any] = []  # once all are there (the authorizer's cache trails new bindings): the rest
         for o in r.base:
-            if o["kind"] != "Trial":
-                acts.append(Apply(o))
-            if o["kind"] == "Namespace" and o["metadata"]["name"] in rbs:
-                acts.append(Apply(rbs[o["metadata"]["name"]]))
-        acts.append(Emit("Provisioning", f"applied {len(r.base) - 1} objects in {len(plan.namespaces)} namespaces"))
+            if o["kind"] == "Trial":
+                continue
+            lane = o["metadata"].get("namespace") or o["metadata"]["name"]
+            if o["kind"] == "Namespace":
+                first += [Apply(o, lane)] + ([Apply(rbs[lane], lane)] if lane in rbs else [])
+            else:
+                then.append(Apply(o, lane))
+        acts = [*first, Emit("Provisioning", f"applying {len(r.base) - 1} objects in {len(plan.namespaces)} namespaces"),
+                *then]
         if obs.get("monitoring_crds") is False:
             acts.append(Emit("MonitorsSkipped", monitoring.CRDS_MISSING, "Warning"))
         return Decision(status=marked(status, "base"), actions=acts)
-    budget = seconds(plan.spec.timeouts.provisioning)
-    for wave in (0, 1):
-        if f"wave{wave}" in done(status):
-            continue
-        states = obs.get("helm", {})
-        releases = [rel for rel in r.releases if rel.wave == wave]
-        acts = [Install(rel, reset=states.get(rel.namespace) == "reset", timeout_s=budget)
-                for rel in releases if states.get(rel.namespace) in ("install", "reset")]
-        if acts or any(states.get(rel.namespace) != "done" for rel in releases):
-            return Decision(message=f"helm installing keystone (wave {wave}: {len(releases)} release(s); "
-                                    "hooks run db-sync)", actions=acts, wake_s=2)
-        emit = Emit("HelmInstalled", f"keystone in {len(releases)} region(s)" + (" (schema owner first)" if wave == 0 else ""))
-        return Decision(status=marked(status, f"wave{wave}"), actions=[emit])
+    if "wave0" not in done(status):
+        return ahead(plan, status, obs, keystone_wave(plan, status, obs, 0))
+    if "wave1" not in done(status):
+        return keystone_wave(plan, status, obs, 1)
     waiting = [k for k, ready in obs.get("ready", {}).items() if not ready]
     if waiting:
         # no watch on the database operator's kinds (see handlers.child_changed): look again soon
@@ -106,6 +103,69 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
         return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""),
                         wake_s=5 if crs else None)
     return Decision("VerifyingNetwork", "Deployed", f"database and {len(plan.regions)} Keystones ready")
+
+
+AHEAD_CHUNK = 50  # wave-1 releases whose objects go ahead per step (a step must stay short: wave 0 waits for it)
+
+
+def ahead(plan: TrialPlan, status: dict[str, Any], obs: Obs, d: Decision) -> Decision:
+    """While wave 0 runs, wave 1's objects before its first hooks (Services, Roles, the api Deployment, whose
+    pods wait for their own db-sync): AHEAD_CHUNK releases a step, in region order (``status.keystoneAhead``)."""
+    regions, k = wave_regions(plan, 1), int(status.get("keystoneAhead") or 0)
+    if d.phase:
+        return d
+    charts, acts, n = obs.get("charts", {}), list(d.actions), k
+    for r in regions[k:k + AHEAD_CHUNK]:
+        c = charts.get(plan.namespace(r))
+        if c is None:  # not rendered yet: next step
+            break
+        acts += [Apply(o, plan.namespace(r)) for o in next_step(c, {}, hooks=False).apply]
+        n += 1
+    if n == k:
+        return d
+    return dataclasses.replace(d, actions=acts, status={**d.status, "keystoneAhead": n},
+                               wake_s=min(d.wake_s or poll_s(plan), poll_s(plan)))
+
+
+def poll_s(plan: TrialPlan) -> float:
+    """How often a wave looks at its hook Jobs: 2 s, up to 5 s at 500 regions (each look lists them all)."""
+    return min(5.0, max(2.0, len(plan.regions) / 100))
+
+
+def wave_regions(plan: TrialPlan, wave: int) -> list[str]:
+    """Wave 0: the schema owner's region; wave 1: every other region."""
+    return [r for r in plan.region_names if (r == plan.schema_region) == (wave == 0)]
+
+
+def keystone_wave(plan: TrialPlan, status: dict[str, Any], obs: Obs, wave: int) -> Decision:
+    """One wave of keystone releases, each stage by stage (render/chart.py); the wave is done when every
+    release's hook Jobs are Complete. Wave 0 is the schema owner's release, wave 1 all the others."""
+    namespaces = [plan.namespace(r) for r in wave_regions(plan, wave)]
+    charts, jobs = obs.get("charts", {}), obs.get("jobs", {})
+    acts: list[Any] = []
+    failed: list[str] = []
+    stages: dict[str, int] = {}
+    early = int(status.get("keystoneAhead") or 0) if wave == 1 else 0
+    for i, ns in enumerate(namespaces):
+        c = charts.get(ns)
+        if c is None:
+            stages["rendering"] = stages.get("rendering", 0) + 1
+            continue
+        nxt = next_step(c, jobs, ahead=i < early)
+        acts += [Apply(o, ns) for o in nxt.apply]
+        failed += nxt.failed
+        if not nxt.done:
+            stages[nxt.waiting] = stages.get(nxt.waiting, 0) + 1
+    if failed:
+        deletes = [Delete("batch/v1", "Job", j.split("/", 1)[1], j.split("/", 1)[0], j.split("/", 1)[0]) for j in failed]
+        return chart_failed(status, f"hook Job(s) failed: {', '.join(failed[:3])} (see kubectl logs job/NAME -n NS)"
+                                    "; running them again", [*acts, *deletes])
+    if stages:
+        where = ", ".join(f"{n} {s}" for s, n in sorted(stages.items()))
+        return Decision(message=f"keystone wave {wave}: {len(namespaces)} release(s); waiting: {where}",
+                        actions=acts, wake_s=poll_s(plan))
+    emit = Emit("KeystoneInstalled", f"keystone in {len(namespaces)} region(s)" + (" (schema owner first)" if wave == 0 else ""))
+    return Decision(status=marked(status, f"wave{wave}"), actions=[*acts, emit])
 
 
 def verifying_network(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
@@ -276,14 +336,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
     phase = status.get("phase") or "Pending"
     if phase not in PHASES:
         return Decision()
-    start, queue = status.get("phaseStartTime"), status.get("helmQueue")
-    clock, queued = None, False
-    if phase == "Provisioning" and "helm" in obs:  # waiting for the operator's helm slots is not the trial's time
-        states = set(obs["helm"].values())
-        queued = "queued" in states and not states & {"running", "install", "reset"}
-        clock = queue_clock(start, queue, queued, now)
-        queue = clock or queue
-    if timed_out(phase, start, plan.spec.timeouts, now, queue):
+    if timed_out(phase, status.get("phaseStartTime"), plan.spec.timeouts, now):
         if phase != "CleaningUp":
             return _fail(f"{phase}Timeout", f"{phase} took longer than its timeout (spec.timeouts); cleaning up")
         if obs.get("chaos"):
@@ -292,12 +345,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
                             "check Chaos Mesh; namespaces kept for inspection")
         if obs.get("namespaces"):
             return namespaces_stuck(status, obs)
-    d = PHASES[phase](plan, status, obs, now)
-    if clock:
-        d = dataclasses.replace(d, status={**d.status, "helmQueue": clock})
-    if queued and d.message:
-        d = dataclasses.replace(d, message=d.message + "; waiting for a helm slot (not counted in the timeout)")
-    return d
+    return PHASES[phase](plan, status, obs, now)
 
 
 __all__ = ["PHASES", "Obs", "decide", "rendered"]

@@ -7,6 +7,7 @@ restarted operator resumes where the last one stopped. Each step is idempotent.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from typing import Any
 
@@ -42,7 +43,18 @@ def plan_input(bench: dict[str, Any], topology: TopologySpec, point: Point) -> s
 def trial_plan(trial: dict[str, Any]) -> TrialPlan:
     """The Trial's plan from its frozen input; InvalidPlan says why it no longer plans."""
     try:
-        data = json.loads(trial["metadata"]["annotations"][A_PLAN_INPUT])
+        text = trial["metadata"]["annotations"][A_PLAN_INPUT]
+    except (KeyError, TypeError):
+        text = None
+    return _planned(text)
+
+
+@functools.lru_cache(maxsize=64)  # the input is frozen: plan once per trial, not once per step
+def _planned(text: str | None) -> TrialPlan:
+    try:
+        if text is None:
+            raise KeyError(A_PLAN_INPUT)
+        data = json.loads(text)
         bench = Benchmark.model_validate(data["benchmark"])
         pt = data["point"]
         point = Point(pt["index"], pt["repetition"], pt["values"], pt.get("position"), pt.get("seed"))

@@ -20,34 +20,12 @@ PHASE_TIMEOUT = {
 }
 
 
-def timed_out(phase: str, phase_start: str | None, timeouts: Timeouts, at: dt.datetime,
-              queue: dict[str, Any] | None = None) -> bool:
-    """Past the phase's timeout; time queued for a helm slot in this phase (``queue``) does not count."""
+def timed_out(phase: str, phase_start: str | None, timeouts: Timeouts, at: dt.datetime) -> bool:
+    """Past the phase's timeout (spec.timeouts)."""
     field = PHASE_TIMEOUT.get(phase)
     if not field or not phase_start:
         return False
-    return (at - parse(phase_start)).total_seconds() - queued_s(phase_start, queue, at) > \
-        seconds(getattr(timeouts, field))
-
-
-def queued_s(phase_start: str | None, queue: dict[str, Any] | None, at: dt.datetime) -> float:
-    """Seconds queued for a helm slot in the phase that started at ``phase_start`` (status.helmQueue)."""
-    if not queue or queue.get("phaseStart") != phase_start:
-        return 0.0
-    since = queue.get("since")
-    return float(queue.get("seconds") or 0) + ((at - parse(since)).total_seconds() if since else 0.0)
-
-
-def queue_clock(phase_start: str | None, queue: dict[str, Any] | None, queued: bool, at: dt.datetime
-                ) -> dict[str, Any] | None:
-    """The new status.helmQueue when the trial starts or stops waiting for a helm slot (else None)."""
-    mine = queue if queue and queue.get("phaseStart") == phase_start else None
-    since = (mine or {}).get("since")
-    if queued and not since:
-        return {"phaseStart": phase_start, "since": iso(at), "seconds": int((mine or {}).get("seconds") or 0)}
-    if not queued and since:
-        return {"phaseStart": phase_start, "since": None, "seconds": int(queued_s(phase_start, mine, at))}
-    return None
+    return (at - parse(phase_start)).total_seconds() > seconds(getattr(timeouts, field))
 
 
 def forward(current: str | None, nxt: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import time
 from typing import Any
@@ -19,20 +20,40 @@ log = logging.getLogger(__name__)
 API_REQUESTS = Counter("wanwide_api_requests_total", "Requests to the API server (helm's not counted)", ["verb"])
 DISCOVERY_TTL_S = 10.0
 """How long :meth:`Kube.serves` trusts a discovery answer (CRDs come and go)."""
+SOURCE_TTL_S = 10.0
+"""How long a Secret copied into trial namespaces is trusted (a trial's namespaces are applied in one go)."""
 
 
 class MissingSource(RuntimeError):
     """A Secret to copy from does not exist (or lacks a key)."""
 
 
+CONNECTIONS = 40
+"""Connections kept open to the API server: the operator's parallel applies (controller/actions.LANES) and steps."""
+
+
 def load_config(kubeconfig: str | None = None) -> client.ApiClient:
+    cfg = client.Configuration()
     if kubeconfig:
-        return config.new_client_from_config(config_file=kubeconfig)
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
-    return client.ApiClient()
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    else:
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+        except config.ConfigException:
+            config.load_kube_config(client_configuration=cfg)
+    cfg.connection_pool_maxsize = CONNECTIONS
+    return client.ApiClient(cfg)
+
+
+try:  # a trial's Jobs listed at once are megabytes of JSON: parsing them was most of the operator's CPU
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson comes with wanwide[operator]
+    _loads = json.loads
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    """A response's body as plain data (the dynamic client's own objects cost more than the request)."""
+    return _loads(resp.data)
 
 
 class Kube:
@@ -44,6 +65,7 @@ class Kube:
         self.field_manager = field_manager
         self._res: dict[tuple[str, str], Any] = {}
         self._served: dict[str, tuple[float, frozenset[str]]] = {}
+        self._sources: dict[tuple[str, str], tuple[float, dict[str, Any] | None]] = {}
 
     def resource(self, api_version: str, kind: str) -> Any:
         key = (api_version, kind)
@@ -85,34 +107,38 @@ class Kube:
                 del self._res[key]
         return all(k in hit[1] and self._resolves(api_version, k) for k in kinds)
 
-    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Server-side apply (forcing conflicts: wanwide owns what it renders)."""
+    def apply(self, obj: dict[str, Any]) -> None:
+        """Server-side apply (forcing conflicts: wanwide owns what it renders); the answer is not read."""
         if obj["kind"] == "Secret" and names.A_COPY_FROM in obj["metadata"].get("annotations", {}):
             obj = self.materialise_secret(obj)
         res = self.resource(obj["apiVersion"], obj["kind"])
         API_REQUESTS.labels("apply").inc()
-        out = res.server_side_apply(
+        _ = res.server_side_apply(  # read, so that the connection goes back to the pool
             body=obj,
             name=obj["metadata"]["name"],
             namespace=obj["metadata"].get("namespace"),
             field_manager=self.field_manager,
             force_conflicts=True,
-        )
-        return out.to_dict()
+            serialize=False,
+        ).data
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         API_REQUESTS.labels("get").inc()
         try:
-            return self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
+            return _json(self.resource(api_version, kind).get(name=name, namespace=namespace, serialize=False))
         except NotFoundError:
             return None
 
     def list(self, api_version: str, kind: str, selector: dict[str, str] | None = None,
-             namespace: str | None = None) -> list[dict[str, Any]]:
+             namespace: str | None = None, cached: bool = False) -> list[dict[str, Any]]:
+        """Objects by label (``namespace`` None: across namespaces), as plain dicts; ``cached``: as the API
+        server's cache has them (may trail the latest writes; cheaper: for polling)."""
         API_REQUESTS.labels("list").inc()
         label_selector = ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or None
-        out = self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector)
-        return [i.to_dict() for i in out.items]
+        out = _json(self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector,
+                                                         resource_version="0" if cached else None,
+                                                         serialize=False))
+        return out.get("items") or []
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
                propagation: str = "Background") -> bool:
@@ -125,16 +151,22 @@ class Kube:
         except NotFoundError:
             return False
 
-    def patch_status(self, api_version: str, kind: str, name: str, namespace: str, status: dict[str, Any]) -> None:
+    def patch_status(self, api_version: str, kind: str, name: str, namespace: str,
+                     status: dict[str, Any]) -> dict[str, Any]:
+        """Merge-patch the status; the object as written."""
         API_REQUESTS.labels("patch").inc()
-        self.resource(api_version, kind).status.patch(
-            name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json")
+        return _json(self.resource(api_version, kind).status.patch(
+            name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json",
+            serialize=False))
 
     def materialise_secret(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Fill a ``wanwide.io/copy-from`` Secret with the data of its source."""
+        """Fill a ``wanwide.io/copy-from`` Secret with the data of its source (read once for a burst of copies)."""
         ann = obj["metadata"]["annotations"]
         src_ns, src_name = ann[names.A_COPY_FROM].split("/", 1)
-        src = self.get("v1", "Secret", src_name, src_ns)
+        at, src = self._sources.get((src_ns, src_name), (0.0, None))
+        if src is None or time.monotonic() - at > SOURCE_TTL_S:
+            src = self.get("v1", "Secret", src_name, src_ns)
+            self._sources[(src_ns, src_name)] = (time.monotonic(), src)
         if src is None:
             raise MissingSource(f"Secret {src_ns}/{src_name} not found: create it (see the Benchmark's results.s3.secretRef)")
         data = src.get("data") or {}

@@ -65,11 +65,12 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
                    help="deploy anew for every trial (default: trials that differ only in the network, "
                         "faults or load share one deployment, re-shaped between them)")
     g = r.add_argument_group("quiet-machine gate", "before each trial's load is released, wait until the CPU "
-                             "pressure (/proc/pressure/cpu, some) stays under a threshold for a settle period")
+                             "pressure (/proc/pressure/cpu, some) and the CPU used by processes outside the "
+                             "experiment both stay under a threshold for a settle period")
     g.add_argument("--quiet-threshold", type=_positive, default=10.0, metavar="PCT",
-                   help="CPU pressure threshold in %% (default 10; the report marks trials above it as noisy)")
+                   help="threshold in %% for both (default 10; the report marks trials above it as noisy)")
     g.add_argument("--quiet-settle", type=_positive, default=20.0, metavar="S",
-                   help="seconds the pressure must stay under the threshold (default 20)")
+                   help="seconds both must stay under the threshold (default 20)")
     g.add_argument("--quiet-max-wait", type=_positive, default=600.0, metavar="S",
                    help="wait at most this long, then start anyway and say so (default 600)")
     g.add_argument("--no-quiet-gate", action="store_true", help="release the load as soon as the runners are ready")

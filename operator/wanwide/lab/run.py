@@ -26,6 +26,7 @@ from ..api.units import seconds
 from ..plan.runner import Addresses, config_json, runner_config
 from ..plan.trial import TrialPlan
 from ..runner.config import RunnerConfig
+from ..runner.contention import OwnProcesses, netns_inode
 from ..runner.run import READY
 from . import netns, paths
 from .deployment import Deployment, groups, in_run_order
@@ -231,8 +232,7 @@ class LabRun:
         where = Addresses(keystone_url=dep.ks[region].url, database=(dep.db[region].host, dep.db[region].port),
                           memcache_servers=[f"{s.host}:{s.port}" for s in mc], targets=targets)
         budget = seconds(p.spec.timeouts.loading)
-        own = {"netns": [f"/var/run/netns/{dep.net.netns(r)}" for r in p.region_names],
-               "pids": [os.getpid(), *(pid for lk in dep.net.pairs.values() for pid in lk.pids.values())]}
+        own = _own(dep, p)
         return runner_config(p, region, where, start_at=None, attempt=attempt, results=None,
                              local_dir=str(bundles_root(self.out, p)), namespace="lab",
                              versions={**lab_versions(), "lab-shaper": dep.net.shaper}, deployment=dep.describe(p),
@@ -260,7 +260,7 @@ class LabRun:
         for svc in dep.svc.started:
             if svc.kind == "memcached":
                 dep.svc.flush_memcached(svc)  # the warm-up filled them: every trial starts cache-cold
-        gate = wait_quiet(self.gate, lambda m: say("Loading", m))
+        gate = wait_quiet(self.gate, lambda m: say("Loading", m), own=_own_processes(dep, p))
         now = datetime.now(UTC)
         tmp = release.with_suffix(".tmp")
         tmp.write_text(json.dumps({"released_at": ts.iso(now, precise=True), "gate": gate}))
@@ -454,3 +454,15 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
         signal.signal(signal.SIGINT, old_int)
         (out / "trials.json").write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
     return _summary(out, trials, outcomes, report)
+
+
+def _own(dep: Deployment, p: TrialPlan) -> dict[str, list]:
+    """The experiment's processes as the runner's configuration names them: the regions' network
+    namespaces, this process and the link processes (wirefilter) outside them."""
+    return {"netns": [f"/var/run/netns/{dep.net.netns(r)}" for r in p.region_names],
+            "pids": [os.getpid(), *(pid for lk in dep.net.pairs.values() for pid in lk.pids.values())]}
+
+
+def _own_processes(dep: Deployment, p: TrialPlan) -> OwnProcesses:
+    own = _own(dep, p)
+    return OwnProcesses(netns=[i for i in map(netns_inode, own["netns"]) if i is not None], pids=own["pids"])

@@ -10,6 +10,7 @@ Valid short names are kept as they are.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -93,6 +94,7 @@ def trial_id(index: int) -> str:
     return f"t{index:03d}"
 
 
+@functools.lru_cache(maxsize=65536)  # asked for per region, often: a trial of hundreds of regions asks a lot
 def namespace(bench_namespace: str, benchmark: str, index: int, region: str) -> str:
     """Namespace of one (trial, region): a DNS label unique across Benchmark namespaces, ≤ 63 chars."""
     tag = short_hash(f"{bench_namespace}/{benchmark}")

@@ -73,6 +73,15 @@ def warmup_task(plan: TrialPlan, region: str) -> dict[str, Any] | None:
             "subtasks": subtasks}
 
 
+def network_requested(plan: TrialPlan, region: str) -> list[dict[str, Any]]:
+    """The one-way links from and to ``region``: what its RTT gauges compare with (every link of a trial
+    would be n(n-1) entries, 35 MB of JSON at 500 regions: more than a ConfigMap holds)."""
+    pairs = sorted([(region, r) for r in plan.region_names if r != region]
+                   + [(r, region) for r in plan.region_names if r != region])
+    return [{"src": a, "dst": b, "delay_ms": plan.links[(a, b)].delay_ms, "jitter_ms": plan.links[(a, b)].jitter_ms,
+             "loss_pct": plan.links[(a, b)].loss_pct, "rate_mbit": plan.links[(a, b)].rate_mbit} for a, b in pairs]
+
+
 def runner_config(
     plan: TrialPlan,
     region: str,
@@ -126,11 +135,7 @@ def runner_config(
         "start_at": start_at,
         "max_start_skew_s": seconds(plan.spec.workload.max_start_skew),
         "gauges": {"database": gauge_db, "rtt_targets": targets, "samples": PROBE_SAMPLES},
-        "network_requested": [
-            {"src": a, "dst": b, "delay_ms": v.delay_ms, "jitter_ms": v.jitter_ms, "loss_pct": v.loss_pct,
-             "rate_mbit": v.rate_mbit}
-            for (a, b), v in sorted(plan.links.items())
-        ],
+        "network_requested": network_requested(plan, region),
         "results": {"local_dir": local_dir, "s3": None if results is None else results.model_dump()},
         "versions": {"wanwide": __version__, "database": plan.backend, **(versions or {})},
     }

@@ -98,21 +98,24 @@ def check_network(
 
 
 def links(network: Network, rs: list[ResolvedRegion]) -> LinkMap:
-    """One-way shaping for every ordered pair of distinct regions."""
+    """One-way shaping for every ordered pair of distinct regions (n² pairs, few distinct links: each
+    distinct one is computed once)."""
     overrides: dict[tuple[str, str], Link] = {}
     for o in network.overrides:
         overrides[(o.from_, o.to)] = o
         if not o.one_way:
             overrides.setdefault((o.to, o.from_), o)
+    base = {same: _overlay(network.default, network.intra_group if same else network.inter_group)
+            for same in (True, False)}
+    plain = {same: _one_way(link) for same, link in base.items()}
     out: LinkMap = {}
     for a in rs:
         for b in rs:
             if a.name == b.name:
                 continue
-            link = network.default
-            link = _overlay(link, network.intra_group if a.group == b.group else network.inter_group)
-            link = _overlay(link, overrides.get((a.name, b.name)))
-            out[(a.name, b.name)] = _one_way(link)
+            same = a.group == b.group
+            o = overrides.get((a.name, b.name))
+            out[(a.name, b.name)] = plain[same] if o is None else _one_way(_overlay(base[same], o))
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..plan import names
@@ -19,16 +19,44 @@ KIND_ORDER = [
 ]
 
 
-@dataclass(frozen=True)
 class Rendered:
-    """The desired state of one trial, grouped by when the operator applies it."""
+    """The desired state of one trial, grouped by when the operator applies it; each group is rendered
+    when first asked for (a step needs one group, and at hundreds of regions each costs)."""
 
-    plan: TrialPlan
-    base: list[dict[str, Any]]  # Provisioning: namespaces, secrets, database, memcached, monitors
-    releases: list[HelmRelease]  # Provisioning: keystone per region (wave 0, then wave 1)
-    wan: list[dict[str, Any]]  # Injecting: the emulated WAN
-    load: list[dict[str, Any]]  # Loading: runner ConfigMaps + Jobs
-    faults: list[chaos.FaultObjects]  # Loading: the fault timeline (wanwide.io/start-after)
+    def __init__(self, plan: TrialPlan, *, start_at: str | None = None, attempt: int = 1,
+                 passwords: dict[str, str] | None = None, results: S3Target | None = None,
+                 plan_generation: int = 0) -> None:
+        self.plan, self.start_at, self.attempt = plan, start_at, attempt
+        self.passwords, self.results, self.plan_generation = passwords, results, plan_generation
+
+    @cached_property
+    def base(self) -> list[dict[str, Any]]:
+        """Provisioning: namespaces, secrets, database, memcached, monitors."""
+        p = self.plan
+        out = [*namespaces(p), trial_object(p, self.plan_generation), *secrets.render(p), *database.render(p),
+               *keystone.memcached(p), *monitors.render(p)]
+        out.sort(key=lambda o: KIND_ORDER.index(o["kind"]))
+        return out
+
+    @cached_property
+    def releases(self) -> list[HelmRelease]:
+        """Provisioning: keystone per region (wave 0, then wave 1)."""
+        return keystone.releases(self.plan, self.passwords)
+
+    @cached_property
+    def wan(self) -> list[dict[str, Any]]:
+        """Injecting: the emulated WAN."""
+        return chaos.wan(self.plan)
+
+    @cached_property
+    def load(self) -> list[dict[str, Any]]:
+        """Loading: runner ConfigMaps + Jobs."""
+        return rally.jobs(self.plan, start_at=self.start_at, attempt=self.attempt, results=self.results)
+
+    @cached_property
+    def faults(self) -> list[chaos.FaultObjects]:
+        """Loading: the fault timeline (wanwide.io/start-after)."""
+        return chaos.faults(self.plan)
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -69,21 +97,5 @@ def render_trial(
     results: S3Target | None = None,
     plan_generation: int = 0,
 ) -> Rendered:
-    base = [
-        *namespaces(plan),
-        trial_object(plan, plan_generation),
-        *secrets.render(plan),
-        *database.render(plan),
-        *keystone.memcached(plan),
-        *monitors.render(plan),
-    ]
-    base.sort(key=lambda o: KIND_ORDER.index(o["kind"]))
-    return Rendered(
-        plan=plan,
-        base=base,
-        releases=keystone.releases(plan, passwords),
-        wan=chaos.wan(plan),
-        load=rally.jobs(plan, start_at=start_at, attempt=attempt, results=results),
-        faults=chaos.faults(plan),
-    )
-
+    return Rendered(plan, start_at=start_at, attempt=attempt, passwords=passwords, results=results,
+                    plan_generation=plan_generation)

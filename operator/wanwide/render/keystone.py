@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..plan import names
@@ -28,7 +31,8 @@ REGION_LABEL = "topology.kubernetes.io/region"
 
 @dataclass(frozen=True)
 class HelmRelease:
-    """A Helm release the operator installs with ``helm upgrade --install`` (never ``--wait``)."""
+    """A chart release: rendered with ``helm template`` and applied by the operator, hooks in order
+    (:mod:`.chart`); helm keeps no release record."""
 
     name: str
     namespace: str
@@ -37,7 +41,13 @@ class HelmRelease:
     chart: str
     version: str
     values: dict[str, Any]
-    wave: int  # releases of wave 0 are installed, and their db-sync awaited, before wave 1
+    wave: int  # releases of wave 0 are applied, and their hook Jobs (db-sync) awaited, before wave 1
+
+    @cached_property
+    def digest(self) -> str:
+        """What the rendering depends on, hashed (the release's identity, chart and values)."""
+        text = json.dumps([self.name, self.namespace, self.repo, self.chart, self.version, self.values], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def document(self) -> dict[str, Any]:
         """How ``wanwide plan`` shows it: clearly not a Kubernetes object."""
@@ -50,8 +60,9 @@ class HelmRelease:
                 "chart": self.chart,
                 "version": self.version,
                 "wave": self.wave,
-                "install": f"helm upgrade --install {self.name} {self.chart} --repo {self.repo} "
-                f"--version {self.version} --namespace {self.namespace} -f values.yaml (no --wait)",
+                "render": f"helm template {self.name} {self.chart}"
+                + (f" --repo {self.repo} --version {self.version}" if self.repo else "")
+                + f" --namespace {self.namespace} -f values.yaml (then applied server-side, hooks in order)",
                 "values": self.values,
             }
         }

@@ -35,23 +35,29 @@ def results_target(plan: TrialPlan) -> S3Target | None:
     return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region)
 
 
-def addresses(plan: TrialPlan, region: str) -> Addresses:
-    """Where the runner of ``region`` finds the trial's services: cluster DNS names."""
-    targets: dict[tuple[str, str], tuple[str, int]] = {}
+def targets(plan: TrialPlan) -> dict[tuple[str, str], tuple[str, int]]:
+    """Every region's Keystone and database address (cluster DNS names)."""
+    out: dict[tuple[str, str], tuple[str, int]] = {}
     for r in plan.region_names:
-        targets[(r, "keystone")] = (svc_host(API_SERVICE, plan.namespace(r)), API_PORT)
+        out[(r, "keystone")] = (svc_host(API_SERVICE, plan.namespace(r)), API_PORT)
         db = endpoint(plan, r)
-        targets[(r, "database")] = (db.host, db.port)
+        out[(r, "database")] = (db.host, db.port)
+    return out
+
+
+def addresses(plan: TrialPlan, region: str, known: dict[tuple[str, str], tuple[str, int]] | None = None) -> Addresses:
+    """Where the runner of ``region`` finds the trial's services (``known``: :func:`targets`, computed once)."""
     db = endpoint(plan, region)
     return Addresses(keystone_url=public_url(plan, region), database=(db.host, db.port),
-                     memcache_servers=memcache_servers(plan, region), targets=targets)
+                     memcache_servers=memcache_servers(plan, region), targets=known or targets(plan))
 
 
 def config_document(plan: TrialPlan, region: str, *, start_at: str | None, attempt: int,
-                    results: S3Target | None) -> dict[str, Any]:
+                    results: S3Target | None, known: dict[tuple[str, str], tuple[str, int]] | None = None
+                    ) -> dict[str, Any]:
     """runner.json of one load region (the start time a placeholder until Loading sets it)."""
     ks = plan.spec.openstack.keystone
-    cfg = runner_config(plan, region, addresses(plan, region), start_at=start_at, attempt=attempt,
+    cfg = runner_config(plan, region, addresses(plan, region, known), start_at=start_at, attempt=attempt,
                         results=results, local_dir=RESULTS_DIR,
                         versions={"keystone-chart": f"{ks.chart}-{ks.chart_version}"})
     doc = config_json(cfg)
@@ -79,10 +85,11 @@ def jobs(
     if res is not None:
         res = res.model_copy(update={"upload_deadline_s": float(collecting)})
     timeout = int(seconds(plan.spec.timeouts.loading)) + collecting
+    known = targets(plan)
     for r in plan.load_regions:
         ns = plan.namespace(r)
         labels = plan.labels(r, "load")
-        cfg = config_document(plan, r, start_at=start_at, attempt=attempt, results=res)
+        cfg = config_document(plan, r, start_at=start_at, attempt=attempt, results=res, known=known)
         out.append(obj("v1", "ConfigMap", meta(CONFIG, ns, labels),
                        data={"runner.json": json.dumps(cfg, indent=2, sort_keys=True)}))
         env = [

@@ -58,12 +58,13 @@ class GateInfo(BaseModel):
     """The lab's quiet-machine gate before the release (docs/results.md, "Contention")."""
 
     enabled: bool = True
-    threshold_pct: float | None = None  # CPU pressure (some) the settle window had to stay under
+    threshold_pct: float | None = None  # CPU pressure (some) and foreign CPU had to stay under it
     settle_s: float | None = None
     max_wait_s: float | None = None
     waited_s: float | None = None
     passed: bool | None = None  # False: the wait ran out and the load started anyway
     pressure_pct: float | None = None  # CPU pressure over the last settle window at the release
+    foreign_cpu_pct: float | None = None  # CPU used outside the experiment over that window
 
 
 class ContentionInfo(BaseModel):
