@@ -120,6 +120,7 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
         assert c["foreign_cpu_pct"] is not None and c["busy_pct"] is not None
         assert c["gate"]["settle_s"] == 5 and c["gate"]["passed"] in (True, False)
         assert c["gate"]["waited_s"] >= 5 or c["gate"]["passed"] is False
+        assert c["gate"]["pressure_pct"] is not None and c["gate"]["foreign_cpu_pct"] is not None  # both watched
     # the runner's own gauge saw the re-shaped WAN during the second trial
     (mf,) = list((out / "bundles" / "ci-lab" / "t001" / "r2").glob("attempt-1-*/manifest.json"))
     measured = json.loads(mf.read_text())["network"]["measured"]
