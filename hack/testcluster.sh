@@ -209,6 +209,11 @@ restart_outdated_apiserver() {
 start_apiserver() {
   restart_outdated_apiserver
   mkdir -p "$STATE/audit"
+  # when each API server started and became ready: until its RBAC cache has synced it refuses
+  # requests it will allow (kubernetes/kubernetes#121635); tests/cluster/test_rbac.py reads this
+  local fresh=0
+  pid_of kube-apiserver >/dev/null || fresh=1
+  ((fresh)) && echo "start $(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)" >>"$STATE/apiserver-starts"
   start_bg kube-apiserver \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
@@ -229,6 +234,8 @@ start_apiserver() {
   log "waiting for kube-apiserver /readyz"
   wait_for "kube-apiserver /readyz" 120 apiserver_ready || {
     tail -20 "$STATE/run/kube-apiserver.log" >&2; return 1; }
+  ((fresh)) && echo "ready $(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)" >>"$STATE/apiserver-starts"
+  return 0
 }
 
 start_controller_manager() {
