@@ -9,6 +9,7 @@ it runs after every other test of the session (tests/cluster/conftest.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -74,7 +75,7 @@ def api_server_windows(state: Path) -> list[tuple[datetime, datetime]]:
     return out
 
 
-def refused(events: list[dict[str, Any]], starting: list[tuple[datetime, datetime]] = ()) -> list[str]:
+def refused(events: list[dict[str, Any]], starting: Sequence[tuple[datetime, datetime]] = ()) -> list[str]:
     """Requests the API server refused, except (a) the ones refused only while the operator's RoleBinding
     in that namespace was younger than ``LAG_S`` and allowed when retried (RBAC cache lag), (b) the
     ones into a namespace the operator had already deleted (terminating: the namespace controller removes
