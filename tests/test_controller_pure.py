@@ -115,3 +115,28 @@ def test_a_poke_from_any_thread_wakes_the_trial_loop_and_children_find_it_by_nam
 
     poked, took, timed_out, after_forget = asyncio.run(main())
     assert poked and took < 5 and timed_out and not after_forget
+
+
+def test_a_deleted_trials_loop_is_told_to_end_by_uid_and_its_benchmark_sees_it_until_it_does():
+    import asyncio
+
+    from wanwide.controller.wakeups import Wakeups
+
+    async def main() -> None:
+        w = Wakeups()
+        ev = w.event("lab/b-t000", owner="lab/b", uid="u1")
+        w.event("lab/c-t000", owner="lab/c", uid="u3")
+        assert w.loops_of("lab/b") == ["lab/b-t000"]
+        w.gone("lab/b-t000", "u0")  # a namesake deleted earlier: not this loop
+        assert not w.is_gone("u1") and not ev.is_set()
+        w.gone("lab/b-t000", "u1")
+        await asyncio.sleep(0)  # the poke lands through the loop
+        assert w.is_gone("u1") and ev.is_set()
+        w.forget("lab/b-t000", "u1")
+        assert not w.is_gone("u1") and w.loops_of("lab/b") == []
+        w.gone("lab/b-t000", "u1")  # after the loop ended: nothing kept
+        assert not w.is_gone("u1")
+        w.end_loops("lab/c")  # its Benchmark deleted: every loop of it ends
+        assert w.is_gone("u3") and not w.is_gone("u1")
+
+    asyncio.run(main())

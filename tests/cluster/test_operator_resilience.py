@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import subprocess
 import time
 import urllib.request
@@ -117,6 +119,45 @@ def test_delete_mid_load_leaves_no_chaos(env):
             and (e.get("objectRef") or {}).get("namespace") in trial_ns
             and e["objectRef"].get("resource") not in teardown]
     assert late == [], f"requests into terminating namespaces: {late[:5]}"
+
+
+def test_a_trial_deleted_behind_the_operators_back_ends_its_loop(env):
+    """kopf stops a Trial's daemon only when it sees the deletion held by its finalizer. A Trial gone
+    without that (deleted before the finalizer landed: CI caught it on a busy machine, the loop then
+    failed on a 404 every 60 s and re-created namespaces, so its Benchmark's deletion never ended) must
+    still end its loop, and its Benchmark's deletion must complete."""
+    tc, ns, op, standin = env["tc"], env["ns"], env["op"], env["standin"]
+    standin.hold.add("orphan")  # Rally never delivers: the trial stays in Loading
+    docs = list(yaml.safe_load_all(example(tc, "uniform-9.yaml")))
+    for d in docs:
+        d["metadata"]["name"] = "orphan"
+    docs[1]["spec"]["topologyRef"] = "orphan"
+    tc.apply(yaml.safe_dump_all(docs), ns)
+    deadline = time.time() + 300
+    while _trial_phase(tc, ns, "orphan-t000") not in ("Loading", "Collecting"):
+        assert time.time() < deadline, "never reached Loading"
+        time.sleep(2)
+    since = op.log.stat().st_size
+    # the operator paused, the Trial's finalizer removed and the Trial deleted: kopf never sees it held
+    os.killpg(op.proc.pid, signal.SIGSTOP)
+    try:
+        tc.kubectl("patch", "trial", "orphan-t000", "-n", ns, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+        tc.kubectl("delete", "trial", "orphan-t000", "-n", ns, "--wait=true", "--timeout=30s")
+    finally:
+        os.killpg(op.proc.pid, signal.SIGCONT)
+    deadline = time.time() + 60
+    while "orphan-t000: deleted" not in op.log.read_bytes()[since:].decode(errors="replace"):
+        assert time.time() < deadline, "the deleted Trial's loop still runs:\n" + op.log.read_text()[-3000:]
+        time.sleep(1)
+    tc.kubectl("delete", "benchmark", "orphan", "-n", ns, "--timeout=240s")
+    deadline = time.time() + 120
+    while owned(tc, "namespaces", ns, "orphan"):
+        assert time.time() < deadline, "trial namespaces not gone"
+        time.sleep(2)
+    assert owned(tc, "networkchaos", ns, "orphan") == []
+    time.sleep(5)  # the loop ended: nothing more about that trial
+    after = op.log.read_bytes()[since:].decode(errors="replace").split("orphan-t000: deleted", 1)[1]
+    assert [x for x in after.splitlines() if "orphan-t000" in x] == [], after[-2000:]
 
 
 def _api_requests(env) -> dict[str, float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from .. import API_GROUP, API_VERSION
@@ -122,9 +123,11 @@ def sync_trials(kube: Kube, bench: dict[str, Any], model: Benchmark, topo: Topol
     return changed, kept
 
 
-def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime) -> tuple[list[str], list[str]]:
-    """Stop the Trials first (their daemons end, so no step re-creates anything), then remove every chaos
-    object, then the trial namespaces.
+def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
+             running: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Stop the Trials first (their loops end, so no step re-creates anything), then remove every chaos
+    object, then the trial namespaces. ``running``: keys of this Benchmark's Trial loops still running
+    in this process (a Trial can be gone while its last step still runs).
 
     Returns (what is still there, namespaces terminating for longer than the clean-up
     timeout: no longer waited for, so the Benchmark's deletion completes).
@@ -135,6 +138,8 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime) -> tuple[list[s
         left.append(f"Trial/{t['metadata']['name']}")
         if not t["metadata"].get("deletionTimestamp"):
             kube.delete(API, "Trial", t["metadata"]["name"], t["metadata"]["namespace"])
+    left += [f"Trial/{k.split('/', 1)[1]} (its last step)" for k in running
+             if f"Trial/{k.split('/', 1)[1]}" not in left]
     if left:
         return left, []
     tag = "-" + names.short_hash(f"{bench['metadata']['namespace']}/{bench['metadata']['name']}") + "-t"

@@ -158,7 +158,9 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
 
 @kopf.on.delete(GROUP, VERSION, "benchmarks")
 def teardown(body: kopf.Body, **_: Any) -> None:
-    left, stuck = bm.teardown(RUNTIME.kube, dict(body), ts.now())
+    key = f"{body['metadata']['namespace']}/{body['metadata']['name']}"
+    left, stuck = bm.teardown(RUNTIME.kube, dict(body), ts.now(), running=WAKEUPS.loops_of(key))
+    WAKEUPS.end_loops(key)  # its Trials are deleted: their loops end even where kopf cannot stop them
     if left:
         raise kopf.TemporaryError(f"waiting for {len(left)} to go: {', '.join(left[:5])}", delay=3)
     metrics.forget(f"{body['metadata']['namespace']}/{body['metadata']['name']}")
@@ -174,7 +176,8 @@ def teardown(body: kopf.Body, **_: Any) -> None:
 async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
     """The Trial's loop: a step whenever something it waits for changes, at the latest after the safety net."""
     key = f"{namespace}/{name}"
-    wake = WAKEUPS.event(key)
+    uid = body["metadata"].get("uid") or ""
+    wake = WAKEUPS.event(key, owner=f"{namespace}/{(body.get('spec') or {}).get('benchmark')}", uid=uid)
     failures = 0
     last = 0.0
     written: dict[str, Any] | None = None  # the Trial as our last status patch left it
@@ -183,6 +186,9 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
         while not stopped:
             # Events come in bursts (45 regions' Deployments turning Available): one step for a burst.
             await asyncio.sleep(max(0.0, last + MIN_STEP_GAP_S - time.monotonic()))
+            if WAKEUPS.is_gone(uid):  # deleted before kopf's finalizer landed: kopf will not stop us
+                log.info("trial %s: deleted (or its Benchmark); its loop ends", key)
+                return
             last = time.monotonic()
             wake.clear()
             snapshot = copy.deepcopy(dict(body))
@@ -202,14 +208,26 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
                     written = wrote or written
                     failures = 0
                 except Exception as e:  # transient (API, network): again with backoff
+                    if await asyncio.to_thread(_trial_gone, namespace, name, uid):
+                        log.info("trial %s: deleted during a %s step; its loop ends", key, phase)
+                        return
                     failures += 1
                     metrics.STEP_ERRORS.labels(phase).inc()
                     wait_s = min(60.0, 2.0 ** failures)
                     log.warning("trial %s: %s step failed (%s); again in %.0fs", key, phase, e, wait_s)
             await sleep(wake, wait_s)
     finally:
-        WAKEUPS.forget(key)
+        WAKEUPS.forget(key, uid)
         metrics.forget_trial(namespace, name)
+
+
+def _trial_gone(namespace: str, name: str, uid: str) -> bool:
+    """Whether this Trial (this uid, not a namesake made since) no longer exists; False when unsure."""
+    try:
+        t = RUNTIME.kube.get(bm.API, "Trial", name, namespace)
+    except Exception:  # the API server unreachable: unsure
+        return False
+    return t is None or t["metadata"].get("uid") != uid
 
 
 def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
@@ -264,6 +282,7 @@ async def trial_changed(name: str, namespace: str, spec: kopf.Spec, status: kopf
     WAKEUPS.poke(key)
     if event.get("type") == "DELETED":
         _PHASES_SEEN.pop(key, None)
+        WAKEUPS.gone(key, ((event.get("object") or {}).get("metadata") or {}).get("uid") or "")
         return
     phase = status.get("phase") or "Pending"
     if _PHASES_SEEN.get(key) != phase:
