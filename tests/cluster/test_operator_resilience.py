@@ -160,6 +160,39 @@ def test_a_trial_deleted_behind_the_operators_back_ends_its_loop(env):
     assert [x for x in after.splitlines() if "orphan-t000" in x] == [], after[-2000:]
 
 
+def test_a_trial_is_gone_by_uid_as_the_operators_role_may_ask(testcluster):
+    """After a failed step the loop asks whether its Trial is gone: by name and uid (a namesake made
+    since is not it), with a list the operator's Role grants (a get is not granted: test_rbac)."""
+    from wanwide.controller.benchmark import API, trial_gone
+    from wanwide.kube.client import Kube, load_config
+
+    kube = Kube(load_config(str(testcluster.kubeconfig)))
+    ns = f"gone-{random.randrange(16**6):06x}"
+    testcluster.kubectl("create", "namespace", ns)
+    try:
+        def create() -> str:
+            kube.apply({"apiVersion": API, "kind": "Trial", "metadata": {"name": "x-t000", "namespace": ns},
+                        "spec": {"benchmark": "x", "index": 0}})
+            return kube.get(API, "Trial", "x-t000", ns)["metadata"]["uid"]
+
+        first = create()
+        kube.apply({"apiVersion": API, "kind": "Trial", "metadata": {"name": "x-t001", "namespace": ns},
+                    "spec": {"benchmark": "x", "index": 1}})
+        assert not trial_gone(kube, ns, "x-t000", first)
+        kube.delete(API, "Trial", "x-t000", ns)
+        deadline = time.time() + 30
+        while kube.get(API, "Trial", "x-t000", ns) is not None:
+            assert time.time() < deadline
+            time.sleep(0.5)
+        assert trial_gone(kube, ns, "x-t000", first)
+        second = create()  # a namesake
+        assert second != first
+        assert trial_gone(kube, ns, "x-t000", first)
+        assert not trial_gone(kube, ns, "x-t000", second)
+    finally:
+        testcluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
 def _api_requests(env) -> dict[str, float]:
     """The operator's API requests so far, by verb."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{env['op'].metrics_port}/metrics", timeout=10).read().decode()

@@ -80,6 +80,15 @@ def trials(kube: Kube, bench: dict[str, Any]) -> list[dict[str, Any]]:
     return kube.list(API, "Trial", benchmark_selector(bench), bench["metadata"]["namespace"])
 
 
+def trial_gone(kube: Kube, namespace: str, name: str, uid: str) -> bool:
+    """Whether the Trial with this uid (not a namesake made since) no longer exists.
+
+    A list by name, not a get: the operator's Role grants Trials ``list`` (its watch), and a ``get``
+    granted for this rare path only would be a rule some test runs use and others do not."""
+    found = kube.list(API, "Trial", namespace=namespace, fields={"metadata.name": name})
+    return not any(t["metadata"].get("uid") == uid for t in found)
+
+
 def benchmark_selector(bench: dict[str, Any]) -> dict[str, str]:
     """The label every object of the Benchmark carries (its name, shortened as a label value if need be)."""
     return {names.L_BENCHMARK: names.label_value(bench["metadata"]["name"])}

@@ -222,12 +222,11 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
 
 
 def _trial_gone(namespace: str, name: str, uid: str) -> bool:
-    """Whether this Trial (this uid, not a namesake made since) no longer exists; False when unsure."""
+    """Whether this Trial (by uid) is gone; False when unsure."""
     try:
-        t = RUNTIME.kube.get(bm.API, "Trial", name, namespace)
+        return bm.trial_gone(RUNTIME.kube, namespace, name, uid)
     except Exception:  # the API server unreachable: unsure
         return False
-    return t is None or t["metadata"].get("uid") != uid
 
 
 def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:

@@ -130,12 +130,16 @@ class Kube:
             return None
 
     def list(self, api_version: str, kind: str, selector: dict[str, str] | None = None,
-             namespace: str | None = None, cached: bool = False) -> list[dict[str, Any]]:
-        """Objects by label (``namespace`` None: across namespaces), as plain dicts; ``cached``: as the API
-        server's cache has them (may trail the latest writes; cheaper: for polling)."""
+             namespace: str | None = None, cached: bool = False,
+             fields: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """Objects by label (and ``fields``, e.g. ``metadata.name``; ``namespace`` None: across namespaces),
+        as plain dicts; ``cached``: as the API server's cache has them (may trail the latest writes;
+        cheaper: for polling)."""
         API_REQUESTS.labels("list").inc()
         label_selector = ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or None
+        field_selector = ",".join(f"{k}={v}" for k, v in (fields or {}).items()) or None
         out = _json(self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector,
+                                                         field_selector=field_selector,
                                                          resource_version="0" if cached else None,
                                                          serialize=False))
         return out.get("items") or []
