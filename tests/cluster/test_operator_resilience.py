@@ -178,6 +178,8 @@ def test_a_trial_is_gone_by_uid_as_the_operators_role_may_ask(testcluster):
         first = create()
         kube.apply({"apiVersion": API, "kind": "Trial", "metadata": {"name": "x-t001", "namespace": ns},
                     "spec": {"benchmark": "x", "index": 1}})
+        assert [t["metadata"]["name"] for t in kube.list(API, "Trial", namespace=ns, fields={"metadata.name": "x-t000"})
+                ] == ["x-t000"]  # the field selector reaches the API server
         assert not trial_gone(kube, ns, "x-t000", first)
         kube.delete(API, "Trial", "x-t000", ns)
         deadline = time.time() + 30

@@ -56,6 +56,11 @@ def _json(resp: Any) -> dict[str, Any]:
     return _loads(resp.data)
 
 
+def _selector(pairs: dict[str, str] | None) -> str | None:
+    """``k=v,k2=v2`` for a label or field selector; None for none."""
+    return ",".join(f"{k}={v}" for k, v in (pairs or {}).items()) or None
+
+
 class Kube:
     """Thin wrapper over the dynamic client; every write is a server-side apply as ``wanwide``."""
 
@@ -136,10 +141,8 @@ class Kube:
         as plain dicts; ``cached``: as the API server's cache has them (may trail the latest writes;
         cheaper: for polling)."""
         API_REQUESTS.labels("list").inc()
-        label_selector = ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or None
-        field_selector = ",".join(f"{k}={v}" for k, v in (fields or {}).items()) or None
-        out = _json(self.resource(api_version, kind).get(namespace=namespace, label_selector=label_selector,
-                                                         field_selector=field_selector,
+        out = _json(self.resource(api_version, kind).get(namespace=namespace, label_selector=_selector(selector),
+                                                         field_selector=_selector(fields),
                                                          resource_version="0" if cached else None,
                                                          serialize=False))
         return out.get("items") or []
