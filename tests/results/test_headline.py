@@ -136,3 +136,38 @@ def test_compare_says_what_changed(tmp_path):
     assert "1 of 2 differ significantly" in out
     assert lines  # one line per group
     assert np.isfinite(float(rows["100ms"]["p"])) and float(rows["100ms"]["p"]) < 0.05
+
+
+def test_compare_one_directory_backend_against_backend(syn, tmp_path):
+    """MariaDB vs Galera from one directory: backend is what changes, not a key to match on; the
+    relative difference of the medians is (0.5 + RTT·1)/(0.5 + RTT·20) − 1 at every load."""
+    p = _wanwide("compare", str(syn), str(syn), "--base-where", "backend=mariadb", "--new-where", "backend=galera",
+                 "--total-only", "--csv", str(tmp_path / "c.csv"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("backend: mariadb (base) -> galera (new)\n")
+    assert "backend=" not in p.stdout
+    assert "base: 1 noisy trial(s) included (--exclude-noisy leaves them out): syn/t005" in p.stderr
+    assert "new:" not in p.stderr  # t005 is MariaDB's
+    with open(tmp_path / "c.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["action"] == "Total"]
+    assert len(rows) == 6  # 3 RTTs × 2 loads
+    for r in rows:
+        assert (r["backend_base"], r["backend_new"]) == ("mariadb", "galera")
+        rtt = float(r["rtt"].removesuffix("ms")) / 1000
+        true = (0.5 + TRIPS["galera"] * rtt) / (0.5 + TRIPS["mariadb"] * rtt) - 1
+        assert float(r["delta_lo"]) <= true <= float(r["delta_hi"]), (r["rtt"], r["load"], r["delta"], true)
+        assert r["significant"] == str(rtt > 0)
+    p = _wanwide("compare", str(syn), str(syn), "--base-where", "backend=mariadb", "--new-where", "backend=galera",
+                 "--total-only", "--exclude-noisy")
+    assert p.returncode == 0 and "base: 1 noisy trial(s) left out: syn/t005" in p.stderr
+    assert "n=90/3" in p.stdout and "n=60/2" in p.stdout  # t005's point lost one run
+
+
+@pytest.mark.parametrize(("cond", "says"), [
+    ("colour=red", "base has no parameter 'colour' (its parameters: backend, rtt, load)"),
+    ("backend=cockroachdb", "no base result has backend=cockroachdb (its values: galera, mariadb)"),
+    ("backend", "write NAME=VALUE, e.g. backend=mariadb"),
+])
+def test_compare_refuses_a_selection_that_selects_nothing(syn, cond, says):
+    p = _wanwide("compare", str(syn), str(syn), "--base-where", cond)
+    assert p.returncode == 2 and says in p.stderr, p.stderr

@@ -73,12 +73,19 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
         description="BASE and NEW: a directory of bundles, s3://bucket/prefix, or plain Rally JSON, as for "
         "`wanwide report`. Per parameter point, scenario and action on both sides: the relative difference "
         "of the medians (--stat mean: means) with its 95 %% interval and p-value; ~ when the interval "
-        "includes 0. Repetitions are the unit of replication when there are several (docs/results.md).")
+        "includes 0. A parameter with one value on each side, different on the two (after --base-where/"
+        "--new-where), is what is compared and not matched on. Repetitions are the unit of replication "
+        "when there are several (docs/results.md).")
     p.add_argument("base", metavar="BASE")
     p.add_argument("new", metavar="NEW")
     p.add_argument("--stat", choices=["median", "mean"], default="median")
     p.add_argument("--total-only", action="store_true", help="only each scenario's Total (whole iterations)")
     p.add_argument("--csv", metavar="FILE", help="also write the comparison as CSV")
+    p.add_argument("--base-where", action="append", default=[], metavar="NAME=VALUE",
+                   help="only BASE's results with this parameter value (repeatable); e.g. "
+                   "`compare DIR DIR --base-where backend=mariadb --new-where backend=galera`")
+    p.add_argument("--new-where", action="append", default=[], metavar="NAME=VALUE",
+                   help="only NEW's results with this parameter value (repeatable)")
     add_noise_flags(p)
     add_s3_flags(p)
     p.set_defaults(func=cmd_compare)
@@ -88,25 +95,35 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_compare(args) -> int:
     import tempfile
 
-    from .compare import Text, compare
+    from .compare import SelectError, Text, compare, select
     from .ingest import IngestError
     from .report import read_sources
 
     try:
         with tempfile.TemporaryDirectory(prefix="wanwide-compare-") as tmp:
-            sides = [read_sources([src], Path(tmp) / name, s3=s3_options(args), noisy_threshold=args.noisy_threshold,
-                                  exclude_noisy=args.exclude_noisy)
+            sides = [read_sources([src], Path(tmp) / name, s3=s3_options(args), noisy_threshold=args.noisy_threshold)
                      for name, src in (("base", args.base), ("new", args.new))]
     except IngestError as e:
         print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    c = compare(sides[0].table, sides[1].table, args.stat)
+    try:
+        chosen = [select(side.table, conds, name, side.noisy, args.exclude_noisy)
+                  for side, conds, name in ((sides[0], args.base_where, "base"), (sides[1], args.new_where, "new"))]
+    except SelectError as e:
+        print(f"wanwide: error: {e}", file=sys.stderr)
+        return 2
+    c = compare(chosen[0][0], chosen[1][0], args.stat)
     if args.csv:
-        c.to_csv(args.csv, index=False)
-    for name, side in (("base", sides[0]), ("new", sides[1])):
-        if side.noisy:
+        csv = c.copy()
+        for i, (k, (b, n)) in enumerate(c.attrs["changed"].items()):
+            csv.insert(2 * i, f"{k}_base", b)
+            csv.insert(2 * i + 1, f"{k}_new", n)
+        csv.to_csv(args.csv, index=False)
+    for name, (_, noisy) in zip(("base", "new"), chosen, strict=True):
+        if noisy:
             verb = "left out" if args.exclude_noisy else "included (--exclude-noisy leaves them out)"
-            print(f"{name}: {len(side.noisy)} noisy trial(s) {verb}", file=sys.stderr)
+            print(f"{name}: {len(noisy)} noisy trial(s) {verb}: "
+                  + ", ".join(f"{b}/{t}" for b, t in sorted(noisy)), file=sys.stderr)
     sys.stdout.write(Text(args.stat).render(c, args.total_only))
     return 0
 

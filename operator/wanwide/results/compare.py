@@ -3,7 +3,10 @@ BASE — the relative difference of the medians (or means) with its 95 % interva
 benchstat-style marker: ``~`` when the interval includes 0 (no significant difference).
 
 Both sides are read like ``wanwide report`` reads them; groups are matched on every parameter
-both sides have, the scenario and the action. Intervals and replicates: results/ci.py.
+both sides have, the scenario and the action — except a parameter with one value on each side,
+different on the two: that is the change being compared (MariaDB vs Galera), as benchstat treats
+a key that is constant per file. ``where`` selects each side's rows, so both sides can come from
+one directory. Intervals and replicates: results/ci.py.
 """
 
 from __future__ import annotations
@@ -35,9 +38,61 @@ def _center(g: GroupCI, stat: str) -> Estimate:
     return g.median if stat == "median" else g.mean
 
 
+class SelectError(ValueError):
+    """A ``--base-where``/``--new-where`` condition that names no parameter or selects nothing."""
+
+
+def where(df: pd.DataFrame, conds: list[str], side: str) -> pd.DataFrame:
+    """The rows of ``df`` whose parameters equal every ``NAME=VALUE`` of ``conds``."""
+    for cond in conds:
+        name, eq, value = cond.partition("=")
+        col = PARAM_PREFIX + name.strip()
+        if not eq or not name.strip():
+            raise SelectError(f"--{side}-where {cond!r}: write NAME=VALUE, e.g. backend=mariadb")
+        if col not in df.columns:
+            have = ", ".join(c[len(PARAM_PREFIX):] for c in param_columns(df)) or "none"
+            raise SelectError(f"--{side}-where {cond!r}: {side} has no parameter {name.strip()!r} "
+                              f"(its parameters: {have})")
+        present = df[col].astype(str)
+        if not (present == value.strip()).any():
+            vals = ", ".join(sorted(set(present[df[col].notna()]))) or "none"
+            raise SelectError(f"--{side}-where {cond!r}: no {side} result has {name.strip()}={value.strip()} "
+                              f"(its values: {vals})")
+        df = df[present == value.strip()]
+    return df
+
+
+def select(df: pd.DataFrame, conds: list[str], side: str, noisy: set[tuple[str, str]],
+           exclude_noisy: bool) -> tuple[pd.DataFrame, set[tuple[str, str]]]:
+    """One side's rows: ``where`` its conditions, noisy trials dropped if asked; with the noisy
+    (benchmark, trial) pairs among the selected rows."""
+    df = where(df, conds, side)
+    here = {(b, t) for b, t in noisy
+            if ((df["benchmark"] == b) & (df["trial_id"] == t)).any()} if noisy and len(df) else set()
+    if exclude_noisy and here:
+        keys = pd.MultiIndex.from_frame(df[["benchmark", "trial_id"]].astype(str))
+        df = df[~keys.isin(list(here))]
+    return df, here
+
+
+def changed(base: pd.DataFrame, new: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Parameters both sides have with exactly one value each, different: ``{name: (base, new)}``."""
+    out = {}
+    for c in ordered_params(param_columns(base)):
+        if c not in new.columns:
+            continue
+        b, n = base[c].dropna().astype(str).unique(), new[c].dropna().astype(str).unique()
+        if len(b) == 1 and len(n) == 1 and b[0] != n[0]:
+            out[c[len(PARAM_PREFIX):]] = (b[0], n[0])
+    return out
+
+
 def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.DataFrame:
-    """One row per group present on both sides (see the module's docstring)."""
-    pcols = [c for c in ordered_params(param_columns(base)) if c in set(param_columns(new))]
+    """One row per group present on both sides (see the module's docstring); ``attrs["changed"]``
+    holds the parameters the comparison is about."""
+    change = changed(base, new)
+    pcols = [c for c in ordered_params(param_columns(base))
+             if c in set(param_columns(new)) and c[len(PARAM_PREFIX):] not in change]
     keys = [*pcols, "scenario", "action"]
     for d in (base, new):
         d["action"] = d["action"].astype(str)
@@ -52,7 +107,9 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.D
                      "base": eb.value, "base_ci": _half(eb), "base_n": f"{b[key].n}/{b[key].runs}",
                      "new": en.value, "new_ci": _half(en), "new_n": f"{n[key].n}/{n[key].runs}",
                      "delta": r.value, "delta_lo": r.lo, "delta_hi": r.hi, "p": r.p, "significant": r.significant})
-    return pd.DataFrame(rows, columns=[c[len(PARAM_PREFIX):] for c in pcols] + COLUMNS)
+    out = pd.DataFrame(rows, columns=[c[len(PARAM_PREFIX):] for c in pcols] + COLUMNS)
+    out.attrs["changed"] = change
+    return out
 
 
 def _half(e: Estimate) -> float:
@@ -67,15 +124,17 @@ class Text:
     stat: str
 
     def render(self, c: pd.DataFrame, only_total: bool = False) -> str:
+        change = c.attrs.get("changed") or {}
+        head = "".join(f"{k}: {b} (base) -> {n} (new)\n" for k, (b, n) in change.items())
         if c.empty:
-            return "no group (parameters, scenario, action) is on both sides\n"
+            return head + "no group (parameters, scenario, action) is on both sides\n"
         pnames = [x for x in c.columns if x not in COLUMNS]
         rows = c[c["action"] == TOTAL] if only_total else c
         name = [(", ".join(f"{p}={r[p]}" for p in pnames if pd.notna(r[p])) + " " if pnames else "")
                 + f"{r['scenario'].split('.')[-1]} {r['action']}" for _, r in rows.iterrows()]
         w = max(len(x) for x in [*name, "group"])
-        head = f"{'group':<{w}}  {'base ' + self.stat + ' (s)':>22}  {'new ' + self.stat + ' (s)':>22}  vs base"
-        lines = [head, "-" * len(head)]
+        cols = f"{'group':<{w}}  {'base ' + self.stat + ' (s)':>22}  {'new ' + self.stat + ' (s)':>22}  vs base"
+        lines = [*head.splitlines(), cols, "-" * len(cols)]
         for label, (_, r) in zip(name, rows.iterrows(), strict=True):
             lines.append(f"{label:<{w}}  {_cell(r['base'], r['base_ci'], r['base_n']):>22}  "
                          f"{_cell(r['new'], r['new_ci'], r['new_n']):>22}  {_delta(r)}")
