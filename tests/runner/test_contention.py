@@ -186,3 +186,72 @@ def test_gate_on_this_kernel_sees_a_foreign_process_and_not_ours():
     finally:
         burn.kill()
         burn.wait()
+
+
+
+def _member(root: Path, pid: int, utime: int, cutime: int = 0, start: int = 1000, netns: Path | None = None) -> None:
+    """A process in a fake /proc: its stat (utime, cutime, start time) and, unless it is a zombie,
+    its network namespace link (a hard link to ``netns``: the same inode)."""
+    d = root / str(pid)
+    d.mkdir(parents=True, exist_ok=True)
+    rest = ["S", "1"] + ["0"] * 9 + [str(utime), "0", str(cutime), "0"] + ["0"] * 4 + [str(start)] + ["0"] * 20
+    (d / "stat").write_text(f"{pid} (rally) " + " ".join(rest) + "\n")
+    if netns is not None and not (d / "ns" / "net").exists():
+        (d / "ns").mkdir(exist_ok=True)
+        os.link(netns, d / "ns" / "net")
+
+
+def test_a_member_that_exited_is_counted_until_and_after_it_is_reaped(tmp_path):
+    """The delay study: a region's runner ended a second before another region's window did, and
+    its 13 % of the CPU read as foreign there — an exited, not yet reaped process (a zombie) has
+    no ``ns`` link any more. Counted from its stat until reaped, then through its parent, once."""
+    import shutil
+
+    root = tmp_path / "proc"
+    root.mkdir()
+    netns = tmp_path / "r1"
+    netns.write_text("")
+    own = c.OwnProcesses(netns=[os.stat(netns).st_ino], pids=[40])  # 40: the lab; 41: a runner in r1
+    _member(root, 40, utime=100)
+    _member(root, 41, utime=500, netns=netns)
+    assert own.ticks(root) == 600
+    shutil.rmtree(root / "41" / "ns")  # the runner exits: a zombie, its stat holds its 900 ticks
+    _member(root, 41, utime=900)
+    assert c.own_pids(own.netns, own.pids, root) == {40}  # by namespace alone it is lost…
+    assert own.ticks(root) == 1000  # …but the set saw it before
+    shutil.rmtree(root / "41")  # the lab reaps it: its ticks move to the lab's cutime
+    _member(root, 40, utime=100, cutime=900)
+    assert own.ticks(root) == 1000  # counted once
+    _member(root, 41, utime=7, start=5000)  # the pid reused by a stranger
+    assert own.ticks(root) == 1000
+    assert c.OwnProcesses(netns=own.netns, pids=[40]).ticks(root) == 1000
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace needs root")
+def test_real_zombie_in_a_namespace_is_the_experiments_cpu():
+    """This kernel: a CPU-bound process in a network namespace exits and stays unreaped for a
+    while (as a runner does until the lab polls it): its CPU stays the experiment's."""
+    ns = f"wwz{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    burn = None
+    try:
+        burn = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c",
+                                 "import time\nt=time.time()\nwhile time.time()-t<1.5: pass"])
+        own = c.OwnProcesses(netns=[c.netns_inode(f"/var/run/netns/{ns}")], pids=[os.getpid()])
+        time.sleep(0.3)
+        a = c.snapshot(own)
+        child_at_a = c.process_ticks(burn.pid)  # ≥ what a counted for it
+        while (Path("/proc") / str(burn.pid) / "ns" / "net").exists():
+            time.sleep(0.05)  # until it exits, unreaped
+        assert (Path("/proc") / str(burn.pid) / "stat").read_text().split(") ")[1][0] == "Z"
+        zombie = c.process_ticks(burn.pid)
+        b = c.snapshot(own)
+        assert zombie - child_at_a > 0
+        assert b.own_ticks - a.own_ticks >= zombie - child_at_a  # its CPU in the window is ours
+        burn.wait()
+        assert c.snapshot(own).own_ticks >= b.own_ticks  # reaped: through our cutime, not lost
+    finally:
+        if burn is not None and burn.poll() is None:
+            burn.kill()
+            burn.wait()
+        subprocess.run(["ip", "netns", "del", ns], check=False)

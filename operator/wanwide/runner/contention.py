@@ -82,6 +82,16 @@ def process_ticks(pid: int, proc: Path = PROC) -> int:
     return sum(int(x) for x in rest[11:15])
 
 
+def start_time(pid: int, proc: Path = PROC) -> int | None:
+    """When ``pid`` started (ticks after boot, field 22 of its stat): tells a pid from its reuse."""
+    try:
+        text = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    rest = text[text.rindex(")") + 2:].split()
+    return int(rest[19]) if len(rest) > 19 else None
+
+
 def netns_inode(path: str | Path) -> int | None:
     try:
         return os.stat(path).st_ino
@@ -112,16 +122,34 @@ class OwnProcesses:
 
     Their CPU time (with reaped children's) is subtracted from the machine's busy time to
     give the CPU the rest of the machine used. A process of the set that exits is counted
-    through its parent's cutime when the parent is in the set too (runners reap Rally).
+    through its parent's cutime once a parent of the set reaps it (runners reap Rally, the lab
+    reaps runners). Until then it is a zombie: its ``ns`` links are gone, so it is no longer
+    found by namespace, but its stat (with its own reaped children's time) stays; a process
+    the set has seen before (``refresh``, same start time) is counted from that stat.
     """
 
     netns: list[int] = field(default_factory=list)  # inodes of /var/run/netns/<name>
     pids: list[int] = field(default_factory=list)
+    seen: dict[int, int] = field(default_factory=dict)  # pid -> start time, of every member seen
+
+    def refresh(self, proc: Path = PROC) -> set[int]:
+        """The members now (found by namespace or listed), remembered for when they exit."""
+        live = own_pids(self.netns, self.pids, proc)
+        for p in live:
+            if p not in self.seen and (st := start_time(p, proc)) is not None:
+                self.seen[p] = st
+        return live
+
+    def members(self, proc: Path = PROC) -> set[int]:
+        """The members now, and those seen before that exited but are not reaped yet."""
+        live = self.refresh(proc)
+        gone = {p for p, st in list(self.seen.items()) if p not in live and start_time(p, proc) == st}
+        return live | gone
 
     def ticks(self, proc: Path = PROC) -> int:
-        """Ticks of every process of the set, each with its reaped children's (a child alive at
-        both samples counts itself; once reaped by a parent of the set, through that parent)."""
-        return sum(process_ticks(p, proc) for p in own_pids(self.netns, self.pids, proc))
+        """Ticks of every member, each with its reaped children's (a child alive — or a zombie —
+        at both samples counts itself; once reaped by a member, through that member)."""
+        return sum(process_ticks(p, proc) for p in self.members(proc))
 
 
 @dataclass(frozen=True)
@@ -181,10 +209,11 @@ def window(a: Snapshot, b: Snapshot, cpus: int | None = None) -> dict[str, Any]:
 
 class Sampler:
     """Samples CPU pressure every ``every_s`` in a thread: the highest avg10 seen and the highest
-    pressure over one sampling interval, for a window whose mean hides a burst."""
+    pressure over one sampling interval, for a window whose mean hides a burst; and keeps ``own``'s
+    members known (``OwnProcesses.refresh``)."""
 
-    def __init__(self, every_s: float = 1.0, proc: Path = PROC):
-        self.every_s, self.proc = every_s, proc
+    def __init__(self, every_s: float = 1.0, proc: Path = PROC, own: OwnProcesses | None = None):
+        self.every_s, self.proc, self.own = every_s, proc, own
         self.max_avg10: float | None = None
         self.max_interval_pct: float | None = None
         self._stop = threading.Event()
@@ -202,6 +231,8 @@ class Sampler:
         last = read_pressure("cpu", self.proc)
         t_last = time.monotonic()
         while not self._stop.wait(self.every_s):
+            if self.own is not None:
+                self.own.refresh(self.proc)  # members that start and exit within the window
             cur = read_pressure("cpu", self.proc)
             t = time.monotonic()
             if cur is None or last is None:

@@ -415,7 +415,7 @@ def _measured_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float
     """The measured task, with the machine's contention recorded over exactly its window."""
     own = _own(r.cfg)
     before = contention.snapshot(own)
-    with contention.Sampler() as sampler:
+    with contention.Sampler(own=own) as sampler:
         uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
     after = contention.snapshot(own)
     r.contention = ContentionInfo(**contention.window(before, after), **sampler.figures(), gate=r.gate)
