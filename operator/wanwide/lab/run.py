@@ -286,7 +286,10 @@ class LabRun:
         last = ""
         player: FaultPlayer | None = None
         try:
-            while any(pr.poll() is None for pr in procs.values()):
+            # poll every runner each round (not any(), which stops at the first still running): an
+            # ended runner left unreaped is a zombie whose CPU the other regions' windows cannot
+            # place (runner/contention.py)
+            while [pr for pr in procs.values() if pr.poll() is None]:
                 if player is None and all(_ready(logs / f"runner-{r}.log") or procs[r].poll() is not None
                                           for r in p.load_regions):
                     player = self._release(dep, p, procs, release, say)
