@@ -171,3 +171,30 @@ def test_compare_one_directory_backend_against_backend(syn, tmp_path):
 def test_compare_refuses_a_selection_that_selects_nothing(syn, cond, says):
     p = _wanwide("compare", str(syn), str(syn), "--base-where", cond)
     assert p.returncode == 2 and says in p.stderr, p.stderr
+
+
+def test_succeeded_runs_of_a_failed_attempt_are_left_out_and_named(tmp_path):
+    """The delay study's t033: a high-load attempt whose r2 and r3 failed at set-up while r1 ran its
+    task alone, 3× faster than under the point's load. Its r1 run is not one of the point's."""
+    import json
+
+    from tests.results.synthetic import ACTIONS, write_bundle
+
+    root = study(tmp_path / "s", median, backends=("galera",), rtts=(0,), loads=("high",), seed=7)
+    params = {"backend": "galera", "rtt": "0ms", "load": "high"}
+    rng = np.random.default_rng(8)
+    alone = median("galera", 0, "high") / 3 * np.exp(rng.normal(0, 0.2, 30))
+    write_bundle(root, "syn", "t900", 0, params, "r1", {ACTIONS[0]: alone, ACTIONS[1]: alone / 10}, run=900)
+    r2 = write_bundle(root, "syn", "t900", 0, params, "r2", {ACTIONS[0]: alone, ACTIONS[1]: alone / 10}, run=901)
+    (r2 / "rally.json").unlink()
+    m = json.loads((r2 / "manifest.json").read_text())
+    m["status"] = {"result": "failed", "reason": "RallySetupFailed"}
+    (r2 / "manifest.json").write_text(json.dumps(m))
+    p = _wanwide("report", str(root), "-o", str(tmp_path / "r"), "--no-progress", "--no-store")
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "the succeeded runs of 1 failed attempt(s)" in md and "syn/t900 attempt 1: r2 failed" in md
+    with open(tmp_path / "r" / "summary.csv") as fh:
+        tot = [r for r in csv.DictReader(fh) if r["action"] == "Total"][0]
+    assert int(tot["runs"]) == 3 and int(tot["count"]) == 90  # the study's three runs, not t900's r1
+    assert float(tot["p50_ci_lo"]) <= median("galera", 0, "high") * 1.1 <= float(tot["p50_ci_hi"])

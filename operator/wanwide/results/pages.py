@@ -43,13 +43,19 @@ class ReportContent:
     details: pd.DataFrame = field(default_factory=pd.DataFrame)
     noisy: list[tuple[str, str]] = field(default_factory=list)  # (benchmark, trial)
     noisy_excluded: bool = False
+    partial: list[str] = field(default_factory=list)  # failed attempts whose succeeded runs were left out
 
     def growth_table(self) -> pd.DataFrame:
         g = self.growth
         return g.drop(columns=[c for c in g.columns if c.startswith("_") or c == "significant"]) if len(g) else g
 
     def noise_note(self) -> str:
-        """What the reader must know about noisy trials, or ""."""
+        """What the reader must know about noisy trials and left-out runs of failed attempts, or ""."""
+        left = (f" Left out of every table: the succeeded runs of {len(self.partial)} failed attempt(s), measured "
+                f"without the other regions' load ({'; '.join(self.partial)})." if self.partial else "")
+        return (self._noisy_note() + left).strip()
+
+    def _noisy_note(self) -> str:
         if not self.noisy:
             n = len(self.runs)
             return f"No noisy run among {n} (runs.csv: contention per run)." if n else ""

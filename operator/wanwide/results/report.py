@@ -28,7 +28,7 @@ from .ingest import (
     write_parquet,
 )
 from .pages import ReportContent, index_html, report_markdown
-from .runs import details_table, noisy_trials, runs_table
+from .runs import details_table, failed_attempt_runs, noisy_trials, runs_table
 from .s3 import S3Error, S3Options, connect, fetch, parse_uri
 from .stats import (
     PointTable,
@@ -140,6 +140,7 @@ class Read:
     noisy: set[tuple[str, str]]  # (benchmark, trial) of noisy trials
     excluded: bool  # the noisy trials' rows were dropped from ``table``
     empty: list[str]
+    partial: list[str] = field(default_factory=list)  # attempts whose succeeded runs were left out
 
 
 def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False, env: dict[str, str] | None = None,
@@ -165,13 +166,16 @@ def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False
                           + (f"{len(empty)} workload(s), none with data (task aborted before it ran?)"
                              if empty else "no workloads in the Rally JSON"))
     runs = runs_table(manifests, noisy_threshold)
+    partial = failed_attempt_runs(runs)
+    if partial and len(df):
+        df = df[~df["run_id"].astype(str).isin(set(partial))].copy()
     noisy = noisy_trials(runs)
     if exclude_noisy and noisy and len(df):
         drop = np.zeros(len(df), dtype=bool)
         for bench, trial in noisy:  # a few trials: one vectorised comparison each
             drop |= ((df["benchmark"] == bench) & (df["trial_id"] == trial)).to_numpy(dtype=bool)
         df = df[~drop].copy()
-    return Read(df, manifests, found, local, runs, noisy, exclude_noisy, empty)
+    return Read(df, manifests, found, local, runs, noisy, exclude_noisy, empty, sorted(set(partial.values())))
 
 
 # ---------------------------------------------------------------- the report
@@ -222,7 +226,7 @@ def build_report(
         from_names=any(s.kind == "file" for s in found), summary=summary, points=points,
         read_write=rw, rtt=rtt, runs=r.runs, bars=bars, cdfs=cdfs, rtt_png=rtt_png, empty_workloads=r.empty,
         growth=grow, load=load, sentences=sentences(grow), headline_pngs=heads, details=details,
-        noisy=sorted(r.noisy), noisy_excluded=r.excluded,
+        noisy=sorted(r.noisy), noisy_excluded=r.excluded, partial=r.partial,
     )
     files.append(_write_text(out / "report.md", report_markdown(content)))
     files.append(_write_text(out / "index.html", index_html(content)))

@@ -103,6 +103,25 @@ def details_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=DETAIL_COLUMNS)
 
 
+def failed_attempt_runs(runs: pd.DataFrame) -> dict[str, str]:
+    """``{run_id: why}`` of runs that succeeded within an attempt where another region's run did
+    not (a high-load attempt whose r2 and r3 failed at set-up): measured under another load
+    than the point's, so not part of its statistics."""
+    out: dict[str, str] = {}
+    if runs.empty:
+        return out
+    keys = ["benchmark", "trial", "attempt"]
+    for key, g in runs.groupby(keys, dropna=False, sort=True):
+        bad = g[g["result"].astype(str) != "succeeded"]
+        if bad.empty or len(bad) == len(g):
+            continue
+        why = (f"{key[0]}/{key[1]} attempt {key[2]}: "
+               + ", ".join(f"{r} {res}" for r, res in zip(bad["region"], bad["result"], strict=True)))
+        for rid in g.loc[g["result"].astype(str) == "succeeded", "run_id"].dropna().astype(str):
+            out[rid] = why
+    return out
+
+
 def noisy_runs(runs: pd.DataFrame) -> set[str]:
     """run_id of every noisy run."""
     if runs.empty:
