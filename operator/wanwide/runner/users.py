@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -22,7 +24,9 @@ from .config import KeystoneSettings
 
 
 class KeystoneError(RuntimeError):
-    pass
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 def _call(method: str, url: str, token: str | None = None, body: dict[str, Any] | None = None,
@@ -37,18 +41,39 @@ def _call(method: str, url: str, token: str | None = None, body: dict[str, Any] 
             text = r.read().decode() or "{}"
             return json.loads(text), dict(r.headers)
     except urllib.error.HTTPError as e:
-        raise KeystoneError(f"{method} {url}: HTTP {e.code} {e.read().decode(errors='replace')[:300]}") from None
+        raise KeystoneError(f"{method} {url}: HTTP {e.code} {e.read().decode(errors='replace')[:300]}",
+                            status=e.code) from None
     except (urllib.error.URLError, OSError) as e:
         raise KeystoneError(f"{method} {url}: {e}") from None
 
 
-def admin_token(ks: KeystoneSettings, password: str) -> str:
+TOKEN_TRIES = 4  # a token issue that fails with a 5xx is tried again, up to this many times in all
+TOKEN_BACKOFF_S = 1.0  # before the 2nd try; doubled each time
+
+
+def admin_token(ks: KeystoneSettings, password: str, sleep=time.sleep) -> str:
+    """An admin token. A 5xx is tried again (at most ``TOKEN_TRIES``, backing off, saying so): a
+    password login writes the user's ``last_active_at`` on its first success of the day, and the
+    same admin logging in from every region at once on a new Galera deployment makes all but one
+    of those writes fail certification (MySQL 1213, Keystone answers 500); tried again, the date
+    is set and nothing is written."""
     body = {"auth": {
         "identity": {"methods": ["password"], "password": {"user": {
             "name": ks.username, "password": password, "domain": {"name": ks.user_domain_name}}}},
         "scope": {"project": {"name": ks.project_name, "domain": {"name": ks.project_domain_name}}},
     }}
-    _, headers = _call("POST", f"{ks.url.rstrip('/')}/auth/tokens", body=body)
+    wait = TOKEN_BACKOFF_S
+    for attempt in range(1, TOKEN_TRIES + 1):
+        try:
+            _, headers = _call("POST", f"{ks.url.rstrip('/')}/auth/tokens", body=body)
+            break
+        except KeystoneError as e:
+            if e.status is None or e.status < 500 or attempt == TOKEN_TRIES:
+                raise
+            print(f"[runner] admin token: {str(e).splitlines()[0][:160]}; trying again in {wait:g}s "
+                  f"({attempt}/{TOKEN_TRIES})", file=sys.stderr, flush=True)
+            sleep(wait)
+            wait *= 2
     token = {k.lower(): v for k, v in headers.items()}.get("x-subject-token")
     if not token:
         raise KeystoneError(f"no token from {ks.url}")
