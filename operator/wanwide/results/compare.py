@@ -18,6 +18,7 @@ import pandas as pd
 
 from .ci import Estimate, GroupCI, group_ci, ratio_interval
 from .ingest import PARAM_PREFIX, TOTAL
+from .runs import in_trials
 from .stats import ordered_params, param_columns, run_ids
 
 COLUMNS = ["scenario", "action", "base", "base_ci", "base_n", "new", "new_ci", "new_n", "delta", "delta_lo",
@@ -45,20 +46,18 @@ class SelectError(ValueError):
 def where(df: pd.DataFrame, conds: list[str], side: str) -> pd.DataFrame:
     """The rows of ``df`` whose parameters equal every ``NAME=VALUE`` of ``conds``."""
     for cond in conds:
-        name, eq, value = cond.partition("=")
-        col = PARAM_PREFIX + name.strip()
-        if not eq or not name.strip():
+        name, eq, value = (x.strip() for x in cond.partition("="))
+        col = PARAM_PREFIX + name
+        if not eq or not name:
             raise SelectError(f"--{side}-where {cond!r}: write NAME=VALUE, e.g. backend=mariadb")
         if col not in df.columns:
             have = ", ".join(c[len(PARAM_PREFIX):] for c in param_columns(df)) or "none"
-            raise SelectError(f"--{side}-where {cond!r}: {side} has no parameter {name.strip()!r} "
-                              f"(its parameters: {have})")
+            raise SelectError(f"--{side}-where {cond!r}: {side} has no parameter {name!r} (its parameters: {have})")
         present = df[col].astype(str)
-        if not (present == value.strip()).any():
+        if not (present == value).any():
             vals = ", ".join(sorted(set(present[df[col].notna()]))) or "none"
-            raise SelectError(f"--{side}-where {cond!r}: no {side} result has {name.strip()}={value.strip()} "
-                              f"(its values: {vals})")
-        df = df[present == value.strip()]
+            raise SelectError(f"--{side}-where {cond!r}: no {side} result has {name}={value} (its values: {vals})")
+        df = df[present == value]
     return df
 
 
@@ -67,12 +66,8 @@ def select(df: pd.DataFrame, conds: list[str], side: str, noisy: set[tuple[str, 
     """One side's rows: ``where`` its conditions, noisy trials dropped if asked; with the noisy
     (benchmark, trial) pairs among the selected rows."""
     df = where(df, conds, side)
-    here = {(b, t) for b, t in noisy
-            if ((df["benchmark"] == b) & (df["trial_id"] == t)).any()} if noisy and len(df) else set()
-    if exclude_noisy and here:
-        keys = pd.MultiIndex.from_frame(df[["benchmark", "trial_id"]].astype(str))
-        df = df[~keys.isin(list(here))]
-    return df, here
+    here = {bt for bt in noisy if in_trials(df, {bt}).any()}
+    return (df[~in_trials(df, here)] if exclude_noisy and here else df), here
 
 
 def changed(base: pd.DataFrame, new: pd.DataFrame) -> dict[str, tuple[str, str]]:

@@ -28,7 +28,7 @@ from .ingest import (
     write_parquet,
 )
 from .pages import ReportContent, index_html, report_markdown
-from .runs import details_table, failed_attempt_runs, noisy_trials, runs_table
+from .runs import details_table, failed_attempt_runs, in_trials, noisy_trials, runs_table
 from .s3 import S3Error, S3Options, connect, fetch, parse_uri
 from .stats import (
     PointTable,
@@ -171,10 +171,7 @@ def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False
         df = df[~df["run_id"].astype(str).isin(set(partial))].copy()
     noisy = noisy_trials(runs)
     if exclude_noisy and noisy and len(df):
-        drop = np.zeros(len(df), dtype=bool)
-        for bench, trial in noisy:  # a few trials: one vectorised comparison each
-            drop |= ((df["benchmark"] == bench) & (df["trial_id"] == trial)).to_numpy(dtype=bool)
-        df = df[~drop].copy()
+        df = df[~in_trials(df, noisy)].copy()
     return Read(df, manifests, found, local, runs, noisy, exclude_noisy, empty, sorted(set(partial.values())))
 
 

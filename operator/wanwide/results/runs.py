@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 DEFAULT_THRESHOLD = 10.0  # % (see lab/quiet.py for where the default comes from)
@@ -120,6 +121,14 @@ def failed_attempt_runs(runs: pd.DataFrame) -> dict[str, str]:
         for rid in g.loc[g["result"].astype(str) == "succeeded", "run_id"].dropna().astype(str):
             out[rid] = why
     return out
+
+
+def in_trials(df: pd.DataFrame, trials: set[tuple[str, str]]) -> np.ndarray:
+    """Which rows of a results table belong to one of ``trials`` ((benchmark, trial) pairs)."""
+    mask = np.zeros(len(df), dtype=bool)
+    for bench, trial in trials:  # a few trials: one vectorised comparison each
+        mask |= ((df["benchmark"] == bench) & (df["trial_id"] == trial)).to_numpy(dtype=bool)
+    return mask
 
 
 def noisy_runs(runs: pd.DataFrame) -> set[str]:

@@ -72,24 +72,25 @@ def read_loadavg(proc: Path = PROC) -> list[float] | None:
         return None
 
 
-def process_ticks(pid: int, proc: Path = PROC) -> int:
-    """CPU ticks of ``pid`` and its reaped children (utime + stime + cutime + cstime); 0 if gone."""
-    try:
-        text = (proc / str(pid) / "stat").read_text()
-    except OSError:
-        return 0
-    rest = text[text.rindex(")") + 2:].split()  # fields after "pid (comm) "
-    return sum(int(x) for x in rest[11:15])
-
-
-def start_time(pid: int, proc: Path = PROC) -> int | None:
-    """When ``pid`` started (ticks after boot, field 22 of its stat): tells a pid from its reuse."""
+def _stat(pid: int, proc: Path) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after ``pid (comm)``; None if gone."""
     try:
         text = (proc / str(pid) / "stat").read_text()
     except OSError:
         return None
-    rest = text[text.rindex(")") + 2:].split()
-    return int(rest[19]) if len(rest) > 19 else None
+    return text[text.rindex(")") + 2:].split()
+
+
+def process_ticks(pid: int, proc: Path = PROC) -> int:
+    """CPU ticks of ``pid`` and its reaped children (utime + stime + cutime + cstime); 0 if gone."""
+    rest = _stat(pid, proc)
+    return sum(int(x) for x in rest[11:15]) if rest else 0
+
+
+def start_time(pid: int, proc: Path = PROC) -> int | None:
+    """When ``pid`` started (ticks after boot, field 22 of its stat): tells a pid from its reuse."""
+    rest = _stat(pid, proc)
+    return int(rest[19]) if rest and len(rest) > 19 else None
 
 
 def netns_inode(path: str | Path) -> int | None:
