@@ -74,6 +74,7 @@ apt_ensure() { # PKG...: install what is missing; no service is started by the p
     return 1
   fi
   : "${APT_LOG:=${TMPDIR:-/tmp}/wanwide-apt.log}"
+  mkdir -p "$(dirname "$APT_LOG")"  # a caller may name a log in a folder it has not made yet
   local prev_name=$STEP_NAME prev_log=$STEP_LOG
   step "apt-get install ${missing[*]}" "$APT_LOG"
   local created_policy=""

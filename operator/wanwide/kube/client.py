@@ -114,7 +114,7 @@ class Kube:
 
     def apply(self, obj: dict[str, Any]) -> None:
         """Server-side apply (forcing conflicts: wanwide owns what it renders); the answer is not read."""
-        if obj["kind"] == "Secret" and names.A_COPY_FROM in obj["metadata"].get("annotations", {}):
+        if obj["kind"] == "Secret" and names.A_COPY_FROM in (obj["metadata"].get("annotations") or {}):
             obj = self.materialise_secret(obj)
         res = self.resource(obj["apiVersion"], obj["kind"])
         API_REQUESTS.labels("apply").inc()
@@ -168,7 +168,7 @@ class Kube:
 
     def materialise_secret(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Fill a ``wanwide.io/copy-from`` Secret with the data of its source (read once for a burst of copies)."""
-        ann = obj["metadata"]["annotations"]
+        ann = obj["metadata"].get("annotations") or {}
         src_ns, src_name = ann[names.A_COPY_FROM].split("/", 1)
         at, src = self._sources.get((src_ns, src_name), (0.0, None))
         if src is None or time.monotonic() - at > SOURCE_TTL_S:

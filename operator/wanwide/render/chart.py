@@ -70,10 +70,24 @@ class Chart:
         return [o for s in self.stages for o in s.objects]
 
 
+def without_nulls(value: Any) -> Any:
+    """``value`` with every map entry whose value is null dropped, at any depth.
+
+    Templates write ``annotations:`` with nothing under it (the openstack-helm keystone chart does); the
+    API server stores such a field as absent, so dropping it changes nothing applied, and nothing that
+    reads the object later meets None where a map or a list belongs.
+    """
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
 def documents(text: str) -> list[dict[str, Any]]:
-    """The objects of ``helm template`` output (empty documents dropped)."""
+    """The objects of ``helm template`` output (empty documents dropped, null entries dropped)."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return [d for d in yaml.load_all(text, Loader=loader) if isinstance(d, dict) and d.get("kind")]
+    return [without_nulls(d) for d in yaml.load_all(text, Loader=loader) if isinstance(d, dict) and d.get("kind")]
 
 
 def _order(o: dict[str, Any]) -> tuple[int, str]:
@@ -88,7 +102,7 @@ def _events(o: dict[str, Any]) -> list[str]:
 
 def _weight(o: dict[str, Any]) -> int:
     try:
-        return int(o["metadata"]["annotations"].get(WEIGHT, "0"))
+        return int(((o.get("metadata") or {}).get("annotations") or {}).get(WEIGHT, "0"))
     except ValueError:  # Helm: an unparsable weight is 0
         return 0
 
@@ -180,4 +194,4 @@ def next_step(chart: Chart, jobs: Mapping[str, str], *, hooks: bool = True, ahea
     return Next(apply=tuple(apply), done=True)
 
 
-__all__ = ["Chart", "ChartError", "Next", "Stage", "documents", "next_step", "stages"]
+__all__ = ["Chart", "ChartError", "Next", "Stage", "documents", "next_step", "stages", "without_nulls"]
