@@ -19,7 +19,7 @@ from ..plan import topology as topo
 from ..plan.errors import PlanError, Problems
 from ..plan.links import LinkMap
 from . import benchmark as bm
-from . import metrics, monitoring, trialstate
+from . import failures, metrics, monitoring, trialstate
 from .actions import Decision, Executor
 from .runtime import RUNTIME
 from .trial import InvalidPlan, step, trial_plan, where
@@ -178,7 +178,7 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
     key = f"{namespace}/{name}"
     uid = body["metadata"].get("uid") or ""
     wake = WAKEUPS.event(key, owner=f"{namespace}/{(body.get('spec') or {}).get('benchmark')}", uid=uid)
-    failures = 0
+    failed_steps = 0
     last = 0.0
     written: dict[str, Any] | None = None  # the Trial as our last status patch left it
     seen = None  # the body's resourceVersion at the last step
@@ -206,15 +206,17 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
                 try:
                     wait_s, wrote = await asyncio.to_thread(contextvars.copy_context().run, reconcile_trial, snapshot)
                     written = wrote or written
-                    failures = 0
+                    failed_steps = 0
                 except Exception as e:  # transient (API, network): again with backoff
                     if await asyncio.to_thread(_trial_gone, namespace, name, uid):
                         log.info("trial %s: deleted during a %s step; its loop ends", key, phase)
                         return
-                    failures += 1
+                    failed_steps += 1
                     metrics.STEP_ERRORS.labels(phase).inc()
-                    wait_s = min(60.0, 2.0 ** failures)
-                    log.warning("trial %s: %s step failed (%s); again in %.0fs", key, phase, e, wait_s)
+                    wait_s = min(60.0, 2.0 ** failed_steps)
+                    # a bug here is in writing the status itself (the step's own bugs end the Trial): say where
+                    log.warning("trial %s: %s step failed (%s: %s); again in %.0fs", key, phase, type(e).__name__, e,
+                                wait_s, exc_info=not failures.transient(e))
             await sleep(wake, wait_s)
     finally:
         WAKEUPS.forget(key, uid)
@@ -250,6 +252,13 @@ def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None
         d = step(w, Executor(kube, emit), plan, status)
     except InvalidPlan as e:  # permanent: retrying cannot fix it
         d = Decision("Failed", "InvalidPlan", f"the trial's frozen plan no longer validates: {e}")
+    except Exception as e:
+        if failures.transient(e):
+            raise  # the loop tries again with back-off
+        log.error("trial %s/%s: %s step failed with a bug (%s: %s); the Trial fails", meta["namespace"],
+                  meta["name"], phase, type(e).__name__, e, exc_info=True)
+        metrics.STEP_ERRORS.labels(phase).inc()
+        d = failures.internal_error(phase, e)
     finally:
         metrics.RECONCILE.labels("trial").observe(time.monotonic() - t0)
     patch = trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, meta.get("generation"), ts.now())

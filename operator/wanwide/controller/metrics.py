@@ -17,7 +17,8 @@ TRIALS = Gauge("wanwide_trials", "Trials of a Benchmark by phase (pending, runni
                ["namespace", "benchmark", "phase"])
 RECONCILE = Histogram("wanwide_reconcile_seconds", "Handler durations", ["handler"])
 APPLY_ERRORS = Counter("wanwide_apply_errors_total", "Server-side applies and deletes that failed", ["verb", "kind"])
-STEP_ERRORS = Counter("wanwide_trial_step_errors_total", "Trial steps that raised and are retried", ["phase"])
+STEP_ERRORS = Counter("wanwide_trial_step_errors_total",
+                      "Trial steps that raised (tried again; a bug ends the Trial: reason InternalError)", ["phase"])
 PHASE_CHANGES = Counter("wanwide_trial_phase_changes_total", "Trial phase transitions, by the phase entered",
                         ["phase"])
 PHASE_SECONDS = Histogram("wanwide_trial_phase_duration_seconds", "Time trials spent in a phase, by the phase left",

@@ -49,7 +49,8 @@ def rendered(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Rendered:
                         plan_generation=int(obs.get("plan_generation", 0)))
 
 
-def _fail(reason: str, message: str) -> Decision:
+def fail_trial(reason: str, message: str) -> Decision:
+    """Clean up (chaos first), then end Failed with this reason and message."""
     return Decision("CleaningUp", reason, message, {"outcome": "Failed"})
 
 
@@ -60,7 +61,7 @@ def chart_failed(status: dict[str, Any], error: str, actions: list[Any] | None =
     """A failed ``helm template`` or hook Job is tried again, with back-off, until CHART_TRIES failures."""
     n = int(status.get("chartFailures") or 0) + 1
     if n >= CHART_TRIES:
-        return _fail("ChartFailed", f"keystone chart failed {n} times; last: {error}")
+        return fail_trial("ChartFailed", f"keystone chart failed {n} times; last: {error}")
     message = f"keystone chart failed ({n} of {CHART_TRIES} tries), trying again: {error}"
     return Decision(message=message, status={"chartFailures": n},
                     actions=[*(actions or []), Emit("ChartRetry", message, "Warning")], wake_s=5.0 * n)
@@ -71,7 +72,7 @@ def chart_failed(status: dict[str, Any], error: str, actions: list[Any] | None =
 def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
     """Base objects, then Keystone wave 0 (schema owner), then wave 1, then wait until all is ready."""
     if obs.get("missing"):
-        return _fail("MissingSecret", obs["missing"])
+        return fail_trial("MissingSecret", obs["missing"])
     if obs.get("render_failed"):
         return chart_failed(status, obs["render_failed"])
     r = rendered(plan, status, obs)
@@ -171,7 +172,7 @@ def keystone_wave(plan: TrialPlan, status: dict[str, Any], obs: Obs, wave: int) 
 def verifying_network(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
     """Chaos Mesh present, no leftover chaos of this trial, a running pod in every region."""
     if not obs.get("chaos_installed", False):
-        return _fail("ChaosMeshMissing", "Chaos Mesh CRDs are not installed: install Chaos Mesh first")
+        return fail_trial("ChaosMeshMissing", "Chaos Mesh CRDs are not installed: install Chaos Mesh first")
     stale = obs.get("chaos", [])
     if any(plan.classes.values()) and stale and "wan-injected" not in done(status):
         # Leftovers would stack with the new rules.
@@ -190,7 +191,7 @@ CHAOS_GONE = ("Chaos Mesh's CRDs went away mid-run: the emulated WAN and any fau
 
 def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
     if obs.get("chaos_installed") is False:
-        return _fail("ChaosMeshMissing", CHAOS_GONE)
+        return fail_trial("ChaosMeshMissing", CHAOS_GONE)
     wan = rendered(plan, status, obs).wan
     if "wan" not in done(status):
         return Decision(status=marked(status, "wan"), actions=[
@@ -231,7 +232,7 @@ def fault_steps(faults: list[FaultObjects], status: dict[str, Any], now: dt.date
 
 def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
     if obs.get("chaos_installed") is False:
-        return _fail("ChaosMeshMissing", CHAOS_GONE)
+        return fail_trial("ChaosMeshMissing", CHAOS_GONE)
     n = attempt(status)
     if not status.get("loadStartAt"):
         start = now + dt.timedelta(seconds=seconds(plan.spec.workload.start_delay))
@@ -338,7 +339,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
         return Decision()
     if timed_out(phase, status.get("phaseStartTime"), plan.spec.timeouts, now):
         if phase != "CleaningUp":
-            return _fail(f"{phase}Timeout", f"{phase} took longer than its timeout (spec.timeouts); cleaning up")
+            return fail_trial(f"{phase}Timeout", f"{phase} took longer than its timeout (spec.timeouts); cleaning up")
         if obs.get("chaos"):
             return Decision("Failed", "ChaosNotRecovered",
                             f"{len(obs['chaos'])} chaos object(s) still present after the clean-up timeout: "
@@ -348,4 +349,4 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
     return PHASES[phase](plan, status, obs, now)
 
 
-__all__ = ["PHASES", "Obs", "decide", "rendered"]
+__all__ = ["PHASES", "Obs", "decide", "fail_trial", "rendered"]

@@ -102,13 +102,15 @@ def _envelope_problems(doc: dict[str, Any], obj: str) -> list[Problem]:
 FREE_FORM = ("values", "args")  # kept as written (x-kubernetes-preserve-unknown-fields keeps nulls)
 
 
-def without_nulls(value: Any) -> Any:
-    """``value`` with every ``key: null`` of a mapping left out, as the API server prunes them (a CRD
-    field that is not nullable): ``allowFewerThanThree:`` with no value means the default."""
+def without_nulls(value: Any, keep: tuple[str, ...] = FREE_FORM) -> Any:
+    """``value`` with every ``key: null`` of a mapping left out, at any depth, as the API server stores it
+    (a CRD field that is not nullable; a Kubernetes object's map or list field): ``allowFewerThanThree:``
+    with no value means the default, ``annotations:`` with nothing under it means none. Entries under a
+    key in ``keep`` are kept as written (free-form values, where Helm reads a null as "remove")."""
     if isinstance(value, dict):
-        return {k: v if k in FREE_FORM else without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: v if k in keep else without_nulls(v, keep) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [without_nulls(v) for v in value]
+        return [without_nulls(v, keep) for v in value]
     return value
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from ..plan.load import without_nulls
+
 HOOK = "helm.sh/hook"
 WEIGHT = "helm.sh/hook-weight"
 PHASES = ("pre-install", "post-install")  # the install hooks; every other event is not run
@@ -70,24 +72,15 @@ class Chart:
         return [o for s in self.stages for o in s.objects]
 
 
-def without_nulls(value: Any) -> Any:
-    """``value`` with every map entry whose value is null dropped, at any depth.
+def documents(text: str) -> list[dict[str, Any]]:
+    """The objects of ``helm template`` output, empty documents dropped and null entries left out.
 
     Templates write ``annotations:`` with nothing under it (the openstack-helm keystone chart does); the
-    API server stores such a field as absent, so dropping it changes nothing applied, and nothing that
+    API server stores such a field as absent, so leaving it out changes nothing applied, and nothing that
     reads the object later meets None where a map or a list belongs.
     """
-    if isinstance(value, dict):
-        return {k: without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [without_nulls(v) for v in value]
-    return value
-
-
-def documents(text: str) -> list[dict[str, Any]]:
-    """The objects of ``helm template`` output (empty documents dropped, null entries dropped)."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return [without_nulls(d) for d in yaml.load_all(text, Loader=loader) if isinstance(d, dict) and d.get("kind")]
+    return [without_nulls(d, keep=()) for d in yaml.load_all(text, Loader=loader) if isinstance(d, dict) and d.get("kind")]
 
 
 def _order(o: dict[str, Any]) -> tuple[int, str]:
@@ -194,4 +187,4 @@ def next_step(chart: Chart, jobs: Mapping[str, str], *, hooks: bool = True, ahea
     return Next(apply=tuple(apply), done=True)
 
 
-__all__ = ["Chart", "ChartError", "Next", "Stage", "documents", "next_step", "stages", "without_nulls"]
+__all__ = ["Chart", "ChartError", "Next", "Stage", "documents", "next_step", "stages"]
