@@ -21,10 +21,11 @@ POD = ("spec", "template")
 CONTAINER = (*POD, "spec", "containers", 0)
 POD_PATHS: tuple[Path, ...] = (
     (*POD, "metadata", "annotations"), (*POD, "metadata", "labels"),
-    (*POD, "spec", "volumes"), (*POD, "spec", "initContainers"), (*POD, "spec", "nodeSelector"),
+    (*POD, "spec", "volumes"), (*POD, "spec", "nodeSelector"),
     (*POD, "spec", "tolerations"), (*POD, "spec", "affinity"), (*POD, "spec", "securityContext"),
     (*CONTAINER, "env"), (*CONTAINER, "ports"), (*CONTAINER, "volumeMounts"), (*CONTAINER, "args"),
     (*CONTAINER, "command"), (*CONTAINER, "resources"), (*CONTAINER, "envFrom"),
+    (*POD, "spec", "initContainers", 0, "volumeMounts"),  # the real chart's api Deployment and its Jobs
 )
 META_PATHS: tuple[Path, ...] = (("metadata", "annotations"), ("metadata", "labels"))
 
@@ -33,8 +34,10 @@ def _container() -> Obj:
     return {"name": "main", "image": "wanwide.local/keystone:never-pulled", "command": ["sleep", "1"]}
 
 
-def _pod_template() -> Obj:
-    return {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [_container()], "restartPolicy": "Never"}}
+def _pod_template(restart: str = "Never") -> Obj:
+    return {"metadata": {"labels": {"app": "x"}},
+            "spec": {"initContainers": [{**_container(), "name": "init"}], "containers": [_container()],
+                     "restartPolicy": restart}}
 
 
 def _kinds(name: str) -> list[tuple[Obj, tuple[Path, ...]]]:
@@ -53,8 +56,8 @@ def _kinds(name: str) -> list[tuple[Obj, tuple[Path, ...]]]:
           "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]}}, (*META_PATHS, ("spec", "selector"))),
         ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"{name}-api"},
           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "x"}},
-                   "template": {**_pod_template(), "spec": {"containers": [_container()]}}}},
-         (*META_PATHS, *POD_PATHS[:-1])),
+                   "template": _pod_template("Always")}},
+         (*META_PATHS, *(p for p in POD_PATHS if p[-1] != "labels"))),  # its selector needs the pod labels
         ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"{name}-sync", "annotations": hook},
           "spec": {"backoffLimit": 0, "template": _pod_template()}}, (("metadata", "labels"), *POD_PATHS)),
     ]
@@ -99,11 +102,12 @@ def copy_from_secret(name: str, source: str) -> Obj:
 
 
 def nulls_in(value: Any) -> list[str]:
-    """Where ``value`` holds a null (dotted paths); empty when none."""
+    """Where ``value`` holds a null (``spec.template.spec.initContainers[0].volumeMounts``); empty when none."""
+    def join(head: str, rest: str) -> str:
+        return head + ("" if not rest else rest if rest.startswith("[") else "." + rest)
+
     if isinstance(value, dict):
-        return [f"{k}{'.' + p if p else ''}" for k, v in value.items()
-                for p in ([""] if v is None else nulls_in(v))]
+        return [join(str(k), p) for k, v in value.items() for p in ([""] if v is None else nulls_in(v))]
     if isinstance(value, list):
-        return [f"[{i}]{'.' + p if p else ''}" for i, v in enumerate(value)
-                for p in ([""] if v is None else nulls_in(v))]
+        return [join(f"[{i}]", p) for i, v in enumerate(value) for p in ([""] if v is None else nulls_in(v))]
     return []

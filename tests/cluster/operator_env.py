@@ -8,6 +8,7 @@ real runner run (tests/data/bundles/), re-keyed for the trial, region and attemp
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import subprocess
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -25,8 +27,11 @@ import boto3
 import yaml
 from botocore.config import Config
 
+from tests.upstream import upstream_dir, upstream_env
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_CHART = REPO / "charts" / "fixtures" / "keystone"
+REAL_CHART_VERSION = "2026.1.0"
 BUNDLE = REPO / "tests" / "data" / "bundles" / "runner-real"
 SYSTEM_NS = "wanwide-system"
 RELEASE = "wanwide"
@@ -205,13 +210,36 @@ def owned(tc, kind: str, bench_ns: str, bench: str) -> list[dict[str, Any]]:
     return [i for i in items if tag in (i["metadata"].get("namespace") or i["metadata"]["name"])]
 
 
+@functools.cache
+def _keystone_chart(helm: str) -> tuple[Path, str]:
+    """(chart directory, version): the real openstack-helm keystone chart with its helm-toolkit
+    (hack/upstream-charts.sh: the mirror, else fetched at the pinned commit as a user would)."""
+    mirror = upstream_dir()
+    p = subprocess.run([str(REPO / "hack" / "upstream-charts.sh"), "path", "keystone"], capture_output=True,
+                       text=True, env={**upstream_env(), "HELM": helm}, timeout=600)
+    if p.returncode == 0:
+        return Path(p.stdout.strip().splitlines()[-1]), REAL_CHART_VERSION
+    if mirror is not None:  # the mirror is there: failing to use it is a failure, not a reason to fall back
+        raise AssertionError(f"hack/upstream-charts.sh path keystone failed with {mirror}:\n{p.stderr[-3000:]}")
+    warnings.warn("no upstream mirror and openstack-helm unreachable: the kwok tier deploys the fixture "
+                  f"keystone chart instead of the real one ({p.stderr.strip()[-300:]})", stacklevel=2)
+    return FIXTURE_CHART, "0.1.0"
+
+
+def keystone_chart(tc) -> tuple[Path, str]:
+    """The keystone chart the operator deploys in this tier: the real one (issue 24; the fixture only when
+    no mirror is here and upstream cannot be reached)."""
+    return _keystone_chart(str(tc.bin_dir / "helm"))
+
+
 def example(tc, name: str, *, cleanup: str = "Always", extra: dict | None = None) -> str:
-    """An example file adapted to this cluster: fixture chart, local S3, short timeouts."""
+    """An example file adapted to this cluster: the real keystone chart, local S3, short timeouts."""
     docs = list(yaml.safe_load_all((REPO / "manifests" / "examples" / name).read_text()))
+    chart, version = keystone_chart(tc)
     for d in docs:
         if d["kind"] == "Benchmark":
             s = d["spec"]
-            s["openstack"] = {"keystone": {"chartRepo": "", "chart": str(FIXTURE_CHART), "chartVersion": "0.1.0"}}
+            s["openstack"] = {"keystone": {"chartRepo": "", "chart": str(chart), "chartVersion": version}}
             s["results"] = {"s3": {"endpoint": tc.s3["S3_ENDPOINT"], "bucket": BUCKET, "prefix": "e2e",
                                    "secretRef": {"name": "s3-keys"}}}
             s["cleanup"] = cleanup

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.upstream import upstream_env
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "hack" / "testcluster.sh"
 NODE = "real-1"
 
 
 def run(cmd: list[str], timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, env=upstream_env())
     if check and p.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, cmd))} failed ({p.returncode}):\n"
                              f"{p.stderr[-6000:]}{p.stdout[-2000:]}")

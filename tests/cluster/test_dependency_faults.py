@@ -253,3 +253,58 @@ def test_namespace_stuck_terminating_is_reported_bounded_and_blocks_nothing(env)
         tc.kubectl("patch", "configmap", "held", "-n", held, "--type=merge", "-p",
                    '{"metadata":{"finalizers":null}}', check=False)
     delete(tc, ns, other)
+
+
+# ---- 5. a bug in a step -------------------------------------------------------------------
+
+BUG = """# loaded at the operator's start (PYTHONPATH): the apply of a Secret of Benchmark {name!r} meets the
+# bug issue 24 found (a rendered Secret's null annotations read as a map)
+import wanwide.kube.client as client
+
+_apply = client.Kube.apply
+
+
+def apply(self, obj):
+    if obj["kind"] == "Secret" and (obj["metadata"].get("labels") or {{}}).get("wanwide.io/benchmark") == {name!r}:
+        return "wanwide.io/copy-from" in {{"annotations": None}}["annotations"]
+    return _apply(self, obj)
+
+
+client.Kube.apply = apply
+"""
+
+
+def test_a_bug_in_a_step_fails_the_trial_in_seconds_with_a_traceback_in_the_log(env, tmp_path):
+    """Not retried as if transient (issue 24: 25 minutes of 'step failed … again in 60s', no traceback)."""
+    tc, ns, op, log = env["tc"], env["ns"], env["op"], env["log"]
+    name = "bug-in-step"
+    (tmp_path / "sitecustomize.py").write_text(BUG.format(name=name))
+    op.stop()
+    op.extra_env["PYTHONPATH"] = str(tmp_path)
+    op.start()
+    try:
+        tc.apply(bench(tc, name), ns)
+        wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") == "Provisioning", 120, "Provisioning")
+        t0 = time.time()
+        t = wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") in ("Succeeded", "Failed"), 90,
+                       "the trial to fail")
+        took = time.time() - t0
+        s = t["status"]
+        assert (s["phase"], s["reason"]) == ("Failed", "InternalError"), s
+        assert "TypeError: argument of type 'NoneType' is not iterable" in s["message"], s["message"]
+        assert "Provisioning step" in s["message"] and "a bug in wanwide" in s["message"]
+        failed = {c["type"]: c for c in s["conditions"]}["Failed"]
+        assert failed["status"] == "True" and failed["reason"] == "InternalError"
+        assert took < 60, f"{took:.0f} s from Provisioning to Failed"
+        text = log.read_text()
+        mine = [ln for ln in text.splitlines() if f"{name}-t000" in ln and "step failed" in ln]
+        assert len(mine) == 1 and "with a bug (TypeError" in mine[0], mine  # once, not retried
+        tb = text[text.index(mine[0]):][:6000]  # the traceback follows the line, down to the bug's frame
+        assert "Traceback (most recent call last)" in tb and "sitecustomize.py" in tb and "in apply" in tb, tb
+        assert owned(tc, "networkchaos", ns, name) == []  # it went through CleaningUp
+        assert [e for e in events(tc, ns, f"{name}-t000") if e["reason"] == "Failed"]
+    finally:
+        op.stop()
+        op.extra_env.pop("PYTHONPATH", None)
+        op.start()
+    delete(tc, ns, name)

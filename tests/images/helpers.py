@@ -8,23 +8,20 @@ clamps oom_score_adj (this kernel refuses negative scores). Containers run with 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.upstream import upstream_dir, upstream_env
+
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_SH = ROOT / "hack" / "images.sh"
-UPSTREAM = Path(os.environ.get("WANWIDE_UPSTREAM_DIR", "/work/shared/upstream"))
+UPSTREAM = upstream_dir() or Path("/nonexistent")  # the mirror, when this machine has one
 
 
 def images_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # the mirrored upstream sources when this machine has them (else images.sh fetches)
-    if "WANWIDE_UPSTREAM_DIR" not in env and UPSTREAM.is_dir():
-        env["WANWIDE_UPSTREAM_DIR"] = str(UPSTREAM)
-    return env
+    return upstream_env()  # the mirrored upstream sources when this machine has them (else images.sh fetches)
 
 
 def images_sh(*args: str, timeout: float = 3600) -> str:
