@@ -258,14 +258,15 @@ def test_namespace_stuck_terminating_is_reported_bounded_and_blocks_nothing(env)
 # ---- 5. a bug in a step -------------------------------------------------------------------
 
 BUG = """# loaded at the operator's start (PYTHONPATH): the apply of a Secret of Benchmark {name!r} meets the
-# bug issue 24 found (a rendered Secret's null annotations read as a map)
+# bug issue 24 found (a rendered Secret's null annotations read as a map), in its Trial's steps
 import wanwide.kube.client as client
 
 _apply = client.Kube.apply
 
 
 def apply(self, obj):
-    if obj["kind"] == "Secret" and (obj["metadata"].get("labels") or {{}}).get("wanwide.io/benchmark") == {name!r}:
+    labels = obj["metadata"].get("labels") or {{}}
+    if obj["kind"] == "Secret" and labels.get("wanwide.io/benchmark") == {name!r} and "wanwide.io/trial" in labels:
         return "wanwide.io/copy-from" in {{"annotations": None}}["annotations"]
     return _apply(self, obj)
 
