@@ -274,3 +274,21 @@ def test_upstream_chart_without_helm_says_so_and_leaves_nothing(tmp_path):
     r = m.run(str(REPO / "hack" / "upstream-charts.sh"), "path", "keystone",
               WANWIDE_UPSTREAM_DIR=str(tmp_path / "no-mirror"))
     assert r.returncode == 1 and "no-mirror/openstack-helm-2026.1.0 missing" in r.stderr
+
+
+IMAGE_TOOLS = ["mmdebstrap", "buildah", "containerd", "runc", "gcc", "libc6-dev", "git", "ca-certificates", "cpio"]
+
+
+def test_images_from_nothing_installs_its_tools_into_a_cache_it_makes(tmp_path):
+    """Issue 24: on a fresh machine hack/images.sh stopped at its tools step (its apt log named a folder it
+    made on the next line). From an empty cache it installs exactly its tools, logs apt where it says, and
+    answers; a second run asks apt for nothing."""
+    m = Machine(tmp_path)
+    assert not m.cache.joinpath("images").exists()
+    r = m.run(str(REPO / "hack" / "images.sh"), "key", "pause", GO=str(m.bin / "go"))
+    assert r.returncode == 0, r.stderr
+    assert apt_installs(m.take_calls()) == [IMAGE_TOOLS]
+    assert (m.cache / "images" / "logs" / "apt.log").is_file()
+    assert len(r.stdout.strip()) == 64  # the content key of the pause image
+    r = m.run(str(REPO / "hack" / "images.sh"), "key", "pause", GO=str(m.bin / "go"))
+    assert r.returncode == 0 and apt_installs(m.take_calls()) == [], r.stderr
