@@ -8,6 +8,7 @@
 #   hack/images.sh import NAME...|all --address SOCKET
 #                                         import into containerd (namespace k8s.io)
 #   hack/images.sh list                   names, refs, sizes, cached or not
+#   hack/images.sh missing NAME...|all    the NAMEs not cached (one a line; none: all cached)
 #   hack/images.sh key NAME               the content key (what the cache is named by)
 #   hack/images.sh path NAME              the archive (docker-archive tar) for NAME
 #
@@ -487,7 +488,7 @@ main() {
   local cmd=${1:-}; shift || true
   local n
   case $cmd in
-    build|import|list|ref|key|path)
+    build|import|list|missing|ref|key|path)
       ensure_tools
       # keys once per run (hashing a source tree takes a moment)
       for n in "${BASES[@]}" "${NAMES[@]}"; do
@@ -498,6 +499,7 @@ main() {
     build) cmd_build "$@" ;;
     import) cmd_import "$@" ;;
     list) cmd_list ;;
+    missing) while IFS= read -r n; do [[ -s $(archive_of "$n") ]] || echo "$n"; done < <(expand_names "$@") ;;
     ref) if (($# == 1)) && valid_name "$1"; then ref_of "$1"; else die "usage: images.sh ref NAME"; fi ;;
     key) if (($# == 1)) && valid_name "$1"; then key_of "$1"; else die "usage: images.sh key NAME"; fi ;;
     path) if (($# == 1)) && valid_name "$1"; then archive_of "$1"; else die "usage: images.sh path NAME"; fi ;;

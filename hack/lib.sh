@@ -7,6 +7,8 @@
 #   apt_missing PKG...  prints the packages not installed (never fails on "absent")
 #   apt_ensure PKG...   installs the missing ones (root), output in $APT_LOG,
 #                       names recorded in $APT_RECORD
+#   default_upstream_dir
+#                       exports WANWIDE_UPSTREAM_DIR (given, else ../shared/upstream when there)
 #   upstream_dir ARRAY  a directory holding an upstream source tree (mirror or fetched)
 #   tree_hash DIR       content hash of the files under DIR
 #   realnode_containerd [SOCK]
@@ -107,6 +109,13 @@ apt_ensure() { # PKG...: install what is missing; no service is started by the p
 
 # ---------------------------------------------------------------- upstream sources
 # An upstream source is an array: (dir-under-$WANWIDE_UPSTREAM_DIR git-remote commit).
+default_upstream_dir() { # export WANWIDE_UPSTREAM_DIR: as given, else ../shared/upstream beside the checkout
+  if [[ -z ${WANWIDE_UPSTREAM_DIR:-} && -d $_lib_root/../shared/upstream ]]; then
+    WANWIDE_UPSTREAM_DIR=$(cd "$_lib_root/../shared/upstream" && pwd)
+  fi
+  export WANWIDE_UPSTREAM_DIR
+}
+
 upstream_dir() { # upstream_dir ARRAY_NAME: prints a directory holding that source tree
   local -n up=$1
   local dir=${up[0]} remote=${up[1]} commit=${up[2]}

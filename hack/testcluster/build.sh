@@ -144,10 +144,15 @@ build_all() {
 
 # kubelet, kube-proxy (same module dir and ldflags as the control plane) and
 # CoreDNS, one after the other (kubelet and kube-proxy share the kube build cache).
+missing_real_node() { # the real-node binaries not cached, one a line
+  local n
+  for n in "${REAL_NODE_BINARIES[@]}"; do [[ -x $(bin_path "$n") ]] || echo "$n"; done
+}
+
 build_real_node() {
   mkdir -p "$BIN" "$CACHE/build"
   local missing=() n
-  for n in "${REAL_NODE_BINARIES[@]}"; do [[ -x $(bin_path "$n") ]] || missing+=("$n"); done
+  while IFS= read -r n; do missing+=("$n"); done < <(missing_real_node)
   ((${#missing[@]})) || return 0
   exec 9>"$CACHE/build.lock"
   if ! flock -n 9; then log "another build is running; waiting for it…"; flock 9; fi
@@ -163,6 +168,7 @@ build_real_node() {
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   case ${1:-} in
     --real-node) build_real_node ;;
+    --missing-real-node) missing_real_node ;;  # what --real-node would build (nothing is built)
     *) build_all ;;
   esac
 fi
