@@ -38,7 +38,7 @@ BASE_IMAGES=(pause keystone mariadb memcached dep-check mariadb-operator)
 if [[ -n $if_warm ]]; then
   cold=()
   while IFS= read -r n; do cold+=("binary $n"); done < <(hack/testcluster/build.sh --missing-real-node)
-  if command -v mmdebstrap >/dev/null && command -v buildah >/dev/null; then
+  if [[ -z $(apt_missing mmdebstrap buildah) ]]; then  # (images.sh would install them to compute keys)
     while IFS= read -r n; do cold+=("image $n"); done < <(hack/images.sh missing "${BASE_IMAGES[@]}" 2>/dev/null)
   else
     cold+=("the image tools (mmdebstrap, buildah)")

@@ -292,3 +292,15 @@ def test_images_from_nothing_installs_its_tools_into_a_cache_it_makes(tmp_path):
     assert len(r.stdout.strip()) == 64  # the content key of the pause image
     r = m.run(str(REPO / "hack" / "images.sh"), "key", "pause", GO=str(m.bin / "go"))
     assert r.returncode == 0 and apt_installs(m.take_calls()) == [], r.stderr
+
+
+def test_the_real_node_gate_on_a_cold_machine_says_what_is_not_built_and_skips(tmp_path):
+    """hack/test.sh's last step (hack/e2e-real.sh --gate --if-warm) on a machine where nothing is built: it
+    names what is missing and why it does not build it here, builds nothing and passes."""
+    m = Machine(tmp_path)
+    r = m.run(str(REPO / "hack" / "e2e-real.sh"), "--gate", "--if-warm", GO=str(m.bin / "go"))
+    assert r.returncode == 0, r.stderr
+    assert ("SKIPPED: not built yet: binary kubelet binary kube-proxy binary coredns "
+            "the image tools (mmdebstrap, buildah)") in r.stderr
+    assert "CI's 90 minutes" in r.stderr and "hack/e2e-real.sh once" in r.stderr
+    assert m.calls() == []  # nothing installed, nothing built
