@@ -252,7 +252,7 @@ cmd_import() {
   command -v ctr >/dev/null || apt_ensure containerd
   for name in chaos-mesh chaos-probe; do
     ref=$(cmd_ref "$name")
-    if ctr --address "$addr" -n k8s.io images ls -q | grep -qx "$ref"; then
+    if ctr --address "$addr" -n k8s.io images ls -q | grep -x "$ref" >/dev/null; then  # not -q: see images.sh
       log "import $name: $ref present, skip"
       continue
     fi

@@ -378,8 +378,8 @@ build_wanwide() {
   py=$(ref_of python-base) go=$(ref_of go-base) ref=$(ref_of wanwide)
   mkdir -p "$w/context"
   (cd "$ROOT" && context_files | cpio -0 -pdm --quiet "$w/context")
-  buildah_ images --format '{{.Name}}:{{.Tag}}' | grep -qxF "$py" || buildah_ pull -q "docker-archive:$(archive_of python-base)"
-  buildah_ images --format '{{.Name}}:{{.Tag}}' | grep -qxF "$go" || buildah_ pull -q "docker-archive:$(archive_of go-base)"
+  buildah_ images --format '{{.Name}}:{{.Tag}}' | grep -xF "$py" >/dev/null || buildah_ pull -q "docker-archive:$(archive_of python-base)"
+  buildah_ images --format '{{.Name}}:{{.Tag}}' | grep -xF "$go" >/dev/null || buildah_ pull -q "docker-archive:$(archive_of go-base)"
   printf '[global]\ncert = /run/wanwide-build-ca.crt\n' >"$w/pip.conf"
   buildah_ build --pull-never --layers --network host --isolation "${WANWIDE_BUILDAH_ISOLATION:-oci}" \
     --volume "$w/pip.conf:/etc/pip.conf:ro" --volume "$BUILD_CA:/run/wanwide-build-ca.crt:ro" \
@@ -466,7 +466,9 @@ cmd_import() {
     t0=$(ms)
     "${ctr[@]}" images import --no-unpack=false "$(archive_of "$n")" >"$LOGS/import-$n.log" 2>&1 ||
       { tail -n 20 "$LOGS/import-$n.log" >&2; die "$n: ctr images import failed"; }
-    "${ctr[@]}" images ls -q | grep -qxF "$ref" || die "$n: $ref not in containerd after import"
+    # grep without -q reads the whole list: -q would exit at the match, and ctr, still writing, would
+    # die of SIGPIPE and fail the pipeline (pipefail) though the image is there
+    "${ctr[@]}" images ls -q | grep -xF "$ref" >/dev/null || die "$n: $ref not in containerd after import"
     log "$n: imported $ref in $(secs "$t0") s"
   done < <(expand_names "${names[@]}")
 }

@@ -450,7 +450,7 @@ rn_apiserver_dnat() {
     iptables -t nat -I PREROUTING -j "$RN_APISERVER_CHAIN"
 }
 
-rn_service_rules_present() { iptables-save -t nat 2>/dev/null | grep -q -- "-d $RN_DNS_IP/32 .*KUBE-SVC"; }
+rn_service_rules_present() { iptables-save -t nat 2>/dev/null | grep -- "-d $RN_DNS_IP/32 .*KUBE-SVC" >/dev/null; }
 
 # The apiserver reaches a kubelet (logs, exec) at the node's first address of the
 # preferred types: by default its Hostname, "real-1", which no resolver knows here.
