@@ -217,37 +217,95 @@ def test_loading_retries_a_failed_runner_then_gives_up():
     assert d.phase == "Collecting"
 
 
-def test_faults_start_and_end_on_time_and_loss_windows_restore_the_wan():
-    r = render_trial(P)
-    by = {f.window.name: f for f in r.faults}
-    jobs = {"jobs": dict.fromkeys(P.load_regions, "running")}
-    d = phases.decide(P, _loading("load-1"), jobs, T0 + dt.timedelta(seconds=1))
-    assert _names(_applied(d)) == _names(by["dropout0"].objects)  # schedules start with the load
-    assert d.wake_s == pytest.approx(29)  # the partition at 30 s
-    st = _loading("load-1", "fault:dropout0")
-    d = phases.decide(P, st, jobs, T0 + dt.timedelta(seconds=30))
-    assert _names(_applied(d)) == _names(by["partition0"].objects) and "fault:partition0" in d.status["done"]
-    st = _loading("load-1", "fault:dropout0", "fault:partition0")
-    d = phases.decide(P, st, jobs, T0 + dt.timedelta(seconds=41))
-    loss = by["loss0"]
-    assert _names(_applied(d)) == _names(loss.objects)
-    assert {a.name for a in d.actions if isinstance(a, Delete)} == _names(loss.replaces)
-    assert d.wake_s == pytest.approx(14)  # its end at 55 s
-    st = _loading("load-1", "fault:dropout0", "fault:partition0", "fault:loss0")
-    d = phases.decide(P, st, jobs, T0 + dt.timedelta(seconds=56))
-    assert {a.name for a in d.actions if isinstance(a, Delete)} == _names(loss.objects)
-    assert _names(_applied(d)) == _names(loss.replaces) and "fault-end:loss0" in d.status["done"]
-    d = phases.decide(P, {**st, "done": st["done"] + ["fault-end:loss0"]}, jobs, T0 + dt.timedelta(seconds=57))
-    assert not d.actions and d.wake_s is None
+class Cluster:
+    """The trial's chaos objects as the API server would hold them after each decision's actions."""
+
+    def __init__(self, plan: TrialPlan = P):
+        self.plan = plan
+        self.live = {o["metadata"]["name"]: o for o in render_trial(plan).wan}
+        self.events: list[str] = []
+
+    def step(self, status: dict, at: dt.datetime, jobs: str = "running") -> Decision:
+        d = phases.decide(self.plan, status, {"jobs": dict.fromkeys(self.plan.load_regions, jobs),
+                                              "chaos": list(self.live.values())}, at)
+        for a in d.actions:
+            if isinstance(a, Delete) and a.kind == "NetworkChaos":
+                self.live.pop(a.name)
+            elif isinstance(a, Apply) and a.obj["kind"] == "NetworkChaos":
+                assert a.obj["metadata"]["name"] not in self.live, "applied twice"
+                self.live[a.obj["metadata"]["name"]] = a.obj
+            elif isinstance(a, Emit) and a.reason == "Fault":
+                self.events.append(f"{(at - T0).total_seconds():g}s {a.message}")
+        status.update({k: v for k, v in d.status.items() if k != "done"})
+        return d
+
+    def cut(self) -> set[str]:
+        return {o["metadata"]["annotations"]["wanwide.io/fault"] for o in self.live.values()
+                if o["spec"]["action"] == "partition"}
+
+    def lossy(self) -> set[str]:
+        return {n for n, o in self.live.items() if o["spec"].get("loss")}
 
 
-def test_a_restarted_operator_repeats_nothing_already_recorded_and_decides_the_same():
-    st = _loading("load-1", "fault:dropout0", "fault:partition0")
-    obs = {"jobs": dict.fromkeys(P.load_regions, "running")}
+def test_the_fault_schedule_is_kept_on_time_overlaps_included_and_a_retry_replays_it():
+    """P: partition0 cuts paris 30–50 s, loss0 adds 7 % on paris's links 40–55 s (overlapping it), dropout0
+    cuts rennes and chicago every 300 s for 10 s. The chaos in force is what plan/lifecycle.py says, at
+    every instant; the old operator left loss0's links at the plan's WAN when the partition ended."""
+    c, st = Cluster(), _loading("load-1")
+    base = set(c.live)
+    at = lambda s: T0 + dt.timedelta(seconds=s)  # noqa: E731
+    d = c.step(st, at(1))
+    assert not d.actions and d.wake_s == pytest.approx(29)
+    d = c.step(st, at(30))
+    assert c.cut() == {"partition0"} and set(c.live) - base == {n for n in c.live if n.startswith("partition0")}
+    assert st["faultsInForce"] == ["partition0"] and d.wake_s == pytest.approx(10)
+    c.step(st, at(41))
+    assert c.cut() == {"partition0"} and c.lossy() and st["faultsInForce"] == ["partition0", "loss0"]
+    lossy = c.lossy()
+    d = c.step(st, at(50))  # the partition ends; loss0 stays in force on the same links
+    assert c.cut() == set() and c.lossy() == lossy and st["faultsInForce"] == ["loss0"]
+    assert [a for a in d.actions if isinstance(a, Apply)] == []
+    assert all(a.name.startswith("partition0") for a in d.actions if isinstance(a, Delete))
+    c.step(st, at(55))
+    assert set(c.live) == base and st["faultsInForce"] == []
+    d = c.step(st, at(56))
+    assert not d.actions and d.wake_s == pytest.approx(244)  # the first dropout at 300 s
+    c.step(st, at(300))
+    assert c.cut() == {"dropout0-0"}
+    c.step(st, at(310))
+    assert set(c.live) == base
+    assert c.events == ["30s partition0 began", "41s loss0 began", "50s partition0 ended", "55s loss0 ended",
+                        "300s dropout0-0 began", "310s dropout0-0 ended"]
+    # a retry at 45 s (a runner failed): the plan's WAN back at once, then the whole schedule from the new start
+    c, st = Cluster(), _loading("load-1")
+    c.step(st, at(30))
+    c.step(st, at(45))
+    assert c.cut() and c.lossy()
+    d = c.step(st, at(45), jobs="failed")
+    assert st["attempt"] == 2 and st["loadStartAt"] is None and set(c.live) == base and st["faultsInForce"] == []
+    st.update(loadStartAt=ts.iso(at(100)), done=sorted(set(d.status["done"]) | {"load-2"}))
+    c.step(st, at(129))
+    assert set(c.live) == base
+    c.step(st, at(130))
+    assert c.cut() == {"partition0"}, "the retry replays the partition 30 s after its own start"
+    assert c.events[-3:] == ["45s partition0 ended", "45s loss0 ended", "130s partition0 began"]
+
+
+def test_a_finished_load_puts_the_plans_wan_back_on_its_way_to_collecting():
+    c, st = Cluster(), _loading("load-1")
+    c.step(st, T0 + dt.timedelta(seconds=42))
+    d = c.step(st, T0 + dt.timedelta(seconds=43), jobs="complete")
+    assert d.phase == "Collecting" and set(c.live) == {o["metadata"]["name"] for o in render_trial(P).wan}
+
+
+def test_a_restarted_operator_repeats_nothing_already_in_force_and_decides_the_same():
+    c, st = Cluster(), _loading("load-1")
     at = T0 + dt.timedelta(seconds=35)
+    c.step(st, at)
+    obs = {"jobs": dict.fromkeys(P.load_regions, "running"), "chaos": list(c.live.values())}
     first, again = phases.decide(P, st, obs, at), phases.decide(P, st, obs, at)
     assert first == again  # pure: actions lost to a kill before the status write are simply redone
-    assert not _applied(first)  # nothing already marked done is applied again
+    assert not first.actions  # nothing in force is applied again
 
 
 # ---- Collecting, CleaningUp -----------------------------------------------------------------

@@ -33,8 +33,6 @@ UNEXERCISED: list[tuple[str, list[str], list[str], list[str], str]] = [
      "the same (RBAC escalation check)"),
     ("trial", ["crdb.cockroachlabs.com", "monitoring.coreos.com"], ["crdbclusters", "servicemonitors"],
      ["get", "create", "patch"], "the cockroachdb backend; the cluster tests run mariadb and galera"),
-    ("trial", ["chaos-mesh.org"], ["schedules"], ["get", "create", "patch", "delete"],
-     "spec.faults become Schedules; no cluster test injects faults"),
     ("trial", ["batch"], ["jobs"], ["delete"],
      "a failed Keystone hook Job is deleted to run again (ChartRetry); kwok completes every Job, so no "
      "cluster test fails one (tests/test_phase_decisions.py::test_a_failed_hook_job_is_deleted_to_run_again_"

@@ -18,6 +18,7 @@ from tests.plan.specs import TOPOLOGIES, benchmark
 from wanwide.api.units import mbit, ms, pct
 from wanwide.lab import faults as lab_faults
 from wanwide.lab import services as lab
+from wanwide.plan.lifecycle import fault_events, in_force, wan_at
 from wanwide.plan.links import OneWay, Pair
 from wanwide.plan.load import load_documents
 from wanwide.plan.runner import Addresses, config_json, runner_config
@@ -31,7 +32,9 @@ LOSS_WINDOW = {"start": "40s", "duration": "15s", "loss": "7%"}
 def _with_all_faults(backend: str, topology: str) -> dict[str, Any]:
     b = benchmark(backend, topology)
     first = TOPOLOGIES[topology]["regions"][0]["name"] if "regions" in TOPOLOGIES[topology] else "r1"
-    b["spec"]["faults"]["lossWindows"] = [{**LOSS_WINDOW, "regions": [first]}]
+    # two loss windows on the same region, the lossier inside the other (it ends first: 7 % again, not the plan's)
+    b["spec"]["faults"]["lossWindows"] = [{**LOSS_WINDOW, "regions": [first]},
+                                          {"start": "44s", "duration": "6s", "loss": "30%", "regions": [first]}]
     b["spec"]["faults"]["dropouts"].append({"every": "90s", "for": "5s", "regions": [first]})
     return b
 
@@ -97,8 +100,8 @@ def test_keystone_settings_agree(p: TrialPlan) -> None:
         assert k8s["DEFAULT"]["max_token_size"] == here["DEFAULT"]["max_token_size"] == 255
 
 
-def _k8s_window(p: TrialPlan, f: chaos.FaultObjects) -> dict[Pair, OneWay]:
-    """Read the directed links a fault's Chaos Mesh objects change back out of their selectors."""
+def _k8s_links(p: TrialPlan, objs: list[dict[str, Any]]) -> tuple[dict[Pair, OneWay], set[Pair]]:
+    """Read what Chaos Mesh objects shape back out of their selectors: netem links, and the pairs cut."""
     region_of = {p.namespace(r): r for r in p.region_names}
 
     def regions(sel: dict[str, Any]) -> list[str]:
@@ -107,65 +110,55 @@ def _k8s_window(p: TrialPlan, f: chaos.FaultObjects) -> dict[Pair, OneWay]:
         members = {pod: r for r, pod in database.members(p).items()}
         return [members[pod] for pods in sel["pods"].values() for pod in pods]
 
-    out: dict[Pair, OneWay] = {}
-    for o in f.objects:
-        spec = o["spec"].get("networkChaos", o["spec"])
+    links: dict[Pair, OneWay] = {}
+    cut: set[Pair] = set()
+    for o in objs:
+        spec = o["spec"]
         srcs, dsts = regions(spec["selector"]), regions(spec["target"]["selector"])
         pairs = [(a, b) for a in srcs for b in dsts]
         if spec["action"] == "partition":
             assert spec["direction"] == "both"
-            pairs += [(b, a) for a, b in pairs]
-            for a, b in pairs:
-                base = p.links[(a, b)]
-                out[(a, b)] = OneWay(base.delay_ms, base.jitter_ms, 100.0, base.rate_mbit)
+            cut |= set(pairs) | {(b, a) for a, b in pairs}
             continue
         assert spec["action"] == "netem" and spec["direction"] == "to"
         shaped = OneWay(ms(spec.get("delay", {}).get("latency", "0ms")), ms(spec.get("delay", {}).get("jitter", "0ms")),
                         pct(spec.get("loss", {}).get("loss", "0%")), mbit(spec.get("rate", {}).get("rate")))
         for pair in pairs:
-            out.setdefault(pair, shaped)
-            assert out[pair] == shaped, pair
-    replaced = {o["metadata"]["name"] for o in f.replaces}
-    wan = {o["metadata"]["name"] for o in chaos.wan(p)}
-    assert replaced <= wan
-    return out
+            links.setdefault(pair, shaped)
+            assert links[pair] == shaped, pair
+    return links, cut
+
+
+class RecordingNet:
+    """The lab's links as the fault player leaves them (its lowest layer: set_link)."""
+
+    def __init__(self, p: TrialPlan):
+        self.links = dict(p.links)
+
+    def set_link(self, a: str, b: str, shaping: OneWay) -> None:
+        self.links[(a, b)] = shaping
 
 
 @pytest.mark.parametrize("p", [p for _, p in PLANS if p.faults], ids=[n for n, p in PLANS if p.faults])
-def test_fault_windows_and_directions_agree(p: TrialPlan) -> None:
-    rendered = chaos.faults(p)
-    assert [f.window for f in rendered] == p.faults
-    events = lab_faults.events(p, until_s=3600)
-    for f in rendered:
-        w = f.window
-        k8s = _k8s_window(p, f)
+def test_both_providers_shape_the_wan_the_fault_schedule_puts_in_force_at_every_instant(p: TrialPlan) -> None:
+    """After every begin and end of every fault window (plan/lifecycle.py), the lab's links (its fault player
+    on a recording network) and the Chaos Mesh objects the operator wants then (read back out of their
+    selectors) are the WAN in force, overlaps included."""
+    until = 3600.0
+    player = lab_faults.FaultPlayer(RecordingNet(p), p, 0.0, until)  # type: ignore[arg-type]
+    events = fault_events(p.faults, until)
+    assert events == player.schedule
+    for w in p.faults:  # every window begins and ends, dropouts once each period
         begins = [e for e in events if e.window == w and e.begins]
-        ends = [e for e in events if e.window == w and not e.begins]
-        assert begins and len(begins) == len(ends)
-        lab_links = {pair: lab_faults.shaping(p, [w], pair) for pair in w.links}
-        if w.kind == "loss":
-            # Chaos Mesh re-applies each changed source's whole outgoing shaping; unchanged links keep the plan's.
-            for (a, b), v in k8s.items():
-                assert v == lab_links.get((a, b), p.links[(a, b)]), (a, b)
-            assert {pair for pair in lab_links if not lab_links[pair].is_noop} <= set(k8s)
-            assert all(k8s[pair].loss_pct == min(100.0, p.links[pair].loss_pct + w.extra_loss_pct)
-                       for pair in w.links)
-            assert {a for a, _ in w.links} == {a for a, _ in k8s}
-            assert all((o, r) in k8s and (r, o) in k8s for r in w.regions for o in p.region_names if o != r), \
-                "extra loss on all links of the listed regions, both directions"
-            assert f.ends_by_removal and ends[0].at_s == w.start_s + w.duration_s
-            assert begins[0].at_s == w.start_s
-        else:
-            assert k8s == lab_links
-            assert all(v.loss_pct == 100.0 for v in k8s.values())
-        if w.kind == "partition":
-            assert begins[0].at_s == w.start_s and ends[0].at_s == w.start_s + w.duration_s
-            assert all(o["spec"]["duration"] == w.duration for o in f.objects)
-        if w.kind == "dropout":
-            assert all(o["spec"]["schedule"] == f"@every {w.every}" for o in f.objects)
-            assert all(o["spec"]["networkChaos"]["duration"] == w.duration for o in f.objects)
-            assert [e.at_s for e in begins[:2]] == [w.every_s, 2 * w.every_s]
-            assert all(e.at_s - b.at_s == w.duration_s for b, e in zip(begins, ends, strict=True))
+        assert begins and len(begins) == len([e for e in events if e.window == w and not e.begins])
+        assert begins[0].at_s == (w.start_s + w.every_s if w.every_s else w.start_s)
+    for e in events:
+        player.apply(e)
+        wan = wan_at(p, in_force(p.faults, e.at_s))
+        assert player.net.links == {pair: wan.effective(pair) for pair in p.links}, (e.name, e.at_s)
+        netem, cut = _k8s_links(p, chaos.at(p, e.at_s))
+        assert cut == set(wan.cut), (e.name, e.at_s)
+        assert netem == {pair: s for pair, s in wan.links.items() if not s.is_noop}, (e.name, e.at_s)
 
 
 @pytest.mark.parametrize("p", [p for _, p in PLANS], ids=IDS)

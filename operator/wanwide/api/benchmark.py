@@ -223,6 +223,8 @@ class LossWindow(Window):
 
 
 class Faults(Model):
+    """Fault windows, timed from the load start (a retried load replays them all from its new start). Windows may overlap and do not add up: on each link the lossiest loss window in force applies (the link's own shaping plus that window's extra loss), and a cut (a partition or a dropout) beats any loss."""  # noqa: E501
+
     partitions: list[Partition] = Field(default_factory=list, max_length=50)
     dropouts: list[Dropout] = Field(default_factory=list, max_length=10)
     loss_windows: list[LossWindow] = Field(default_factory=list, max_length=50)

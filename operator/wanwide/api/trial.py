@@ -47,6 +47,8 @@ class TrialStatus(Observed):
     reason: str | None = None
     message: str | None = None
     load_start_at: str | None = None
+    faults_in_force: list[str] = Field(default_factory=list, description="Fault windows in force now (loss0, "
+                                       "partition1, dropout0-3: the fourth cut of the first dropout).")
     results_uri: str | None = Field(None, alias="resultsURI")
     start_time: str | None = None
     completion_time: str | None = None

@@ -154,13 +154,12 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
     tag = "-" + names.short_hash(f"{bench['metadata']['namespace']}/{bench['metadata']['name']}") + "-t"
     namespaces = [n for n in kube.list("v1", "Namespace", sel) if tag in n["metadata"]["name"]]
     for ns in namespaces:
-        for kind in ("NetworkChaos", "Schedule"):
-            if not kube.serves(CHAOS_API, kind):
-                continue
-            for c in kube.list(CHAOS_API, kind, sel, ns["metadata"]["name"]):
-                left.append(f"{kind}/{c['metadata']['name']}")
-                if not c["metadata"].get("deletionTimestamp"):
-                    kube.delete(CHAOS_API, kind, c["metadata"]["name"], ns["metadata"]["name"])
+        if not kube.serves(CHAOS_API, "NetworkChaos"):
+            continue
+        for c in kube.list(CHAOS_API, "NetworkChaos", sel, ns["metadata"]["name"]):
+            left.append(f"NetworkChaos/{c['metadata']['name']}")
+            if not c["metadata"].get("deletionTimestamp"):
+                kube.delete(CHAOS_API, "NetworkChaos", c["metadata"]["name"], ns["metadata"]["name"])
     if left:
         return left, []
     limit = seconds(Timeouts.model_validate((bench.get("spec") or {}).get("timeouts") or {}).cleaning_up)

@@ -68,8 +68,9 @@ def chaos_children(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
     sel = {names.L_TRIAL: plan.name}
     mine = set(plan.namespaces)
     # a kind no longer served (Chaos Mesh's CRDs removed) took its objects with it: nothing to remove
-    return [c for kind in ("NetworkChaos", "Schedule") if w.kube.serves(CHAOS_API, kind)
-            for c in w.kube.list(CHAOS_API, kind, sel) if c["metadata"].get("namespace") in mine]
+    if not w.kube.serves(CHAOS_API, "NetworkChaos"):
+        return []
+    return [c for c in w.kube.list(CHAOS_API, "NetworkChaos", sel) if c["metadata"].get("namespace") in mine]
 
 
 def uses_chaos(plan: TrialPlan) -> bool:
@@ -173,9 +174,11 @@ def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> No
 
 def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     if uses_chaos(plan):
-        obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos", "Schedule")
+        obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
         if not obs["chaos_installed"]:
             return
+    if plan.faults:  # the fault schedule is kept by comparing what is in force with what is there
+        obs["chaos"] = chaos_children(w, plan)
     if not status.get("loadStartAt"):
         return
     if f"load-{attempt(status)}" not in done(status):

@@ -16,9 +16,9 @@ from typing import Any
 from .. import timestamps as ts
 from ..api.units import seconds
 from ..plan import monitoring
+from ..plan.lifecycle import in_force, next_change_s
 from ..plan.trial import TrialPlan
-from ..render import Rendered, render_trial
-from ..render.chaos import FaultObjects
+from ..render import Rendered, chaos, render_trial
 from ..render.chart import next_step
 from .actions import Apply, Decision, Delete, Emit
 from .trialstate import timed_out
@@ -203,31 +203,34 @@ def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetim
                     marked(status, "wan-injected"))
 
 
-def fault_steps(faults: list[FaultObjects], status: dict[str, Any], now: dt.datetime) -> Decision:
-    """Apply each fault when its time comes; end loss windows and restore the WAN they replaced."""
-    elapsed = (now - ts.parse(status["loadStartAt"])).total_seconds()
-    acts: list[Any] = []
-    new: list[str] = []
-    upcoming: list[float] = []
-    for f in faults:
-        w = f.window
-        if f"fault:{w.name}" not in done(status):
-            if elapsed >= w.start_s:
-                acts += [*(Delete.of(o) for o in f.replaces), *(Apply(o) for o in f.objects),
-                         Emit("Fault", f"{w.name} started ({len(f.objects)} object(s))")]
-                new.append(f"fault:{w.name}")
-            else:
-                upcoming.append(w.start_s)
-        end = w.start_s + w.duration_s
-        if f.ends_by_removal and f"fault-end:{w.name}" not in done(status):
-            if elapsed >= end:
-                acts += [*(Delete.of(o) for o in f.objects), *(Apply(o) for o in f.replaces),
-                         Emit("Fault", f"{w.name} ended")]
-                new.append(f"fault-end:{w.name}")
-            else:
-                upcoming.append(end)
-    wake = max(0.5, min(upcoming) - elapsed) if upcoming else None
-    return Decision(status=marked(status, *new) if new else {}, actions=acts, wake_s=wake)
+def elapsed_s(status: dict[str, Any], now: dt.datetime) -> float | None:
+    """Seconds since the current attempt's load start (None: no start chosen yet)."""
+    start = status.get("loadStartAt")
+    return (now - ts.parse(start)).total_seconds() if start else None
+
+
+def chaos_in_force(plan: TrialPlan, r: Rendered, status: dict[str, Any], obs: Obs,
+                   elapsed: float | None) -> Decision:
+    """The trial's chaos made what the fault schedule puts in force ``elapsed`` seconds after the load
+    start (None: the plan's WAN alone): objects not wanted (or changed) deleted, those missing applied,
+    an event as each window begins and ends, and a wake-up at the next change."""
+    if not plan.faults:
+        return Decision()
+    want = {o["metadata"]["name"]: o for o in r.chaos_at(elapsed)}
+    live = {c["metadata"]["name"]: c for c in obs.get("chaos", [])}
+    going = {n for n, c in live.items() if c["metadata"].get("deletionTimestamp")}
+    stale = [c for n, c in live.items() if n not in going and (n not in want or not chaos.same(c, want[n]))]
+    missing = [o for n, o in want.items() if n not in live or (n not in going and not chaos.same(live[n], o))]
+    acts: list[Any] = [*(Delete.of(c) for c in stale), *(Apply(o) for o in missing if o["metadata"]["name"] not in going)]
+    now_in = [a.name for a in in_force(plan.faults, elapsed)] if elapsed is not None else []
+    was = list(status.get("faultsInForce") or [])
+    acts += [Emit("Fault", f"{n} ended") for n in was if n not in now_in]
+    acts += [Emit("Fault", f"{n} began") for n in now_in if n not in was]
+    nxt = next_change_s(plan.faults, elapsed) if elapsed is not None else None
+    wake = max(0.5, nxt - elapsed) if nxt is not None and elapsed is not None else None
+    if any(o["metadata"]["name"] in going for o in missing):
+        wake = min(wake or 1.0, 1.0)  # the same name still being removed: apply once it is gone
+    return Decision(status={"faultsInForce": now_in} if now_in != was else {}, actions=acts, wake_s=wake)
 
 
 def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
@@ -243,23 +246,26 @@ def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime)
         return Decision(status=marked(status, key), actions=[
             *(Apply(o) for o in r.load),
             Emit("Loading", f"attempt {n}: Rally in {len(plan.load_regions)} region(s), start at {status['loadStartAt']}")])
-    faults = fault_steps(r.faults, status, now)
     states = obs.get("jobs", {})
     failed = [r for r in plan.load_regions if states.get(r, "missing") in ("failed", "missing")]
+    running = [r for r in plan.load_regions if states.get(r) != "complete"]
+    # the fault schedule while the load runs; once it is over (or for another attempt), the plan's WAN again
+    faults = chaos_in_force(plan, r, status, obs, elapsed_s(status, now) if running and not failed else None)
     if failed and n < plan.spec.runner.max_attempts:
         from ..render.rally import JOB
 
+        # a retry replays everything from the load on: the WAN as planned (above), a new start, and the
+        # whole fault timeline again from that start
         acts = [Delete("batch/v1", "Job", JOB, plan.namespace(r)) for r in plan.load_regions]
         acts.append(Emit("LoadRetry", f"Rally failed in {', '.join(failed)}; attempt {n + 1} of "
                                       f"{plan.spec.runner.max_attempts}", "Warning"))
         return Decision(message="retrying", actions=faults.actions + acts,
-                        status={"attempt": n + 1, "loadStartAt": None,
-                                "done": sorted(done({**status, **faults.status}) - {key})})
+                        status={**faults.status, "attempt": n + 1, "loadStartAt": None,
+                                "done": sorted(done(status) - {key})})
     if failed:
         return Decision("CleaningUp", "LoadFailed",
                         f"Rally failed in {', '.join(failed)} after {n} attempt(s): see the rally Job logs",
                         {**faults.status, "outcome": "Failed"}, faults.actions)
-    running = [r for r in plan.load_regions if states.get(r) != "complete"]
     if running:
         message, events = store_said(f"Rally running in {len(running)} region(s)", status, obs.get("store"))
         return Decision(message=message, status=faults.status, actions=faults.actions + events, wake_s=faults.wake_s)

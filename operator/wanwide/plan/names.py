@@ -23,7 +23,7 @@ L_REGION = "wanwide.io/region"
 L_ROLE = "wanwide.io/role"
 A_PARAMETERS = "wanwide.io/parameters"
 A_COPY_FROM = "wanwide.io/copy-from"
-A_START_AFTER = "wanwide.io/start-after"
+A_FAULT = "wanwide.io/fault"  # the fault window occurrence a chaos object carries out
 
 DNS_SUBDOMAIN_MAX = 253
 LABEL_MAX = 63

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
+from ..api.units import seconds
 from ..plan import names
 from ..plan.trial import TrialPlan
 from ..runner.config import S3Target
@@ -15,7 +16,7 @@ from .keystone import HelmRelease
 # Apply order; deletion goes the other way.
 KIND_ORDER = [
     "Namespace", "Trial", "Secret", "ConfigMap", "Service", "MariaDB", "Database", "User", "Grant", "CrdbCluster",
-    "Deployment", "Job", "PodMonitor", "ServiceMonitor", "NetworkChaos", "Schedule",
+    "Deployment", "Job", "PodMonitor", "ServiceMonitor", "NetworkChaos",
 ]
 
 
@@ -53,14 +54,18 @@ class Rendered:
         """Loading: runner ConfigMaps + Jobs."""
         return rally.jobs(self.plan, start_at=self.start_at, attempt=self.attempt, results=self.results)
 
+    def chaos_at(self, elapsed_s: float | None) -> list[dict[str, Any]]:
+        """Injecting to Collecting: the chaos in force ``elapsed_s`` after the load start (None: the WAN)."""
+        return chaos.at(self.plan, elapsed_s)
+
     @cached_property
-    def faults(self) -> list[chaos.FaultObjects]:
-        """Loading: the fault timeline (wanwide.io/start-after)."""
-        return chaos.faults(self.plan)
+    def faults(self) -> list[dict[str, Any]]:
+        """Loading: the chaos objects the fault schedule brings (``wanwide.io/fault`` names the window)."""
+        return chaos.timeline(self.plan, seconds(self.plan.spec.timeouts.loading))
 
     @property
     def objects(self) -> list[dict[str, Any]]:
-        return [*self.base, *self.wan, *self.load, *(o for f in self.faults for o in f.objects)]
+        return [*self.base, *self.wan, *self.load, *self.faults]
 
 
 def trial_object(plan: TrialPlan, plan_generation: int = 0) -> dict[str, Any]:

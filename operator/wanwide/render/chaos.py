@@ -1,5 +1,6 @@
-"""Chaos Mesh objects: the WAN (one netem object per source region × link class × pod-set
-kind), partition windows, periodic dropouts and extra-loss windows.
+"""Chaos Mesh objects: the WAN in force (one netem object per source region × link class × pod-set
+kind) and a partition object per cut in force (partitions, each cut of a dropout); loss windows are
+the WAN with their links' shaping. What is in force when is the lifecycle's fault schedule.
 
 Every selector names the trial's own namespaces (or its own database pods) and
 nothing else, so chaos can never reach outside the trial.
@@ -7,14 +8,14 @@ nothing else, so chaos can never reach outside the trial.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 from typing import Any
 
 from ..api.units import fmt_ms, fmt_pct, fmt_rate
 from ..plan import names
-from ..plan.faults import FaultWindow
 from ..plan.latency import LinkClass, classes
-from ..plan.links import OneWay
+from ..plan.lifecycle import Active, fault_events, in_force, wan_at
+from ..plan.links import LinkMap, OneWay
 from ..plan.trial import TrialPlan
 from .common import meta, obj
 from .database import members
@@ -50,17 +51,19 @@ def netem(shaping: OneWay) -> dict[str, Any]:
     return body
 
 
-def _class_objects(plan: TrialPlan, c: LinkClass, prefix: str,
-                   annotations: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def _class_objects(plan: TrialPlan, c: LinkClass) -> list[dict[str, Any]]:
+    """A link class's netem objects, named by what they shape (the same class, the same name: a WAN that
+    comes back after a loss window is the same objects again)."""
     out = []
+    digest = names.short_hash(repr((c.shaping, c.dsts)), 5)
     for s_kind, src in _pod_sets(plan, [c.src]):
         for t_kind, dst in _pod_sets(plan, c.dsts):
-            name = f"{prefix}-{_tag(plan)}-{c.src}-c{c.index}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
+            name = f"wan-{_tag(plan)}-{c.src}-{digest}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
             out.append(
                 obj(
                     CHAOS_API,
                     "NetworkChaos",
-                    meta(name, plan.namespace(c.src), plan.labels(c.src, "wan"), annotations),
+                    meta(name, plan.namespace(c.src), plan.labels(c.src, "wan")),
                     spec={
                         "action": "netem",
                         "mode": "all",
@@ -74,78 +77,61 @@ def _class_objects(plan: TrialPlan, c: LinkClass, prefix: str,
     return out
 
 
-def wan(plan: TrialPlan) -> list[dict[str, Any]]:
-    """The emulated WAN: present from Injecting until CleaningUp."""
-    return [o for r in plan.region_names for c in plan.classes[r] for o in _class_objects(plan, c, "wan")]
+def wan(plan: TrialPlan, links: LinkMap | None = None) -> list[dict[str, Any]]:
+    """NetworkChaos objects shaping ``links`` (default: the plan's WAN, present from Injecting to CleaningUp)."""
+    cls = plan.classes if links is None or links == plan.links else classes(links, plan.region_names)
+    return [o for r in plan.region_names for c in cls[r] for o in _class_objects(plan, c)]
 
 
-def _cut(plan: TrialPlan, name: str, cut: list[str], duration: str) -> list[tuple[str, dict[str, Any]]]:
-    others = [r for r in plan.region_names if r not in cut]
+def cuts(plan: TrialPlan, cutting: tuple[Active, ...], elapsed_s: float) -> list[dict[str, Any]]:
+    """A ``partition`` object per cutting window in force (both ways between its regions and the rest),
+    for what is left of it: Chaos Mesh ends it by itself should the operator be down then."""
     out = []
-    for s_kind, src in _pod_sets(plan, cut):
-        for t_kind, dst in _pod_sets(plan, others):
-            out.append(
-                (
-                    f"{name}-{s_kind}{t_kind}" if members(plan) else name,
-                    {
-                        "action": "partition",
-                        "mode": "all",
-                        "selector": src,
-                        "direction": "both",
-                        "target": {"mode": "all", "selector": dst},
-                        "duration": duration,
-                    },
-                )
-            )
+    for a in cutting:
+        cut = list(a.window.regions)
+        others = [r for r in plan.region_names if r not in cut]
+        left = max(1, math.ceil(a.end_s - max(elapsed_s, a.start_s)))
+        for s_kind, src in _pod_sets(plan, cut):
+            for t_kind, dst in _pod_sets(plan, others):
+                name = f"{a.name}-{_tag(plan)}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
+                out.append(obj(CHAOS_API, "NetworkChaos", meta(name, plan.namespace(cut[0]), plan.labels(cut[0], "fault"),
+                                                               {names.A_FAULT: a.name}),
+                               spec={"action": "partition", "mode": "all", "selector": src, "direction": "both",
+                                     "target": {"mode": "all", "selector": dst}, "duration": f"{left}s"}))
     return out
 
 
-@dataclass(frozen=True)
-class FaultObjects:
-    """A fault window as Chaos Mesh objects: applied at its start, replacing some WAN objects.
-
-    ``ends_by_removal``: the operator deletes ``objects`` and re-applies
-    ``replaces`` at the window's end (loss windows); partitions end by their
-    own ``duration`` and dropout Schedules live until clean-up.
-    """
-
-    window: FaultWindow
-    objects: list[dict[str, Any]]
-    replaces: list[dict[str, Any]]
-    ends_by_removal: bool
-
-
-def _partition(plan: TrialPlan, w: FaultWindow) -> FaultObjects:
-    ns = plan.namespace(w.regions[0])
-    objs = [obj(CHAOS_API, "NetworkChaos",
-                meta(name, ns, plan.labels(w.regions[0], "fault"), {names.A_START_AFTER: w.start}), spec=spec)
-            for name, spec in _cut(plan, f"{w.name}-{_tag(plan)}", list(w.regions), w.duration)]
-    return FaultObjects(w, objs, [], False)
+def at(plan: TrialPlan, elapsed_s: float | None) -> list[dict[str, Any]]:
+    """Every chaos object in force ``elapsed_s`` seconds after the load start (None: not loading: the
+    plan's WAN alone), as the lifecycle's fault schedule says (plan/lifecycle.py)."""
+    if elapsed_s is None or not plan.faults:
+        return wan(plan)
+    active = in_force(plan.faults, elapsed_s)
+    w = wan_at(plan, active)
+    netems = wan(plan, w.links)
+    if len(w.cut_by) < len(active):  # loss windows in force: their objects say which
+        base = {o["metadata"]["name"] for o in wan(plan)}
+        losses = ",".join(a.name for a in active if a.window.kind == "loss")
+        netems = [o if o["metadata"]["name"] in base else
+                  {**o, "metadata": {**o["metadata"], "annotations": {names.A_FAULT: losses}}} for o in netems]
+    return netems + cuts(plan, w.cut_by, elapsed_s)
 
 
-def _dropout(plan: TrialPlan, w: FaultWindow) -> FaultObjects:
-    ns = plan.namespace(w.regions[0])
-    objs = [obj(CHAOS_API, "Schedule", meta(name, ns, plan.labels(w.regions[0], "fault"), {names.A_START_AFTER: w.start}),
-                spec={"schedule": f"@every {w.every}", "type": "NetworkChaos", "historyLimit": 1,
-                      "concurrencyPolicy": "Forbid", "networkChaos": spec})
-            for name, spec in _cut(plan, f"{w.name}-{_tag(plan)}", list(w.regions), w.duration)]
-    return FaultObjects(w, objs, [], False)
+def timeline(plan: TrialPlan, until_s: float) -> list[dict[str, Any]]:
+    """The chaos objects the fault schedule puts in force before ``until_s`` beyond the plan's WAN, once
+    each, in the order they come, a dropout's first cut standing for the others (for ``wanwide plan``:
+    what the operator will apply; ``wanwide.io/fault`` names the windows)."""
+    base = {o["metadata"]["name"] for o in wan(plan)}
+    seen: dict[str, dict[str, Any]] = {}
+    for e in fault_events(plan.faults, until_s):
+        if e.begins and e.occurrence == 0:
+            for o in at(plan, e.at_s):
+                if o["metadata"]["name"] not in base:
+                    seen.setdefault(o["metadata"]["name"], o)
+    return list(seen.values())
 
 
-def _loss(plan: TrialPlan, w: FaultWindow) -> FaultObjects:
-    """Every source region whose links change gets its whole outgoing shaping anew for the window."""
-    during = {**plan.links, **w.links}
-    window_classes = classes(during, plan.region_names)
-    objs, replaced = [], []
-    for src in w.sources:
-        for c in window_classes[src]:
-            objs += _class_objects(plan, c, w.name, {names.A_START_AFTER: w.start})
-        for c in plan.classes[src]:
-            replaced += _class_objects(plan, c, "wan")
-    return FaultObjects(w, objs, replaced, True)
-
-
-def faults(plan: TrialPlan) -> list[FaultObjects]:
-    """The plan's fault timeline as objects (``wanwide.io/start-after``: counted from the start of the load)."""
-    render = {"partition": _partition, "dropout": _dropout, "loss": _loss}
-    return [render[w.kind](plan, w) for w in plan.faults]
+def same(live: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Whether a live chaos object is the one wanted (a cut's duration counts from its creation: not compared)."""
+    spec = {k: v for k, v in (live.get("spec") or {}).items() if k != "duration"}
+    return {k: v for k, v in want["spec"].items() if k != "duration"}.items() <= spec.items()

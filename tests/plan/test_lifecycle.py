@@ -1,0 +1,70 @@
+"""The lifecycle's fault schedule (plan/lifecycle.py): when windows begin and end, and the WAN in force."""
+
+from __future__ import annotations
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.plan.specs import benchmark
+from wanwide.plan.lifecycle import fault_events, in_force, next_change_s, wan_at
+from wanwide.plan.load import load_documents
+from wanwide.plan.trial import TrialPlan, plan
+
+
+def _plan(faults: dict, rtt: str = "40ms") -> TrialPlan:
+    b = benchmark("mariadb", "uniform")
+    b["spec"]["faults"] = faults
+    b["spec"].pop("matrix", None)
+    docs = load_documents([yaml.safe_dump(b)])
+    (bench,) = docs.benchmarks
+    p = plan(bench, docs.topology_for(bench))[0]
+    return p
+
+
+def test_overlapping_loss_windows_do_not_add_up_the_lossiest_applies_and_a_cut_beats_any_loss():
+    p = _plan({"lossWindows": [{"regions": ["r1"], "start": "10s", "duration": "30s", "loss": "5%"},
+                               {"regions": ["r1"], "start": "20s", "duration": "5s", "loss": "30%"}],
+               "partitions": [{"regions": ["r1"], "start": "22s", "duration": "2s"}]})
+    pair = ("r1", "r2")
+    base = p.links[pair]
+
+    def loss(t: float) -> float:
+        return wan_at(p, in_force(p.faults, t)).effective(pair).loss_pct
+
+    assert [loss(t) for t in (0, 10, 19.9, 20, 21, 22, 23.9, 24, 25, 39.9, 40)] == [
+        base.loss_pct, 5, 5, 30, 30, 100, 100, 30, 5, 5, base.loss_pct]
+    w = wan_at(p, in_force(p.faults, 22))
+    assert w.effective(pair).delay_ms == base.delay_ms  # a cut keeps the link's delay
+    assert w.links[pair].loss_pct == 30 and pair in w.cut and ("r2", "r1") in w.cut
+    assert ("r2", "r3") not in w.cut and w.effective(("r2", "r3")) == p.links[("r2", "r3")]
+
+
+def test_events_come_in_time_order_an_end_before_a_begin_at_the_same_instant():
+    p = _plan({"lossWindows": [{"regions": ["r1"], "start": "10s", "duration": "10s", "loss": "5%"},
+                               {"regions": ["r2"], "start": "20s", "duration": "10s", "loss": "5%"}],
+               "dropouts": [{"every": "15s", "for": "5s", "regions": ["r3"]}]})
+    events = fault_events(p.faults, 46)
+    assert [(e.at_s, e.name, e.begins) for e in events] == [
+        (10, "loss0", True), (15, "dropout0-0", True), (20, "dropout0-0", False), (20, "loss0", False),
+        (20, "loss1", True), (30, "loss1", False), (30, "dropout0-1", True), (35, "dropout0-1", False),
+        (45, "dropout0-2", True), (50, "dropout0-2", False)]
+    assert [a.name for a in in_force(p.faults, 20)] == ["loss1"]
+    assert [a.name for a in in_force(p.faults, 31)] == ["dropout0-1"]
+    assert next_change_s(p.faults, 36) == 45 and next_change_s(p.faults, 0) == 10
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30)), min_size=1, max_size=3),
+       st.integers(10, 40), st.integers(0, 120))
+def test_the_next_change_is_the_next_event(windows, every, t):
+    faults = {"lossWindows": [{"regions": ["r1"], "start": f"{s}s", "duration": f"{d}s", "loss": "5%"}
+                              for s, d in windows],
+              "dropouts": [{"every": f"{every}s", "for": f"{every // 2}s", "regions": ["r2"]}]}
+    p = _plan(faults)
+    after = [e.at_s for e in fault_events(p.faults, 1000) if e.at_s > t]
+    assert next_change_s(p.faults, t) == min(after)
+    # in force at t: begun at or before t, not ended by t
+    begun = {(e.name) for e in fault_events(p.faults, 1000) if e.begins and e.at_s <= t}
+    ended = {(e.name) for e in fault_events(p.faults, 1000) if not e.begins and e.at_s <= t}
+    assert {a.name for a in in_force(p.faults, t)} == begun - ended
