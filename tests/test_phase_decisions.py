@@ -16,6 +16,7 @@ from wanwide.controller import phases, trialstate
 from wanwide.controller.actions import Apply, Decision, Delete, Emit
 from wanwide.controller.benchmark import with_runner_image
 from wanwide.controller.trial import A_PLAN_INPUT, InvalidPlan, plan_input, trial_plan
+from wanwide.kube import readiness
 from wanwide.plan.load import load_documents
 from wanwide.plan.matrix import expand
 from wanwide.plan.trial import TrialPlan, plan
@@ -215,6 +216,25 @@ def test_loading_retries_a_failed_runner_then_gives_up():
     assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "LoadFailed", "Failed")
     d = phases.decide(P, _loading("load-1"), {"jobs": dict.fromkeys(P.load_regions, "complete")}, T0)
     assert d.phase == "Collecting"
+
+
+def test_results_measured_but_not_stored_fail_the_trial_without_measuring_again():
+    """A runner whose upload failed through the Collecting timeout exits 3; its Job's podFailurePolicy fails it
+    with reason PodFailurePolicy (readiness: "stopped"). The old operator retried the whole load."""
+    jobs = dict.fromkeys(P.load_regions, "complete") | {P.load_regions[0]: "stopped"}
+    d = phases.decide(P, _loading("load-1"), {"jobs": jobs}, T0)
+    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "UploadFailed", "Failed")
+    assert P.load_regions[0] in d.message and "could not be stored" in d.message
+    assert not [a for a in d.actions if isinstance(a, Delete) and a.kind == "Job"]  # no second attempt
+    job = next(o for o in render_trial(P).load if o["kind"] == "Job")
+    rule = job["spec"]["podFailurePolicy"]["rules"][0]
+    assert rule["action"] == "FailJob" and rule["onExitCodes"]["values"] == [3]
+    status = {"conditions": [{"type": "FailureTarget", "status": "True", "reason": "PodFailurePolicy"},
+                             {"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]}
+    assert readiness.job_state({"status": status}) == "stopped"
+    status["conditions"][1]["reason"] = "BackoffLimitExceeded"
+    status["conditions"][0]["reason"] = "BackoffLimitExceeded"
+    assert readiness.job_state({"status": status}) == "failed"
 
 
 class Cluster:

@@ -129,6 +129,15 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     for t in ("t000", "t001"):
         (mf,) = list((out / "bundles" / "ci-lab" / t / "r2").glob("attempt-1-*/manifest.json"))
         assert f"ci/{mf.relative_to(out / 'bundles')}" in keys, keys
+    # the record of the run a user reads: each trial, its bundles and the network measured before its load
+    record = {t["trial"]: t for t in json.loads((out / "trials.json").read_text())}
+    assert sorted(record) == ["t000", "t001"] and {t["result"] for t in record.values()} == {"succeeded"}
+    for t in ("t000", "t001"):
+        (b,) = record[t]["bundles"]
+        assert (Path(b) / "manifest.json").is_file() and Path(b).parent.name == "r2"
+        (pair,) = record[t]["network"]["pairs"]
+        assert pair["ok"] and {pair["src"], pair["dst"]} == {"r1", "r2"}
+        assert record[t]["earlier_attempts"] == []
     # one complete bundle, self-describing
     (manifest,) = list((out / "bundles" / "ci-lab" / "t001" / "r2").glob("attempt-1-*/manifest.json"))
     m = json.loads(manifest.read_text())

@@ -7,7 +7,7 @@ import yaml
 
 from wanwide.api.benchmark import BenchmarkSpec
 from wanwide.controller.trialstate import to_start
-from wanwide.lab.deployment import groups, in_run_order
+from wanwide.plan.lifecycle import deployments, in_run_order
 from wanwide.plan.load import load_documents
 from wanwide.plan.matrix import expand, order_seed, run_order
 from wanwide.plan.runner import Addresses, runner_config, task, warmup_task
@@ -79,18 +79,35 @@ def test_operator_starts_pending_trials_lowest_position_first():
     assert [t["metadata"]["name"] for t in started] == [t["metadata"]["name"] for t in want]
 
 
-def test_lab_groups_follow_the_run_order():
+def test_each_round_runs_on_fresh_deployments_one_per_key_in_the_plans_order():
+    """The lab's deployments (plan/lifecycle.py): round r (repetition r of every point, shuffled from the
+    seed) runs on its own new deployments, one per backend, before round r + 1 starts; so every repetition
+    is on fresh deployments and neither backend keeps one time of day."""
     plans = _plans({"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms"], "load": ["light", "high"],
                     "repetitions": 3})
     ordered = in_run_order(plans)
     assert [p.position for p in ordered] == list(range(24))
-    gs = groups(ordered)
-    assert [{p.backend for p in g} for g in gs] in ([{"mariadb"}, {"galera"}], [{"galera"}, {"mariadb"}])
+    gs = deployments(plans)
+    assert len(gs) == 6 and [len(g) for g in gs] == [4] * 6
+    assert [{p.repetition for p in g} for g in gs] == [{0}, {0}, {1}, {1}, {2}, {2}]
     for g in gs:
+        assert len({p.backend for p in g}) == 1
         assert [p.position for p in g] == sorted(p.position for p in g)
-        # within a deployment the first round holds every point once
-        assert sorted((p.parameters["rtt"], p.parameters["load"]) for p in g[:4]) == \
+        assert sorted((p.parameters["rtt"], p.parameters["load"]) for p in g) == \
             [("0ms", "high"), ("0ms", "light"), ("100ms", "high"), ("100ms", "light")]
+    # each round's first backend is the one its shuffled order starts with: not always the same one
+    firsts = [gs[2 * r][0].backend for r in range(3)]
+    assert firsts == [next(p for p in ordered if p.repetition == r).backend for r in range(3)]
+    assert [[p.id] for p in in_run_order(plans)] == [[p.id for p in g] for g in deployments(plans, fresh=True)]
+
+
+def test_the_lab_no_longer_runs_every_trial_of_a_backend_in_one_sitting():
+    """The old grouping (one deployment per key for the whole Benchmark) ran all MariaDB trials, then all
+    Galera trials: the backend lined up with the time of day."""
+    plans = _plans({"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms"], "repetitions": 3, "seed": 11})
+    sequence = [p.backend for g in deployments(plans) for p in g]
+    switches = sum(a != b for a, b in zip(sequence, sequence[1:], strict=False))
+    assert switches >= 3  # at least once per round, where the old grouping switched once
 
 
 def test_warmup_is_its_own_unmeasured_task():

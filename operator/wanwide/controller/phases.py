@@ -16,7 +16,13 @@ from typing import Any
 from .. import timestamps as ts
 from ..api.units import seconds
 from ..plan import monitoring
-from ..plan.lifecycle import in_force, next_change_s
+from ..plan.lifecycle import (
+    LOAD_FAILED,
+    UPLOAD_FAILED,
+    after_runner_failure,
+    in_force,
+    next_change_s,
+)
 from ..plan.trial import TrialPlan
 from ..render import Rendered, chaos, render_trial
 from ..render.chart import next_step
@@ -247,11 +253,17 @@ def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime)
             *(Apply(o) for o in r.load),
             Emit("Loading", f"attempt {n}: Rally in {len(plan.load_regions)} region(s), start at {status['loadStartAt']}")])
     states = obs.get("jobs", {})
-    failed = [r for r in plan.load_regions if states.get(r, "missing") in ("failed", "missing")]
+    failed = [r for r in plan.load_regions if states.get(r, "missing") in ("failed", "missing", "stopped")]
     running = [r for r in plan.load_regions if states.get(r) != "complete"]
     # the fault schedule while the load runs; once it is over (or for another attempt), the plan's WAN again
     faults = chaos_in_force(plan, r, status, obs, elapsed_s(status, now) if running and not failed else None)
-    if failed and n < plan.spec.runner.max_attempts:
+    unstored = [r for r in failed if states.get(r) == "stopped"]
+    if unstored:
+        return Decision("CleaningUp", UPLOAD_FAILED,
+                        f"Rally ran in {', '.join(unstored)} but its results could not be stored in "
+                        f"spec.timeouts.collecting ({plan.spec.timeouts.collecting}); see the rally Job logs",
+                        {**faults.status, "outcome": "Failed"}, faults.actions)
+    if failed and after_runner_failure(n, plan.spec.runner.max_attempts) is None:
         from ..render.rally import JOB
 
         # a retry replays everything from the load on: the WAN as planned (above), a new start, and the
@@ -263,7 +275,7 @@ def loading(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime)
                         status={**faults.status, "attempt": n + 1, "loadStartAt": None,
                                 "done": sorted(done(status) - {key})})
     if failed:
-        return Decision("CleaningUp", "LoadFailed",
+        return Decision("CleaningUp", LOAD_FAILED,
                         f"Rally failed in {', '.join(failed)} after {n} attempt(s): see the rally Job logs",
                         {**faults.status, "outcome": "Failed"}, faults.actions)
     if running:

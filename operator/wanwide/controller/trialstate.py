@@ -8,6 +8,7 @@ from typing import Any
 from ..api.benchmark import Timeouts
 from ..api.trial import PHASES, TERMINAL
 from ..api.units import seconds
+from ..plan.lifecycle import run_key
 from ..timestamps import iso, now, parse
 
 PHASE_TIMEOUT = {
@@ -121,7 +122,7 @@ def to_start(trials: list[dict[str, Any]], parallelism: int) -> list[dict[str, A
     c = counts(trials)
     free = max(0, parallelism - c["running"])
     pending = [t for t in trials if ((t.get("status") or {}).get("phase") or "Pending") == "Pending"]
-    pending.sort(key=lambda t: (t["spec"].get("position", t["spec"]["index"]), t["spec"]["index"]))
+    pending.sort(key=lambda t: run_key(t["spec"].get("position"), t["spec"]["index"]))
     return pending[:free]
 
 

@@ -21,13 +21,16 @@ def deployment_available(d: dict[str, Any] | None) -> bool:
 
 
 def job_state(j: dict[str, Any] | None) -> str:
-    """missing | running | complete | failed."""
+    """missing | running | complete | failed | stopped (failed by a rule of its ``podFailurePolicy``:
+    a runner that measured but could not store its results)."""
     if not j:
         return "missing"
     if condition(j, "Complete") == "True" or condition(j, "SuccessCriteriaMet") == "True":
         return "complete"
-    if condition(j, "Failed") == "True" or condition(j, "FailureTarget") == "True":
-        return "failed"
+    for ctype in ("Failed", "FailureTarget"):
+        c = next((c for c in (j.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None)
+        if c is not None and c.get("status") == "True":
+            return "stopped" if c.get("reason") == "PodFailurePolicy" else "failed"
     return "running"
 
 

@@ -1,17 +1,15 @@
-"""One lab deployment (network, database, Keystones) and which trials may share it.
+"""One lab deployment (network, database, Keystones), re-shaped between the trials it serves.
 
-Trials of a Benchmark that differ only in what the WAN does (RTT, jitter,
-loss, rate, faults) or in how it is loaded (light/high, scenarios,
-repetitions) need the same services: the lab deploys once and re-shapes the
-links between them, as the studies' harness did (deploy, then for each
-network setting: constrain, bench, back up). The bundles record the
-deployment and each trial's place on it; ``wanwide lab run --fresh``
-deploys anew for every trial instead.
+Which trials share one, and in which order, is the lifecycle's decision
+(plan/lifecycle.py ``deployments``: a round's trials of one deployment key); the
+lab deploys once per group and re-shapes the links between its trials, as the
+studies' harness did (deploy, then for each network setting: constrain, bench,
+back up). The bundles record the deployment and each trial's place on it;
+``wanwide lab run --fresh`` deploys anew for every trial instead.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,38 +17,6 @@ from ..plan.links import OneWay
 from ..plan.trial import TrialPlan
 from .netns import Network
 from .services import Service, Services
-
-
-def deployment_key(p: TrialPlan) -> str:
-    """What a deployment is made of; trials with equal keys can share one."""
-    return json.dumps({
-        "benchmark": [p.bench_namespace, p.benchmark],
-        "backend": p.backend,
-        "regions": p.region_names,
-        "primary": p.primary_region,
-        "database": p.spec.database.model_dump(mode="json"),
-        "openstack": p.spec.openstack.model_dump(mode="json"),
-        "server": p.database.server,
-        "galera": p.database.galera_static if p.backend == "galera" else None,
-    }, sort_keys=True)
-
-
-def in_run_order(trials: list[TrialPlan]) -> list[TrialPlan]:
-    """Each Benchmark's trials in its run order (``spec.matrix.order``), Benchmarks as listed."""
-    first: dict[str, int] = {}
-    for i, p in enumerate(trials):
-        first.setdefault(p.benchmark, i)
-    return sorted(trials, key=lambda p: (first[p.benchmark], p.index if p.position is None else p.position))
-
-
-def groups(trials: list[TrialPlan], fresh: bool = False) -> list[list[TrialPlan]]:
-    """Trials grouped by deployment, in order of first appearance (one per group if ``fresh``)."""
-    if fresh:
-        return [[p] for p in trials]
-    out: dict[str, list[TrialPlan]] = {}
-    for p in trials:
-        out.setdefault(deployment_key(p), []).append(p)
-    return list(out.values())
 
 
 @dataclass

@@ -23,13 +23,14 @@ from typing import Any
 
 from .. import timestamps as ts
 from ..api.units import seconds
+from ..plan.lifecycle import UPLOAD_FAILED, deployments
 from ..plan.runner import Addresses, config_json, runner_config
 from ..plan.trial import TrialPlan
 from ..runner.config import RunnerConfig
 from ..runner.contention import OwnProcesses, netns_inode
 from ..runner.run import READY
 from . import netns, paths
-from .deployment import Deployment, groups, in_run_order
+from .deployment import Deployment
 from .faults import FaultPlayer
 from .netns import Network
 from .procs import LabError
@@ -73,6 +74,7 @@ class TrialOutcome:
     earlier_attempts: list[str] = field(default_factory=list)  # why each earlier attempt failed
     bundles: list[str] = field(default_factory=list)
     network: dict[str, Any] = field(default_factory=dict)
+    final: bool = False  # not worth another attempt (plan/lifecycle.py: what each failure means)
 
 
 def verify_network(net: Network, p: TrialPlan, samples: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
@@ -140,9 +142,14 @@ class LabRun:
             if failed:
                 return TrialOutcome(p.id, "failed", f"runner failed in {', '.join(failed)}"), None
             found = bundles_complete(self.out, p) or []
-            ok = True
-            reason = upload(self.out, p, found, say)
-            return TrialOutcome(p.id, "succeeded", reason, [str(b) for b in found], {"pairs": rows}), dep
+            ok = True  # the deployment is sound: it serves the next trial whatever became of the upload
+            why = upload(self.out, p, found, say)
+            bundles = [str(b) for b in found]
+            if why:
+                return TrialOutcome(p.id, "failed", f"{UPLOAD_FAILED}: {why}; the bundles are kept in "
+                                    f"{bundles_root(self.out, p)} (`wanwide runner upload` sends one later)",
+                                    bundles=bundles, network={"pairs": rows}, final=True), dep
+            return TrialOutcome(p.id, "succeeded", bundles=bundles, network={"pairs": rows}), dep
         finally:
             if not ok and dep is not None:
                 say("CleaningUp", f"deployment {dep.id}")
@@ -362,16 +369,19 @@ def _attempts(runner: LabRun, i: int, p: TrialPlan, dep: Deployment | None,
             o, dep = runner.trial(i, p, attempt, dep, shared=shared)
         except LabError as e:
             o, dep = TrialOutcome(p.id, "failed", str(e)[:2000]), None
-        except Exception as e:  # a bug: this trial fails, the others still run
+        except Exception as e:  # a bug: this trial fails at once (trying again runs the same code), the others run
             traceback.print_exc()
-            o, dep = TrialOutcome(p.id, "failed", f"internal error: {type(e).__name__}: {e}"), None
+            o, dep = TrialOutcome(p.id, "failed", f"InternalError: {type(e).__name__}: {e} (a bug in wanwide: "
+                                  "the traceback is above; please report it)", final=True), None
         if o.result == "succeeded":
             break
-        if attempt < attempts:
+        last = attempt == attempts or o.final
+        if not last:
             earlier.append(f"attempt {attempt}: {o.reason}")
-        runner.live.say(i, p, "Failed" if attempt == attempts else "Retrying",
-                        f"attempt {attempt}/{attempts}: {o.reason[:300]}"
-                        + ("" if attempt == attempts else "; on a new deployment"))
+        runner.live.say(i, p, "Failed" if last else "Retrying",
+                        f"attempt {attempt}/{attempts}: {o.reason[:300]}" + ("" if last else "; on a new deployment"))
+        if last:
+            break
     o.earlier_attempts = earlier
     return o, dep
 
@@ -405,7 +415,6 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> 
 
 def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], report: bool) -> int:
     failed = [o for o in outcomes if o.result == "failed"]
-    not_uploaded = [o for o in outcomes if o.result == "succeeded" and o.reason.startswith("upload failed")]
     roots = sorted({bundles_root(out, p) for p in trials})
     if report and any(r.exists() for r in roots):
         from ..results.report import build_report
@@ -416,9 +425,9 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
         print(f"summary: {out / 'report' / 'summary.csv'}")
     print(f"{len(outcomes) - len(failed)}/{len(outcomes)} trials done, {len(failed)} failed; "
           f"bundles in {', '.join(map(str, roots))}")
-    for o in not_uploaded:
-        print(f"trial {o.trial}: {o.reason}", file=sys.stderr)
-    return 1 if failed or not_uploaded else 0
+    for o in failed:
+        print(f"trial {o.trial}: {o.reason[:500]}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False,
@@ -435,7 +444,8 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     if problems:
         print("error: " + "\n       ".join(problems), file=sys.stderr)
         return 2
-    trials = in_run_order(trials)
+    groups = deployments(trials, fresh)  # the order they run in, and which share a deployment
+    trials = [p for g in groups for p in g]
     runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper, gate=gate)
     outcomes: list[TrialOutcome] = []
 
@@ -447,7 +457,7 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     old_int = signal.signal(signal.SIGINT, on_signal)
     position = {id(p): i for i, p in enumerate(trials)}
     try:
-        for group in groups(trials, fresh):
+        for group in groups:
             outcomes += _group(runner, group, position)
     except KeyboardInterrupt:
         print("interrupted: cleaning up", file=sys.stderr)

@@ -11,10 +11,22 @@ What lives here, and nowhere else:
 - **What a retried load replays.** Everything from the load on: the WAN back to the plan's, a new load
   start, and the whole fault timeline again from that start (:func:`wan_at` is a function of the
   time since the load start, so nothing of the failed attempt's faults survives it).
+- **What each failure means.** A runner that fails (Rally, its set-up, a crash) fails the attempt: the
+  load is tried again up to ``spec.runner.maxAttempts`` (``LoadFailed`` after the last). Results that
+  were measured but could not be stored (the runner retried through ``spec.timeouts.collecting``) fail
+  the trial at once with ``UploadFailed``: measuring again would not make the store answer; the
+  message says where the bundles are kept.
+- **The run order, and which trials share a deployment.** Trials run in the plan's order
+  (``spec.matrix.order``: interleaved rounds, each shuffled from the recorded seed). A provider that
+  can re-shape a running deployment (the lab) serves one *round* (a repetition of every point) per
+  deployment key: the round's trials of one key run together on one new deployment, keys in the order
+  they first come in the round; so every repetition runs on fresh deployments and no parameter keeps
+  one time of day. ``fresh``: a deployment per trial (the Kubernetes provider: namespaces per trial).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from .faults import FaultWindow, occurrences
@@ -111,4 +123,66 @@ def wan_at(plan: TrialPlan, active: tuple[Active, ...]) -> Wan:
     return Wan(links, frozenset(cut), tuple(a for a in active if a.window.kind in CUT))
 
 
-__all__ = ["CUT", "Active", "FaultEvent", "Wan", "fault_events", "in_force", "next_change_s", "wan_at"]
+# ---- failures -----------------------------------------------------------------------------------
+
+LOAD_FAILED = "LoadFailed"
+UPLOAD_FAILED = "UploadFailed"
+
+
+def after_runner_failure(attempt: int, max_attempts: int) -> str | None:
+    """A failed runner: None to try the load again, else the trial's failure reason."""
+    return None if attempt < max_attempts else LOAD_FAILED
+
+
+# ---- run order and deployments ---------------------------------------------------------------
+
+def run_key(position: int | None, index: int) -> tuple[int, int]:
+    """Where a trial comes in its Benchmark's run order (its position; else its index)."""
+    return (index if position is None else position, index)
+
+
+def in_run_order(trials: list[TrialPlan]) -> list[TrialPlan]:
+    """Each Benchmark's trials in its run order, Benchmarks as first listed."""
+    first: dict[str, int] = {}
+    for i, p in enumerate(trials):
+        first.setdefault(p.benchmark, i)
+    return sorted(trials, key=lambda p: (first[p.benchmark], run_key(p.position, p.index)))
+
+
+def deployment_key(p: TrialPlan) -> str:
+    """What a deployment is made of: trials with equal keys differ only in what the WAN does (RTT, jitter,
+    loss, rate, faults, dynamic Galera options) or how it is loaded, and may share one, re-shaped."""
+    return json.dumps({
+        "benchmark": [p.bench_namespace, p.benchmark],
+        "backend": p.backend,
+        "regions": p.region_names,
+        "primary": p.primary_region,
+        "database": p.spec.database.model_dump(mode="json"),
+        "openstack": p.spec.openstack.model_dump(mode="json"),
+        "server": p.database.server,
+        "galera": p.database.galera_static if p.backend == "galera" else None,
+    }, sort_keys=True)
+
+
+def deployments(trials: list[TrialPlan], fresh: bool = False) -> list[list[TrialPlan]]:
+    """``trials`` in run order, cut into the groups that each run on one new deployment, in the order they
+    run: per Benchmark and round (an interleaved order's repetition; a sequential order is one round),
+    the round's trials of one deployment key together; ``fresh``: one trial per deployment."""
+    ordered = in_run_order(trials)
+    if fresh:
+        return [[p] for p in ordered]
+    out: list[list[TrialPlan]] = []
+    rounds: dict[tuple[str, str, int], dict[str, list[TrialPlan]]] = {}
+    for p in ordered:
+        rnd = p.repetition if p.spec.matrix.order == "Interleaved" else 0
+        groups = rounds.setdefault((p.bench_namespace, p.benchmark, rnd), {})
+        key = deployment_key(p)
+        if key not in groups:
+            groups[key] = []
+            out.append(groups[key])
+        groups[key].append(p)
+    return out
+
+
+__all__ = ["CUT", "LOAD_FAILED", "UPLOAD_FAILED", "Active", "FaultEvent", "Wan", "after_runner_failure", "deployment_key", "deployments", "fault_events", "in_force",
+           "in_run_order", "next_change_s", "run_key", "wan_at"]

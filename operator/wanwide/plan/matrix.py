@@ -11,18 +11,6 @@ from ..api.benchmark import BenchmarkSpec
 
 # Axis order decides trial indices: the slowest-changing axis first.
 AXES = ("backend", "regions", "rtt", "intra_group_rtt", "inter_group_rtt", "loss", "load", "scenario")
-WIRE = {
-    "backend": "backend",
-    "regions": "regions",
-    "rtt": "rtt",
-    "intra_group_rtt": "intraGroupRtt",
-    "inter_group_rtt": "interGroupRtt",
-    "loss": "loss",
-    "load": "load",
-    "scenario": "scenario",
-}
-
-
 @dataclass(frozen=True)
 class Point:
     """One trial's parameters (None = not swept, take the spec's value) and its place in the run order."""
@@ -83,7 +71,3 @@ def expand(spec: BenchmarkSpec, name: str = "") -> list[Point]:
             i = len(points)
             points.append(Point(i, rep, dict(zip(axes, combo, strict=True)), position[i], seed))
     return points
-
-
-def in_run_order(points: list[Point]) -> list[Point]:
-    return sorted(points, key=lambda p: (p.index if p.position is None else p.position, p.index))

@@ -9,7 +9,7 @@ from typing import Any
 from ..api.units import seconds
 from ..plan.runner import Addresses, config_json, runner_config
 from ..plan.trial import TrialPlan
-from ..runner.config import S3Target
+from ..runner.config import EXIT_UPLOAD, S3Target
 from .common import PLACEHOLDER, meta, obj, svc_host
 from .database import endpoint
 from .keystone import API_PORT, API_SERVICE, memcache_servers, public_url
@@ -119,6 +119,9 @@ def jobs(
             pod["nodeSelector"] = sel
         out.append(obj("batch/v1", "Job", meta(JOB, ns, labels, {"wanwide.io/attempt": str(attempt)}), spec={
             "backoffLimit": 0,
+            # measured, not stored (the runner retried through the Collecting timeout): a failure of its own
+            "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
+                "containerName": "runner", "operator": "In", "values": [EXIT_UPLOAD]}}]},
             "activeDeadlineSeconds": timeout,
             "ttlSecondsAfterFinished": 86400,
             "template": {"metadata": {"labels": labels}, "spec": pod},

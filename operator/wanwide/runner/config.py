@@ -16,6 +16,12 @@ from ..timestamps import parse
 
 Scalar = str | int | float | bool | None
 
+# The runner's exit codes, which the providers read (the Kubernetes provider through its Job's podFailurePolicy)
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1  # Rally or the runner's set-up failed: the attempt failed
+EXIT_CONFIG = 2  # the configuration is not valid
+EXIT_UPLOAD = 3  # measured, but the results could not be stored
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -41,7 +41,7 @@ from .bundle import (
     new_run_id,
     write_manifest,
 )
-from .config import RunnerConfig
+from .config import EXIT_CONFIG, EXIT_OK, EXIT_RUN_FAILED, EXIT_UPLOAD, RunnerConfig
 from .rally import ProgressCounter, Rally, RallyError, find_rally, rally_versions
 from .upload import (
     CredentialsMissing,
@@ -51,11 +51,6 @@ from .upload import (
     upload_bundle,
 )
 from .users import KeystoneError, ensure_user
-
-EXIT_OK = 0
-EXIT_RUN_FAILED = 1
-EXIT_CONFIG = 2
-EXIT_UPLOAD = 3
 
 
 class StartTooLate(RuntimeError):
