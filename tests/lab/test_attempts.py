@@ -68,3 +68,11 @@ def test_a_bug_fails_the_trial_at_once_and_says_so():
     o, dep = _attempts(r, 0, _p(), None, shared=False)  # type: ignore[arg-type]
     assert r.calls == 1 and o.result == "failed" and o.reason.startswith("InternalError: KeyError")
     assert dep is None
+
+
+def test_a_network_measured_off_twice_fails_the_trial_without_another_deployment():
+    from wanwide.lab.run import NetworkOff
+
+    r = Runner(NetworkOff("NetworkOff: r1↔r2: requested 100 ms, measured 51.00 ms"), TrialOutcome("t000", "succeeded"))
+    o, _ = _attempts(r, 0, _p(), None, shared=False)  # type: ignore[arg-type]
+    assert r.calls == 1 and o.result == "failed" and o.reason.startswith("NetworkOff")

@@ -12,7 +12,7 @@ from wanwide.plan.load import load_documents
 from wanwide.plan.trial import TrialPlan, plan
 
 
-def _plan(faults: dict, rtt: str = "40ms") -> TrialPlan:
+def _plan(faults: dict) -> TrialPlan:
     b = benchmark("mariadb", "uniform")
     b["spec"]["faults"] = faults
     b["spec"].pop("matrix", None)
@@ -68,3 +68,40 @@ def test_the_next_change_is_the_next_event(windows, every, t):
     begun = {(e.name) for e in fault_events(p.faults, 1000) if e.begins and e.at_s <= t}
     ended = {(e.name) for e in fault_events(p.faults, 1000) if not e.begins and e.at_s <= t}
     assert {a.name for a in in_force(p.faults, t)} == begun - ended
+
+
+def test_probe_pairs_cover_every_link_class_and_a_uniform_wan_pair_by_pair():
+    from wanwide.plan.lifecycle import probe_pairs
+
+    p = _plan({})  # uniform, 3 regions: every pair
+    assert sorted(map(frozenset, probe_pairs(p))) == sorted(map(frozenset, [("r1", "r2"), ("r2", "r3"), ("r1", "r3")]))
+    assert len({frozenset(x) for x in probe_pairs(p)}) == len(probe_pairs(p))  # each pair once
+
+
+def test_the_verdict_names_the_pair_requested_and_measured_and_the_lab_measures_off_pairs_twice():
+    from wanwide.lab.run import verify_network
+    from wanwide.plan.lifecycle import probe_pairs, rtt_requested, verdict
+
+    p = _plan({})
+    pairs = probe_pairs(p)
+    want = rtt_requested(p, pairs[0])
+    assert want == 2 * p.links[pairs[0]].delay_ms == 100  # 50 ms each way
+    rows, off = verdict(p, {pair: [want + 0.5] * 5 for pair in pairs})
+    assert off == [] and all(r["ok"] for r in rows)
+    rows, off = verdict(p, {**{pair: [want + 0.2] for pair in pairs}, pairs[0]: [51.0, 50.0, 49.0]})
+    (why,) = off
+    assert why == f"{pairs[0][0]}↔{pairs[0][1]}: requested 100 ms, measured 50.00 ms (tolerance 5.00 ms)"
+
+    class Net:  # the lab's network as verify_network sees it: pairs[0] half-shaped the first time only
+        def __init__(self):
+            self.asked: list[tuple[str, str]] = []
+
+        def measure_rtt(self, a, b, samples):
+            self.asked.append((a, b))
+            first = self.asked.count((a, b)) == 1
+            return [50.0] * samples if (a, b) == pairs[0] and first else [100.1] * samples
+
+    net = Net()
+    rows, off = verify_network(net, p, samples=3)  # type: ignore[arg-type]
+    assert off == [] and net.asked.count(pairs[0]) == 2 and len(net.asked) == len(pairs) + 1
+    assert rows[0]["first_measurement"]["measured_rtt_ms"] == 50.0 and rows[0]["measured_rtt_ms"] == 100.1

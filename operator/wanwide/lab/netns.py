@@ -167,8 +167,8 @@ class Network:
             return [float(m) for m in re.findall(r"time=([0-9.]+) ms", r.stdout)]
         if method != "tcp":
             raise LabError(f"measure_rtt: unknown method {method!r}")
-        r = self.exec_in(src, [*rt_prefix(), sys.executable, "-c", _TCP_PROBE, target, str(port), str(samples),
-                               str(interval), str(timeout)],
+        r = self.exec_in(src, [*rt_prefix(), sys.executable, "-m", "wanwide.runner.probe", target, str(port),
+                               str(samples), str(interval), str(timeout)],
                          timeout=samples * (interval + timeout) + 30)
         return [float(x) for x in json.loads(r.stdout)]
 
@@ -232,30 +232,6 @@ class Network:
         self._old_handlers.clear()
         with contextlib.suppress(Exception):
             atexit.unregister(self.destroy)
-
-
-_TCP_PROBE = r"""
-import json, socket, sys, time
-host, port, n, interval, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-out = []
-for i in range(n):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    t0 = time.perf_counter()
-    try:
-        s.connect((host, port))
-        ok = True
-    except ConnectionRefusedError:
-        ok = True
-    except OSError:
-        ok = False
-    dt = (time.perf_counter() - t0) * 1000
-    s.close()
-    if ok:
-        out.append(round(dt, 3))
-    time.sleep(interval)
-print(json.dumps(out))
-"""
 
 
 def rt_prefix() -> list[str]:

@@ -11,6 +11,11 @@ What lives here, and nowhere else:
 - **What a retried load replays.** Everything from the load on: the WAN back to the plan's, a new load
   start, and the whole fault timeline again from that start (:func:`wan_at` is a function of the
   time since the load start, so nothing of the failed attempt's faults survives it).
+- **The network check.** After the WAN is applied and before the load, the pairs of regions the plan
+  shapes are measured (:func:`probe_pairs`: every link class of every region, a different member of
+  the class from each source so that uniform WANs are covered pair by pair) and each median RTT must
+  be within max(1 ms, 5 %) of the requested one (:func:`verdict`); a network found off is measured
+  once more, then the trial fails (``NetworkOff``) naming the pair, requested and measured RTT.
 - **What each failure means.** A runner that fails (Rally, its set-up, a crash) fails the attempt: the
   load is tried again up to ``spec.runner.maxAttempts`` (``LoadFailed`` after the last). Results that
   were measured but could not be stored (the runner retried through ``spec.timeouts.collecting``) fail
@@ -123,6 +128,64 @@ def wan_at(plan: TrialPlan, active: tuple[Active, ...]) -> Wan:
     return Wan(links, frozenset(cut), tuple(a for a in active if a.window.kind in CUT))
 
 
+# ---- the network check ---------------------------------------------------------------------------
+
+RTT_TOLERANCE = (1.0, 0.05)  # max(1 ms, 5 %)
+NETWORK_CHECKS = 2  # a network found off is measured once more before the trial fails
+NETWORK_OFF = "NetworkOff"
+
+
+def probe_pairs(plan: TrialPlan) -> list[Pair]:
+    """The (source, destination) pairs to measure, each unordered pair once: for every region, one
+    destination of each of its link classes (rotating through the class by the source's place, so a
+    uniform WAN of n regions is measured on every pair for n ≤ 3 and on n pairs beyond)."""
+    from .latency import classes
+
+    names = plan.region_names
+    out: list[Pair] = []
+    seen: set[frozenset[str]] = set()
+    for i, (src, cls) in enumerate(classes(plan.links, names, include_noop=True).items()):
+        for c in cls:
+            dsts = [d for d in c.dsts if frozenset((src, d)) not in seen] or list(c.dsts)
+            dst = dsts[i % len(dsts)]
+            if frozenset((src, dst)) not in seen:
+                seen.add(frozenset((src, dst)))
+                out.append((src, dst))
+    return out
+
+
+def rtt_requested(plan: TrialPlan, pair: Pair) -> float:
+    """The round trip a pair should measure: both one-way delays (ms)."""
+    a, b = pair
+    return plan.links[(a, b)].delay_ms + plan.links[(b, a)].delay_ms
+
+
+def tolerance_ms(requested: float) -> float:
+    return max(RTT_TOLERANCE[0], RTT_TOLERANCE[1] * requested)
+
+
+def median(samples: list[float]) -> float | None:
+    s = sorted(samples)
+    return s[len(s) // 2] if s else None
+
+
+def verdict(plan: TrialPlan, measured: dict[Pair, list[float]]) -> tuple[list[dict], list[str]]:
+    """Each probed pair against its request: (rows as recorded, why each pair off is off)."""
+    rows, off = [], []
+    for pair in probe_pairs(plan):
+        want = rtt_requested(plan, pair)
+        tol = tolerance_ms(want)
+        got = measured.get(pair, [])
+        med = median(got)
+        ok = med is not None and abs(med - want) <= tol
+        rows.append({"src": pair[0], "dst": pair[1], "requested_rtt_ms": want, "tolerance_ms": tol,
+                     "measured_rtt_ms": med, "samples_ms": got, "ok": ok})
+        if not ok:
+            seen = "no answer" if med is None else f"{med:.2f} ms"
+            off.append(f"{pair[0]}↔{pair[1]}: requested {want:g} ms, measured {seen} (tolerance {tol:.2f} ms)")
+    return rows, off
+
+
 # ---- failures -----------------------------------------------------------------------------------
 
 LOAD_FAILED = "LoadFailed"
@@ -184,5 +247,6 @@ def deployments(trials: list[TrialPlan], fresh: bool = False) -> list[list[Trial
     return out
 
 
-__all__ = ["CUT", "LOAD_FAILED", "UPLOAD_FAILED", "Active", "FaultEvent", "Wan", "after_runner_failure", "deployment_key", "deployments", "fault_events", "in_force",
-           "in_run_order", "next_change_s", "run_key", "wan_at"]
+__all__ = ["CUT", "LOAD_FAILED", "NETWORK_CHECKS", "NETWORK_OFF", "RTT_TOLERANCE", "UPLOAD_FAILED", "Active", "FaultEvent", "Wan", "after_runner_failure", "deployment_key", "deployments", "fault_events", "in_force",
+           "in_run_order", "median", "next_change_s", "probe_pairs", "rtt_requested", "run_key", "tolerance_ms",
+           "verdict", "wan_at"]

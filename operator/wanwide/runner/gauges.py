@@ -6,9 +6,9 @@ import math
 import os
 import socket
 import statistics
-import time
 from typing import Any
 
+from . import probe
 from .config import DatabaseGauge, RttTarget
 
 COUNTERS = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_replace")
@@ -67,15 +67,6 @@ def diff_counters(before: dict[str, int], after: dict[str, int]) -> dict[str, An
     }
 
 
-def tcp_connect_ms(host: str, port: int, timeout: float = 5.0) -> float:
-    """Time of one TCP handshake (SYN → SYN/ACK ≈ one RTT) in milliseconds."""
-    t0 = time.perf_counter()
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        t1 = time.perf_counter()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-    return (t1 - t0) * 1000.0
-
-
 def percentile(values: list[float], q: float) -> float | None:
     """Linear-interpolated percentile (same as numpy's default), q in [0, 100]."""
     if not values:
@@ -89,17 +80,11 @@ def percentile(values: list[float], q: float) -> float | None:
 def measure_rtt(
     src_region: str, targets: list[RttTarget], samples: int, timeout: float = 5.0, pause_s: float = 0.05
 ) -> list[dict[str, Any]]:
+    """RTT samples to each target with the one probe (runner/probe.py: a refused connection is an answer)."""
     out: list[dict[str, Any]] = []
     for t in targets:
-        vals: list[float] = []
-        errors: list[str] = []
-        for i in range(samples):
-            try:
-                vals.append(round(tcp_connect_ms(t.host, t.port, timeout), 3))
-            except OSError as e:
-                errors.append(f"{type(e).__name__}: {e}")
-            if i + 1 < samples:
-                time.sleep(pause_s)
+        vals = probe.samples_ms(t.host, t.port, samples, pause_s, timeout)
+        lost = samples - len(vals)
         out.append({
             "src": src_region,
             "dst": t.region,
@@ -110,8 +95,8 @@ def measure_rtt(
             "samples_ms": vals,
             "median_ms": round(statistics.median(vals), 3) if vals else None,
             "p95_ms": round(percentile(vals, 95), 3) if vals else None,
-            "errors": len(errors),
-            "first_error": errors[0] if errors else None,
+            "errors": lost,
+            "first_error": f"{lost} of {samples} unanswered within {timeout:g} s" if lost else None,
         })
     return out
 
