@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 
@@ -17,11 +18,13 @@ from wanwide.controller.actions import Apply, Decision, Delete, Emit
 from wanwide.controller.benchmark import with_runner_image
 from wanwide.controller.trial import A_PLAN_INPUT, InvalidPlan, plan_input, trial_plan
 from wanwide.kube import readiness
+from wanwide.plan.lifecycle import probe_pairs, rtt_requested
 from wanwide.plan.load import load_documents
 from wanwide.plan.matrix import expand
 from wanwide.plan.trial import TrialPlan, plan
 from wanwide.render import render_trial
 from wanwide.render.chart import documents, stages
+from wanwide.runner.config import S3Target
 
 T0 = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
 
@@ -131,7 +134,7 @@ def test_provisioning_waits_for_readiness_then_moves_on():
     d = phases.decide(P, st, {"passwords": {}, "ready": {"MariaDB/galera": False, "ns/keystone-api": True}}, T0)
     assert d.phase is None and "MariaDB/galera" in d.message
     d = phases.decide(P, st, {"passwords": {}, "ready": {"MariaDB/galera": True}}, T0)
-    assert d.phase == "VerifyingNetwork"
+    assert d.phase == "Injecting"
 
 
 @pytest.mark.parametrize(("obs", "status", "reason"), [
@@ -163,30 +166,104 @@ def test_each_phase_times_out_into_cleaning_up():
         assert in_time.reason != f"{phase}Timeout"
 
 
-# ---- VerifyingNetwork, Injecting ------------------------------------------------------------
+# ---- Injecting, VerifyingNetwork ------------------------------------------------------------
 
-def test_verifying_network():
-    st = _status("VerifyingNetwork")
+def _injected(objs: list[dict], failed: str | None = None) -> list[dict]:
+    """The objects as Chaos Mesh reports them once injected (or failed with ``failed``)."""
+    out = []
+    for o in objs:
+        st = {"conditions": [{"type": "AllInjected", "status": "False" if failed else "True"}]}
+        if failed:
+            st["experiment"] = {"containerRecords": [{"id": "ns/keystone-api-0/keystone-api", "events": [
+                {"type": "Failed", "operation": "Apply", "message": failed}]}]}
+        out.append({**o, "status": st})
+    return out
+
+
+def test_injecting_applies_the_wan_removes_any_other_chaos_and_waits_for_all_injected():
+    st = _status("Injecting")
     assert phases.decide(P, st, {"chaos_installed": False}, T0).reason == "ChaosMeshMissing"
-    left = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos", "metadata": {"name": "old", "namespace": "n"}}
-    d = phases.decide(P, st, {"chaos_installed": True, "chaos": [left]}, T0)
-    assert d.actions == [Delete("chaos-mesh.org/v1alpha1", "NetworkChaos", "old", "n")] and d.phase is None
     pods = {r: r != "chicago" for r in P.region_names}
     d = phases.decide(P, st, {"chaos_installed": True, "chaos": [], "running_pods": pods}, T0)
-    assert d.phase is None and "chicago" in d.message
-    d = phases.decide(P, st, {"chaos_installed": True, "running_pods": dict.fromkeys(P.region_names, True)}, T0)
-    assert d.phase == "Injecting"
-
-
-def test_injecting_applies_the_wan_once_and_waits_for_all_injected():
+    assert d.phase is None and "chicago" in d.message and not d.actions
     wan = render_trial(P).wan
-    d = phases.decide(P, _status("Injecting"), {}, T0)
-    assert _names(_applied(d)) == _names(wan) and d.status["done"] == ["wan"]
+    left = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos", "metadata": {"name": "old", "namespace": "n"},
+            "spec": {"action": "netem"}}
+    ready = {"chaos_installed": True, "chaos": [left], "running_pods": dict.fromkeys(P.region_names, True)}
+    d = phases.decide(P, st, ready, T0)
+    assert d.actions[0] == Delete("chaos-mesh.org/v1alpha1", "NetworkChaos", "old", "n")  # leftovers first
+    assert _names(_applied(d)) == _names(wan) and d.status["done"] == ["wan"] and d.phase is None
     st = _status("Injecting", "wan")
-    some = {o["metadata"]["name"]: True for o in wan[1:]}
-    assert phases.decide(P, st, {"injected": some}, T0).phase is None
-    d = phases.decide(P, st, {"injected": dict.fromkeys(_names(wan), True)}, T0)
-    assert d.phase == "Loading" and "wan-injected" in d.status["done"] and not d.actions
+    some = _injected(wan[1:]) + [wan[0]]
+    d = phases.decide(P, st, {"chaos_installed": True, "chaos": some}, T0)
+    assert d.phase is None and not d.actions and "AllInjected" in d.message
+    d = phases.decide(P, st, {"chaos_installed": True, "chaos": _injected(wan)}, T0)
+    assert d.phase == "VerifyingNetwork" and "wan-injected" in d.status["done"] and not d.actions
+
+
+def test_a_wan_chaos_mesh_cannot_inject_fails_the_trial_saying_where_and_why():
+    """The real node's kernel has no netem: chaos-daemon records a Failed event on the pod's record."""
+    wan = render_trial(P).wan
+    why = "unable to set tcs for pod ns/keystone-api-0: rpc error: code = Unknown"
+    d = phases.decide(P, _status("Injecting", "wan"), {"chaos_installed": True, "chaos": _injected(wan, why)}, T0)
+    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "ChaosFailed", "Failed")
+    assert why in d.message and "netem" in d.message and f"{len(wan)} of {len(wan)}" in d.message
+
+
+def test_a_plan_that_shapes_nothing_needs_no_chaos_mesh():
+    flat = _plan()
+    flat = dataclasses.replace(flat, classes={r: [] for r in flat.region_names}, faults=[])
+    d = phases.decide(flat, _status("Injecting"), {}, T0)
+    assert (d.phase, d.reason) == ("VerifyingNetwork", "Injected")
+
+
+S3 = S3Target(endpoint="http://s3:9000", bucket="b", prefix="e2e")
+
+
+def _measured(p: TrialPlan, scale: float = 1.0) -> dict:
+    return {pair: [rtt_requested(p, pair) * scale + 0.3] * 5 for pair in probe_pairs(p)}
+
+
+def test_verifying_network_measures_every_probed_pair_and_moves_on_when_it_is_what_the_plan_asks():
+    st = _status("VerifyingNetwork")
+    d = phases.decide(P, st, {"results": S3}, T0)
+    jobs = [o for o in _applied(d) if o["kind"] == "Job"]
+    sources = sorted({a for a, _ in probe_pairs(P)}, key=P.region_names.index)
+    assert [j["metadata"]["namespace"] for j in jobs] == [P.namespace(r) for r in sources]
+    assert {j["metadata"]["name"] for j in jobs} == {"network-probe-1"} and d.status["networkCheck"] == 1
+    assert all(j["spec"]["template"]["spec"]["containers"][0]["args"][:2] == ["runner", "probe"] for j in jobs)
+    cfg = json.loads(next(o for o in _applied(d) if o["kind"] == "ConfigMap")["data"]["probe.json"])
+    assert cfg["results"]["bucket"] == "b" and cfg["check"] == 1 and cfg["targets"][0]["port"] == 5000
+    st = _status("VerifyingNetwork", "probe-1", networkCheck=1)
+    d = phases.decide(P, st, {"results": S3, "probes": ({}, sources, None)}, T0)
+    assert d.phase is None and "waiting for the probes" in d.message
+    d = phases.decide(P, st, {"results": S3, "probes": (_measured(P), [], None)}, T0)
+    assert (d.phase, d.reason) == ("Loading", "NetworkVerified") and "within max(1 ms, 5 %)" in d.message
+
+
+def test_a_network_off_is_measured_again_then_fails_the_trial_naming_the_pair():
+    """The old operator never measured the WAN it asked for (VerifyingNetwork ran before any chaos)."""
+    half = _measured(P, 0.5)  # e.g. a Service's ClusterIP shaped one way only
+    st = _status("VerifyingNetwork", "probe-1", networkCheck=1)
+    d = phases.decide(P, st, {"results": S3, "probes": (half, [], None)}, T0)
+    assert d.phase is None and d.status == {"networkCheck": 2} and [a.reason for a in d.actions] == ["NetworkOff"]
+    st = _status("VerifyingNetwork", "probe-1", networkCheck=2)
+    d = phases.decide(P, st, {"results": S3}, T0)
+    assert {o["metadata"]["name"] for o in _applied(d) if o["kind"] == "Job"} == {"network-probe-2"}
+    st = _status("VerifyingNetwork", "probe-1", "probe-2", networkCheck=2)
+    d = phases.decide(P, st, {"results": S3, "probes": (half, [], None)}, T0)
+    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "NetworkOff", "Failed")
+    a, b = probe_pairs(P)[0]
+    want = rtt_requested(P, (a, b))
+    assert f"{a}↔{b}: requested {want:g} ms, measured {want / 2 + 0.3:.2f} ms" in d.message
+    d = phases.decide(P, st, {"results": S3, "probes": ({}, [a], None), "probe_jobs": {a: "failed"}}, T0)
+    assert d.reason == "NetworkNotMeasured" and f"job/network-probe-2 -n {P.namespace(a)}" in d.message
+
+
+def test_without_a_results_store_the_network_is_not_verified_and_said_so():
+    d = phases.decide(P, _status("VerifyingNetwork"), {"results": None}, T0)
+    assert (d.phase, d.reason) == ("Loading", "NetworkNotMeasured")
+    assert [(a.reason, a.type) for a in d.actions] == [("NetworkNotMeasured", "Warning")]
 
 
 # ---- Loading, faults ----------------------------------------------------------------------

@@ -309,3 +309,27 @@ def test_a_bug_in_a_step_fails_the_trial_in_seconds_with_a_traceback_in_the_log(
         op.extra_env.pop("PYTHONPATH", None)
         op.start()
     delete(tc, ns, name)
+
+
+# ---- 6. the WAN shaped wrong ----------------------------------------------------------------
+
+def test_a_wan_measured_off_twice_fails_the_trial_naming_the_pair(env):
+    """The probes find every RTT half of what the plan asks (as a Service's ClusterIP shaped one way only
+    would): VerifyingNetwork measures again, then fails the trial before any load, naming the pairs."""
+    tc, ns, standin = env["tc"], env["ns"], env["standin"]
+    name = "wan-off"
+    standin.off[name] = 0.5
+    tc.apply(bench(tc, name), ns)  # 100 ms between every two regions
+    t = wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") in ("Succeeded", "Failed"), 300,
+                   "the trial to end")
+    s = t["status"]
+    assert (s["phase"], s["reason"]) == ("Failed", "NetworkOff"), s
+    assert "measured twice" in s["message"] and "requested 100 ms, measured 50.20 ms" in s["message"], s["message"]
+    assert s["networkCheck"] == 2 and not s.get("loadStartAt")  # never loaded
+    mine = [c for c in standin.probed if c["benchmark"] == name]
+    assert sorted({c["check"] for c in mine}) == [1, 2]
+    assert [e for e in events(tc, ns, f"{name}-t000") if e["reason"] == "NetworkOff" and e["type"] == "Warning"]
+    assert not [j for j in tc.kubectl_json("get", "jobs", "-A", "-l", f"wanwide.io/benchmark={name}")["items"]
+                if j["metadata"]["labels"].get("wanwide.io/role") == "load"]
+    delete(tc, ns, name)
+    standin.off.pop(name, None)

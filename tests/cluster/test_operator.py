@@ -78,8 +78,12 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     assert (b_health, t_health) == ("Healthy", "Healthy") and "trials 1/1" in b_msg and "results in s3://" in t_msg
     assert owned(tc, "networkchaos", ns, "uniform-9") == []
     events = tc.kubectl("get", "events", "-n", ns, "--field-selector", "involvedObject.name=uniform-9-t000").stdout
-    for reason in ("Injecting", "Loading", "Collecting", "Succeeded"):
+    for reason in ("Injecting", "VerifyingNetwork", "Loading", "Collecting", "Succeeded"):
         assert reason in events
+    # the network was measured between the WAN's injection and the load: every probed pair within tolerance
+    assert "VerifyingNetwork → Loading: " in events and "pair(s) within max(1 ms, 5 %) of the requested RTT" in events
+    probed = [c for c in env["standin"].probed if c["trial"] == "t000" and c["benchmark"] == "uniform-9"]
+    assert probed and {c["check"] for c in probed} == {1}
     # keystone per region: the chart rendered by helm template and applied by the operator in hook order
     # (no helm release: listed by label instead), the schema owner's hooks before any other region's
     regions = {p.namespace(x) for x in p.region_names}

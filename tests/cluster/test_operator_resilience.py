@@ -21,7 +21,7 @@ from tests.cluster.test_operator import wait_phase
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]
-PHASES_RUNNING = ("Provisioning", "VerifyingNetwork", "Injecting", "Loading", "Collecting", "CleaningUp")
+PHASES_RUNNING = ("Provisioning", "Injecting", "VerifyingNetwork", "Loading", "Collecting", "CleaningUp")
 
 
 def _trial_phase(tc, ns, name):

@@ -12,8 +12,8 @@ from .topology import Condition, conditions_field
 PHASES = (
     "Pending",
     "Provisioning",
-    "VerifyingNetwork",
     "Injecting",
+    "VerifyingNetwork",
     "Loading",
     "Collecting",
     "CleaningUp",
@@ -46,6 +46,8 @@ class TrialStatus(Observed):
     outcome_message: str | None = Field(None, description="Why the trial failed (kept through clean-up).")
     reason: str | None = None
     message: str | None = None
+    network_check: int = Field(0, ge=0, description="Which measurement of the network VerifyingNetwork is on "
+                               "(a network found off is measured once more).")
     load_start_at: str | None = None
     faults_in_force: list[str] = Field(default_factory=list, description="Fault windows in force now (loss0, "
                                        "partition1, dropout0-3: the fourth cut of the first dropout).")

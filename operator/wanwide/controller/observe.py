@@ -13,16 +13,17 @@ from typing import Any
 from ..kube import helm, readiness
 from ..kube.client import Kube, MissingSource
 from ..plan import names
+from ..plan.lifecycle import probe_pairs
 from ..plan.monitoring import MONITOR_KINDS
 from ..plan.trial import TrialPlan
 from ..render import database
 from ..render.chaos import CHAOS_API
 from ..render.keystone import API_SERVICE, MEMCACHED, HelmRelease, releases
 from ..render.monitors import MON_API
-from ..render.rally import JOB
+from ..render.rally import JOB, PROBE
 from ..render.secrets import KEY_FIELDS, keys_secret_name
 from . import results
-from .phases import DB_KINDS, Obs, attempt, done, rendered
+from .phases import DB_KINDS, Obs, attempt, done, needs_chaos
 
 
 @dataclass
@@ -71,10 +72,6 @@ def chaos_children(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
     if not w.kube.serves(CHAOS_API, "NetworkChaos"):
         return []
     return [c for c in w.kube.list(CHAOS_API, "NetworkChaos", sel) if c["metadata"].get("namespace") in mine]
-
-
-def uses_chaos(plan: TrialPlan) -> bool:
-    return any(plan.classes.values()) or bool(plan.faults)
 
 
 _RELEASES: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[TrialPlan, list[HelmRelease]]] = {}
@@ -147,33 +144,36 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
     obs["ready"] = ready
 
 
-def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
-    if not obs["chaos_installed"]:
-        return
-    if any(plan.classes.values()) and "wan-injected" not in done(status):
-        obs["chaos"] = chaos_children(w, plan)
-        if obs["chaos"]:
-            return
-    obs["running_pods"] = {
-        r: any((p.get("status") or {}).get("phase") == "Running" for p in w.kube.list("v1", "Pod", None, plan.namespace(r)))
-        for r in plan.region_names}
-
-
 def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    if "wan" not in done(status):
+    if not needs_chaos(plan):
         return
     obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
     if not obs["chaos_installed"]:
         return
-    obs["injected"] = {
-        o["metadata"]["name"]: readiness.chaos_injected(
-            w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"]))
-        for o in rendered(plan, status, obs).wan}
+    obs["chaos"] = chaos_children(w, plan)  # one list: what to change, and what Chaos Mesh says of each
+    if "wan" not in done(status):
+        obs["running_pods"] = {
+            r: any((p.get("status") or {}).get("phase") == "Running"
+                   for p in w.kube.list("v1", "Pod", None, plan.namespace(r)))
+            for r in plan.region_names}
+
+
+def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    obs["results"] = results.target(w.kube, plan, w.instance)  # where the probes store what they measure
+    check = max(1, int(status.get("networkCheck") or 0))
+    if obs["results"] is None or f"probe-{check}" not in done(status):
+        return
+    sources = sorted({a for a, _ in probe_pairs(plan)}, key=plan.region_names.index)
+    obs["probes"] = results.probes(w.kube, plan, check, sources, w.instance)
+    mine = {plan.namespace(s): s for s in sources}
+    obs["probe_jobs"] = {mine[j["metadata"]["namespace"]]: readiness.job_state(j)
+                         for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "probe"},
+                                              cached=True)
+                         if j["metadata"]["namespace"] in mine and j["metadata"]["name"] == f"{PROBE}-{check}"}
 
 
 def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    if uses_chaos(plan):
+    if needs_chaos(plan):
         obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
         if not obs["chaos_installed"]:
             return
@@ -206,8 +206,8 @@ def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> 
 
 OBSERVERS = {
     "Provisioning": provisioning,
-    "VerifyingNetwork": verifying_network,
     "Injecting": injecting,
+    "VerifyingNetwork": verifying_network,
     "Loading": loading,
     "Collecting": collecting,
     "CleaningUp": cleaning_up,

@@ -15,17 +15,23 @@ from typing import Any
 
 from .. import timestamps as ts
 from ..api.units import seconds
+from ..kube import readiness
 from ..plan import monitoring
 from ..plan.lifecycle import (
     LOAD_FAILED,
+    NETWORK_CHECKS,
+    NETWORK_OFF,
     UPLOAD_FAILED,
     after_runner_failure,
     in_force,
     next_change_s,
+    probe_pairs,
+    verdict,
 )
 from ..plan.trial import TrialPlan
 from ..render import Rendered, chaos, render_trial
 from ..render.chart import next_step
+from ..render.rally import PROBE
 from .actions import Apply, Decision, Delete, Emit
 from .trialstate import timed_out
 
@@ -109,7 +115,7 @@ def provisioning(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.date
         crs = any(k.split("/", 1)[0] in DB_KINDS for k in waiting)
         return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""),
                         wake_s=5 if crs else None)
-    return Decision("VerifyingNetwork", "Deployed", f"database and {len(plan.regions)} Keystones ready")
+    return Decision("Injecting", "Deployed", f"database and {len(plan.regions)} Keystones ready")
 
 
 AHEAD_CHUNK = 50  # wave-1 releases whose objects go ahead per step (a step must stay short: wave 0 waits for it)
@@ -175,38 +181,101 @@ def keystone_wave(plan: TrialPlan, status: dict[str, Any], obs: Obs, wave: int) 
     return Decision(status=marked(status, f"wave{wave}"), actions=[*acts, emit])
 
 
-def verifying_network(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
-    """Chaos Mesh present, no leftover chaos of this trial, a running pod in every region."""
+def needs_chaos(plan: TrialPlan) -> bool:
+    """Whether the plan shapes any link or injects any fault (else Chaos Mesh is not needed)."""
+    return any(plan.classes.values()) or bool(plan.faults)
+
+
+def reconcile_chaos(want: list[dict[str, Any]], live: list[dict[str, Any]]) -> tuple[list[Any], bool]:
+    """Actions making the trial's live chaos objects the wanted ones (stale or changed ones deleted first,
+    missing ones applied); whether a wanted name is still being removed (apply it once it is gone)."""
+    wanted = {o["metadata"]["name"]: o for o in want}
+    there = {c["metadata"]["name"]: c for c in live}
+    going = {n for n, c in there.items() if c["metadata"].get("deletionTimestamp")}
+    stale = [c for n, c in there.items() if n not in going and (n not in wanted or not chaos.same(c, wanted[n]))]
+    missing = [o for n, o in wanted.items() if n not in there or (n not in going and not chaos.same(there[n], o))]
+    acts: list[Any] = [*(Delete.of(c) for c in stale), *(Apply(o) for o in missing if o["metadata"]["name"] not in going)]
+    return acts, any(o["metadata"]["name"] in going for o in missing)
+
+
+NETEM_HINT = ("chaos-daemon could not set the tc rules on that pod's node: its kernel may lack netem "
+              "(modprobe sch_netem); chaos-daemon's log has tc's own words")
+
+
+def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    """The plan's WAN applied (any other chaos of this trial removed), then Chaos Mesh's word that every
+    object is injected; an injection Chaos Mesh reports failed fails the trial, saying where and why."""
+    if not needs_chaos(plan):
+        return Decision("VerifyingNetwork", "Injected", "the plan shapes no link: no chaos to inject")
+    first = "wan" not in done(status)
     if not obs.get("chaos_installed", False):
-        return fail_trial("ChaosMeshMissing", "Chaos Mesh CRDs are not installed: install Chaos Mesh first")
-    stale = obs.get("chaos", [])
-    if any(plan.classes.values()) and stale and "wan-injected" not in done(status):
-        # Leftovers would stack with the new rules.
-        return Decision(message=f"removing {len(stale)} leftover chaos objects first",
-                        actions=[Delete.of(c) for c in stale])
-    empty = [r for r in plan.region_names if not obs.get("running_pods", {}).get(r)]
-    if empty:
-        return Decision(message=f"no running pod yet in regions {', '.join(empty)}", wake_s=5)
-    return Decision("Injecting", "NetworkReady",
-                    f"{len(plan.regions)} regions up; {sum(map(len, plan.classes.values()))} link classes to inject")
+        return fail_trial("ChaosMeshMissing", "Chaos Mesh CRDs are not installed: install Chaos Mesh first"
+                          if first else CHAOS_GONE)
+    if first:
+        empty = [r for r in plan.region_names if not obs.get("running_pods", {}).get(r)]
+        if empty:
+            return Decision(message=f"no running pod yet in regions {', '.join(empty)}", wake_s=5)
+    wan = rendered(plan, status, obs).wan
+    acts, going = reconcile_chaos(wan, obs.get("chaos", []))
+    if first or acts or going:
+        said = [Emit("Injecting", f"applying {len(wan)} NetworkChaos objects (the emulated WAN)")] if first else []
+        return Decision(message=f"applying the WAN ({len(acts)} change(s))", status=marked(status, "wan"),
+                        actions=[*acts, *said], wake_s=2)
+    live = {c["metadata"]["name"]: c for c in obs.get("chaos", [])}
+    failed = [(o["metadata"]["name"], why) for o in wan if (why := readiness.chaos_failed(live.get(o["metadata"]["name"])))]
+    if failed:
+        name, why = failed[0]
+        return fail_trial("ChaosFailed", f"Chaos Mesh could not inject {len(failed)} of {len(wan)} WAN objects; "
+                                         f"{name}: {why}" + (f" ({NETEM_HINT})" if "tc" in why else ""))
+    pending = [o["metadata"]["name"] for o in wan if not readiness.chaos_injected(live.get(o["metadata"]["name"]))]
+    if pending:
+        return Decision(message=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}", wake_s=2)
+    return Decision("VerifyingNetwork", "Injected", f"Chaos Mesh reports AllInjected on {len(wan)} objects",
+                    marked(status, "wan-injected"))
 
 
 CHAOS_GONE = ("Chaos Mesh's CRDs went away mid-run: the emulated WAN and any fault are gone, the trial's "
               "results would not measure what it asks; reinstall Chaos Mesh and run the trial again")
 
 
-def injecting(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
-    if obs.get("chaos_installed") is False:
-        return fail_trial("ChaosMeshMissing", CHAOS_GONE)
-    wan = rendered(plan, status, obs).wan
-    if "wan" not in done(status):
-        return Decision(status=marked(status, "wan"), actions=[
-            *(Apply(o) for o in wan), Emit("Injecting", f"applied {len(wan)} NetworkChaos objects (the emulated WAN)")])
-    pending = [o["metadata"]["name"] for o in wan if not obs.get("injected", {}).get(o["metadata"]["name"])]
-    if pending:
-        return Decision(message=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}", wake_s=2)
-    return Decision("Loading", "Injected", f"Chaos Mesh reports AllInjected on {len(wan)} objects",
-                    marked(status, "wan-injected"))
+def verifying_network(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
+    """The lifecycle's network check (plan/lifecycle.py): probe Jobs measure the pairs, their results come
+    back through the results store, and the RTTs must be what the plan asks; off: measured once more,
+    then the trial fails naming the pair, the requested and the measured RTT."""
+    if obs.get("results") is None:
+        why = "no results store to collect the network probes in: the network is not verified"
+        return Decision("Loading", "NetworkNotMeasured", why, actions=[Emit("NetworkNotMeasured", why, "Warning")])
+    check = max(1, int(status.get("networkCheck") or 0))
+    key = f"probe-{check}"
+    pairs = probe_pairs(plan)
+    if key not in done(status):
+        return Decision(message=f"measuring {len(pairs)} pair(s) of regions (measurement {check} of {NETWORK_CHECKS})",
+                        status={**marked(status, key), "networkCheck": check},
+                        actions=[*(Apply(o, o["metadata"]["namespace"]) for o in rendered(plan, status, obs).probes(
+                            check, obs["results"])),
+                                 Emit("VerifyingNetwork", f"measuring the RTT of {len(pairs)} pair(s) of regions")])
+    sources = sorted({a for a, _ in pairs}, key=plan.region_names.index)
+    measured, missing, error = obs.get("probes", ({}, sources, None))
+    broken = [s for s in missing if obs.get("probe_jobs", {}).get(s) in ("failed", "stopped")]
+    if broken:
+        ns = plan.namespace(broken[0])
+        return fail_trial("NetworkNotMeasured", f"the network probe failed in {', '.join(broken)}: "
+                                                f"kubectl logs job/{PROBE}-{check} -n {ns}")
+    if missing:
+        message, events = store_said(f"measuring the network: waiting for the probes of {', '.join(missing[:5])}",
+                                     status, error)
+        return Decision(message=message, actions=list(events), wake_s=3)
+    rows, off = verdict(plan, measured)
+    if off and check < NETWORK_CHECKS:
+        why = f"the network is off by more than max(1 ms, 5 %): {'; '.join(off[:5])}; measuring again"
+        return Decision(message=why, status={"networkCheck": check + 1}, actions=[Emit("NetworkOff", why, "Warning")])
+    if off:
+        return fail_trial(NETWORK_OFF, f"the network measured twice is off by more than max(1 ms, 5 %) on "
+                                       f"{len(off)} of {len(rows)} pair(s): " + "; ".join(off[:5]))
+    worst = max(rows, key=lambda r: abs(r["measured_rtt_ms"] - r["requested_rtt_ms"]))
+    dev = abs(worst["measured_rtt_ms"] - worst["requested_rtt_ms"])
+    return Decision("Loading", "NetworkVerified", f"{len(rows)} pair(s) within max(1 ms, 5 %) of the requested "
+                                                  f"RTT (largest deviation {dev:.2f} ms, {worst['src']}↔{worst['dst']})")
 
 
 def elapsed_s(status: dict[str, Any], now: dt.datetime) -> float | None:
@@ -222,19 +291,14 @@ def chaos_in_force(plan: TrialPlan, r: Rendered, status: dict[str, Any], obs: Ob
     an event as each window begins and ends, and a wake-up at the next change."""
     if not plan.faults:
         return Decision()
-    want = {o["metadata"]["name"]: o for o in r.chaos_at(elapsed)}
-    live = {c["metadata"]["name"]: c for c in obs.get("chaos", [])}
-    going = {n for n, c in live.items() if c["metadata"].get("deletionTimestamp")}
-    stale = [c for n, c in live.items() if n not in going and (n not in want or not chaos.same(c, want[n]))]
-    missing = [o for n, o in want.items() if n not in live or (n not in going and not chaos.same(live[n], o))]
-    acts: list[Any] = [*(Delete.of(c) for c in stale), *(Apply(o) for o in missing if o["metadata"]["name"] not in going)]
+    acts, going = reconcile_chaos(r.chaos_at(elapsed), obs.get("chaos", []))
     now_in = [a.name for a in in_force(plan.faults, elapsed)] if elapsed is not None else []
     was = list(status.get("faultsInForce") or [])
     acts += [Emit("Fault", f"{n} ended") for n in was if n not in now_in]
     acts += [Emit("Fault", f"{n} began") for n in now_in if n not in was]
     nxt = next_change_s(plan.faults, elapsed) if elapsed is not None else None
     wake = max(0.5, nxt - elapsed) if nxt is not None and elapsed is not None else None
-    if any(o["metadata"]["name"] in going for o in missing):
+    if going:
         wake = min(wake or 1.0, 1.0)  # the same name still being removed: apply once it is gone
     return Decision(status={"faultsInForce": now_in} if now_in != was else {}, actions=acts, wake_s=wake)
 
@@ -342,8 +406,8 @@ def namespaces_stuck(status: dict[str, Any], obs: Obs) -> Decision:
 Phase = Callable[[TrialPlan, dict[str, Any], Obs, dt.datetime], Decision]
 PHASES: dict[str, Phase] = {
     "Provisioning": provisioning,
-    "VerifyingNetwork": verifying_network,
     "Injecting": injecting,
+    "VerifyingNetwork": verifying_network,
     "Loading": loading,
     "Collecting": collecting,
     "CleaningUp": cleaning_up,

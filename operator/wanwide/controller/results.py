@@ -104,3 +104,31 @@ def bundles(kube: Kube, plan: TrialPlan, attempt: int,
         keys = [o["Key"] for o in resp.get("Contents", [])]
         (found if any(k.endswith("/manifest.json") for k in keys) else missing).append(r)
     return found, missing, uri, error
+
+
+def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
+           instance: str | None = None) -> tuple[dict[tuple[str, str], list[float]], list[str], str | None]:
+    """The network check's measurement ``check`` as the probe Jobs stored it: (samples per probed pair,
+    sources without a result yet, why the store did not answer or None)."""
+    import json
+
+    from ..runner.config import probe_key
+
+    t = target(kube, plan, instance)
+    if t is None:
+        return {}, list(sources), None
+    s3 = _client(kube, plan, t)
+    measured: dict[tuple[str, str], list[float]] = {}
+    missing, error = [], None
+    for src in sources:
+        key = probe_key(t.prefix, plan.benchmark, plan.id, check, src)
+        try:
+            doc = json.loads(s3.get_object(Bucket=t.bucket, Key=key)["Body"].read())
+        except Exception as e:  # noqa: BLE001 - not there yet, or the store down: keep waiting
+            missing.append(src)
+            if (getattr(e, "response", None) or {}).get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+                error = store_error(e, t)
+            continue
+        for row in doc.get("targets") or []:
+            measured[(src, row["region"])] = [float(x) for x in row.get("samples_ms") or []]
+    return measured, missing, error

@@ -47,6 +47,16 @@ def chaos_injected(obj: dict[str, Any] | None) -> bool:
     return condition(obj, "AllInjected") == "True"
 
 
+def chaos_failed(obj: dict[str, Any] | None) -> str | None:
+    """Why Chaos Mesh could not inject ``obj`` (a Failed event of one of its pods' records), or None."""
+    records = (((obj or {}).get("status") or {}).get("experiment") or {}).get("containerRecords") or []
+    for rec in records:
+        for ev in rec.get("events") or []:
+            if ev.get("type") == "Failed" and ev.get("message"):
+                return f"{rec.get('id', 'a pod')}: {ev['message']}"
+    return None
+
+
 def terminating_why(ns: dict[str, Any]) -> str:
     """What keeps a terminating namespace (its controller's conditions), or ""."""
     conds = (ns.get("status") or {}).get("conditions") or []

@@ -7,9 +7,10 @@ import json
 from typing import Any
 
 from ..api.units import seconds
+from ..plan.lifecycle import probe_pairs, rtt_requested
 from ..plan.runner import Addresses, config_json, runner_config
 from ..plan.trial import TrialPlan
-from ..runner.config import EXIT_UPLOAD, S3Target
+from ..runner.config import EXIT_UPLOAD, ProbeConfig, ProbeTarget, S3Target
 from .common import PLACEHOLDER, meta, obj, svc_host
 from .database import endpoint
 from .keystone import API_PORT, API_SERVICE, memcache_servers, public_url
@@ -69,6 +70,64 @@ def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
 
 
+def _s3_env() -> list[dict[str, Any]]:
+    return [_secret_env("AWS_ACCESS_KEY_ID", RESULTS, "AWS_ACCESS_KEY_ID"),
+            _secret_env("AWS_SECRET_ACCESS_KEY", RESULTS, "AWS_SECRET_ACCESS_KEY")]
+
+
+def runner_pod(plan: TrialPlan, region: str, args: list[str], env: list[dict[str, Any]], config: str,
+               resources: dict[str, Any]) -> dict[str, Any]:
+    """The pod of a Job in the runner's image (Rally, the network probe): restricted, the region's nodes."""
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "securityContext": copy.deepcopy(POD_SECURITY),
+        "containers": [{
+            "name": "runner",
+            "image": plan.runner_image,
+            "args": args,
+            "env": env,
+            "volumeMounts": [{"name": "config", "mountPath": "/etc/wanwide", "readOnly": True},
+                             {"name": "results", "mountPath": RESULTS_DIR}],
+            "resources": resources,
+            "securityContext": copy.deepcopy(CONTAINER_SECURITY),
+        }],
+        "volumes": [{"name": "config", "configMap": {"name": config}}, {"name": "results", "emptyDir": {}}],
+    }
+    sel = plan.node_selector(region)
+    if sel:
+        pod["nodeSelector"] = sel
+    return pod
+
+
+PROBE = "network-probe"
+PROBE_PATH = "/etc/wanwide/probe.json"
+
+
+def probe_jobs(plan: TrialPlan, check: int, results: S3Target) -> list[dict[str, Any]]:
+    """The network check's measurement ``check``: a ConfigMap and a Job per region that probes (the
+    lifecycle's probe pairs, to each destination's Keystone Service, the way the workload crosses the WAN)."""
+    known = targets(plan)
+    by_src: dict[str, list[ProbeTarget]] = {}
+    for src, dst in probe_pairs(plan):
+        host, port = known[(dst, "keystone")]
+        by_src.setdefault(src, []).append(ProbeTarget(region=dst, host=host, port=port,
+                                                      requested_rtt_ms=rtt_requested(plan, (src, dst))))
+    out = []
+    name = f"{PROBE}-{check}"
+    for src, tgts in by_src.items():
+        ns, labels = plan.namespace(src), plan.labels(src, "probe")
+        cfg = ProbeConfig(benchmark=plan.benchmark, trial=plan.id, region=src, check=check, targets=tgts,
+                          results=results)
+        out.append(obj("v1", "ConfigMap", meta(name, ns, labels),
+                       data={"probe.json": cfg.model_dump_json(indent=2)}))
+        pod = runner_pod(plan, src, ["runner", "probe", "--config", PROBE_PATH], _s3_env(), name,
+                         {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}})
+        out.append(obj("batch/v1", "Job", meta(name, ns, labels), spec={
+            "backoffLimit": 1, "activeDeadlineSeconds": 600, "ttlSecondsAfterFinished": 86400,
+            "template": {"metadata": {"labels": labels}, "spec": pod}}))
+    return out
+
+
 def jobs(
     plan: TrialPlan,
     *,
@@ -95,28 +154,9 @@ def jobs(
         env = [
             _secret_env("OS_PASSWORD", CREDENTIALS, "admin-password"),
             _secret_env("DB_ROOT_PASSWORD", CREDENTIALS, "db-root-password"),
-        ]
-        if res is not None:
-            env += [_secret_env("AWS_ACCESS_KEY_ID", RESULTS, "AWS_ACCESS_KEY_ID"),
-                    _secret_env("AWS_SECRET_ACCESS_KEY", RESULTS, "AWS_SECRET_ACCESS_KEY")]
-        pod: dict[str, Any] = {
-            "restartPolicy": "Never",
-            "securityContext": copy.deepcopy(POD_SECURITY),
-            "containers": [{
-                "name": "runner",
-                "image": plan.runner_image,
-                "args": ["runner", "run", "--config", CONFIG_PATH],
-                "env": env,
-                "volumeMounts": [{"name": "config", "mountPath": "/etc/wanwide", "readOnly": True},
-                                 {"name": "results", "mountPath": RESULTS_DIR}],
-                "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
-                "securityContext": copy.deepcopy(CONTAINER_SECURITY),
-            }],
-            "volumes": [{"name": "config", "configMap": {"name": CONFIG}}, {"name": "results", "emptyDir": {}}],
-        }
-        sel = plan.node_selector(r)
-        if sel:
-            pod["nodeSelector"] = sel
+        ] + (_s3_env() if res is not None else [])
+        pod = runner_pod(plan, r, ["runner", "run", "--config", CONFIG_PATH], env, CONFIG,
+                         {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}})
         out.append(obj("batch/v1", "Job", meta(JOB, ns, labels, {"wanwide.io/attempt": str(attempt)}), spec={
             "backoffLimit": 0,
             # measured, not stored (the runner retried through the Collecting timeout): a failure of its own

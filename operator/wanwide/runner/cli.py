@@ -23,6 +23,10 @@ def add_runner_parser(subparsers) -> argparse.ArgumentParser:
     u.add_argument("bundle", help="the bundle directory (holds manifest.json)")
     u.set_defaults(func=cmd_upload)
 
+    pr = sub.add_parser("probe", help="measure the RTT to other regions and store it (the network check's probe Job)")
+    pr.add_argument("--config", required=True, help="probe configuration JSON (wanwide.runner.config.ProbeConfig)")
+    pr.set_defaults(func=cmd_probe)
+
     v = sub.add_parser("validate", help="check a runner config and print it normalised")
     v.add_argument("--config", required=True)
     v.set_defaults(func=cmd_validate)
@@ -39,6 +43,41 @@ def cmd_validate(args) -> int:
         return 2
     print(cfg.model_dump_json(indent=2))
     return 0
+
+
+def cmd_probe(args) -> int:
+    import json
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from .. import timestamps as ts
+    from . import probe
+    from .config import EXIT_CONFIG, EXIT_OK, EXIT_UPLOAD, ProbeConfig
+    from .upload import UploadError, upload_json
+
+    try:
+        cfg = ProbeConfig.model_validate(json.loads(Path(args.config).read_text()))
+    except (OSError, ValueError) as e:
+        print(f"error: probe config {args.config}: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    rows = []
+    for t in cfg.targets:
+        got = probe.samples_ms(t.host, t.port, cfg.samples, cfg.interval_s, cfg.timeout_s)
+        med = sorted(got)[len(got) // 2] if got else None
+        print(f"[probe] {cfg.region}→{t.region} ({t.host}:{t.port}): requested {t.requested_rtt_ms:g} ms, measured "
+              + (f"{med:.2f} ms" if med is not None else "no answer") + f" ({len(got)}/{cfg.samples} answered)",
+              flush=True)
+        rows.append({"region": t.region, "host": t.host, "port": t.port, "requested_rtt_ms": t.requested_rtt_ms,
+                     "samples_ms": got})
+    doc = {"benchmark": cfg.benchmark, "trial": cfg.trial, "source": cfg.region, "check": cfg.check,
+           "method": "tcp-connect", "measured_at": ts.iso(datetime.now(UTC), precise=True), "targets": rows}
+    try:
+        upload_json(doc, cfg.results, cfg.key, log=lambda m: print(f"[probe] {m}", file=sys.stderr, flush=True))
+    except UploadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_UPLOAD
+    print(f"[probe] stored at {cfg.key}", flush=True)
+    return EXIT_OK
 
 
 def cmd_run(args) -> int:

@@ -172,6 +172,38 @@ class RunnerConfig(_Model):
         return names
 
 
+class ProbeTarget(_Model):
+    region: str
+    host: str
+    port: int = Field(ge=1, le=65535)
+    requested_rtt_ms: float = Field(ge=0, description="What the plan asks of this pair (for the log).")
+
+
+class ProbeConfig(_Model):
+    """``wanwide runner probe``: the network check's measurement from one region (the Kubernetes provider's
+    probe Job); its result is a JSON document at :attr:`key` in the results store."""
+
+    benchmark: str
+    trial: str
+    region: str
+    check: int = Field(ge=1, description="Which measurement of the trial's network (a network off is measured again).")
+    targets: list[ProbeTarget]
+    samples: int = Field(20, ge=1, le=1000)
+    interval_s: float = Field(0.05, ge=0)
+    timeout_s: float = Field(1.0, gt=0)
+    results: S3Target
+
+    @property
+    def key(self) -> str:
+        return probe_key(self.results.prefix, self.benchmark, self.trial, self.check, self.region)
+
+
+def probe_key(prefix: str, benchmark: str, trial: str, check: int, region: str) -> str:
+    """Where a probe's result lives: beside the trial's bundles (``_network`` is no region's name)."""
+    return "/".join(p.strip("/") for p in (prefix, benchmark, trial, "_network", f"check-{check}", f"{region}.json")
+                    if p and p.strip("/"))
+
+
 def parse_time(value: str) -> datetime:
     """ISO 8601 to an aware UTC datetime; a naive time is taken as UTC."""
     return parse(value)

@@ -139,6 +139,18 @@ def key_exists(client, bucket: str, key: str) -> bool:
         raise
 
 
+def upload_json(doc: object, target: S3Target, key: str, *, deadline_s: float = 120.0, log=None) -> None:
+    """Put one JSON document at ``key`` (a probe's result: written again when its Job runs again), retrying
+    with back-off for ``deadline_s``; ``UploadError`` naming endpoint and bucket."""
+    import json
+
+    client = s3_client(target.endpoint, target.region, credentials(target))
+    body = json.dumps(doc, indent=1).encode()
+    retry = Retry(deadline=time.monotonic() + deadline_s)
+    _with_retries(f"upload {key} to S3 endpoint {target.endpoint} bucket {target.bucket}",
+                  lambda: client.put_object(Bucket=target.bucket, Key=key, Body=body), retry, log)
+
+
 def upload_bundle(
     bundle_dir: Path,
     target: S3Target,
