@@ -10,6 +10,7 @@ import pytest
 from wanwide.api.benchmark import Timeouts
 from wanwide.controller import trialstate as ts
 from wanwide.kube import helm
+from wanwide.plan.lifecycle import phase_timed_out
 from wanwide.render.keystone import HelmRelease
 
 
@@ -27,9 +28,9 @@ def test_phases_only_move_forward():
 def test_timeout_per_phase():
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     t = Timeouts(injecting="5m")
-    assert not ts.timed_out("Injecting", ts.iso(start), t, start + dt.timedelta(minutes=4))
-    assert ts.timed_out("Injecting", ts.iso(start), t, start + dt.timedelta(minutes=6))
-    assert not ts.timed_out("Succeeded", ts.iso(start), t, start + dt.timedelta(days=9))
+    assert not phase_timed_out("Injecting", ts.iso(start), t, start + dt.timedelta(minutes=4))
+    assert phase_timed_out("Injecting", ts.iso(start), t, start + dt.timedelta(minutes=6))
+    assert not phase_timed_out("Succeeded", ts.iso(start), t, start + dt.timedelta(days=9))
 
 
 def test_scheduling_respects_parallelism_lowest_index_first():

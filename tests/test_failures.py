@@ -11,9 +11,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ForbiddenError, ResourceNotFoundError
 
 from tests.chartdata import fixture_plan
-from wanwide.controller import trialstate
+from wanwide.controller import phases, trialstate
 from wanwide.controller.failures import INTERNAL, internal_error, transient
-from wanwide.controller.phases import cleaning_up
 from wanwide.kube.client import MissingSource
 from wanwide.kube.helm import HelmError
 
@@ -54,7 +53,7 @@ def test_a_bug_cleans_up_first_then_the_trial_fails_with_internal_error_and_the_
     status |= trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, 1, AT)
     assert status["phase"] == "CleaningUp" and status["reason"] == INTERNAL
     # the clean-up ends with the reason and message the bug left (no chaos, no namespaces left)
-    end = cleaning_up(fixture_plan(), status, {"chaos": [], "namespaces": {}}, AT)
+    end = phases.decide(fixture_plan(), status, {"chaos": [], "namespaces": {}}, AT)
     assert (end.phase, end.reason) == ("Failed", INTERNAL) and "TypeError" in end.message
     patch = trialstate.trial_status(status, end.phase, end.reason, end.message, end.status, 1, AT)
     failed = next(c for c in patch["conditions"] if c["type"] == "Failed")

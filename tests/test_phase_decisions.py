@@ -18,6 +18,7 @@ from wanwide.controller.actions import Apply, Decision, Delete, Emit
 from wanwide.controller.benchmark import with_runner_image
 from wanwide.controller.trial import A_PLAN_INPUT, InvalidPlan, plan_input, trial_plan
 from wanwide.kube import readiness
+from wanwide.plan import lifecycle as lc
 from wanwide.plan.lifecycle import probe_pairs, rtt_requested
 from wanwide.plan.load import load_documents
 from wanwide.plan.matrix import expand
@@ -153,11 +154,12 @@ def test_a_failed_render_is_tried_again_and_said():
 
 
 def test_each_phase_times_out_into_cleaning_up():
-    for phase, field in trialstate.PHASE_TIMEOUT.items():
-        limit = trialstate.seconds(getattr(P.spec.timeouts, field))
+    for phase, field in lc.TIMEOUT_FIELD.items():
+        limit = seconds(getattr(P.spec.timeouts, field))
         st = _status(phase, at=T0)
         late = T0 + dt.timedelta(seconds=limit + 1)
-        d = phases.decide(P, st, {"chaos": [{"metadata": {"name": "c"}}]}, late)
+        c = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos", "metadata": {"name": "c", "namespace": "n"}}
+        d = phases.decide(P, st, {"chaos": [c]}, late)
         if phase == "CleaningUp":
             assert (d.phase, d.reason) == ("Failed", "ChaosNotRecovered")
         else:
@@ -522,7 +524,7 @@ def test_a_namespace_stuck_terminating_ends_the_clean_up_at_its_timeout_and_is_n
     st = _status("CleaningUp", outcome="Succeeded")
     d = phases.decide(P, st, obs, T0)
     assert d.phase is None and why in d.message  # within the timeout: waits, and says for what
-    late = T0 + dt.timedelta(seconds=trialstate.seconds(P.spec.timeouts.cleaning_up) + 1)
+    late = T0 + dt.timedelta(seconds=seconds(P.spec.timeouts.cleaning_up) + 1)
     d = phases.decide(P, st, obs, late)
     assert (d.phase, d.reason) == ("Succeeded", "NamespacesStuck")
     assert "ns-r1" in d.message and why in d.message and "results stored" in d.message

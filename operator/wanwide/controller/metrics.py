@@ -10,8 +10,8 @@ from ..api.benchmark import Timeouts
 from ..api.units import seconds
 from ..kube.client import API_REQUESTS
 from ..kube.helm import CHART_ERRORS
+from ..plan.lifecycle import TIMEOUT_FIELD as PHASE_TIMEOUT
 from ..timestamps import parse
-from .trialstate import PHASE_TIMEOUT
 
 TRIALS = Gauge("wanwide_trials", "Trials of a Benchmark by phase (pending, running, succeeded, failed)",
                ["namespace", "benchmark", "phase"])

@@ -5,28 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ..api.benchmark import Timeouts
 from ..api.trial import PHASES, TERMINAL
-from ..api.units import seconds
 from ..plan.lifecycle import run_key
 from ..timestamps import iso, now, parse
-
-PHASE_TIMEOUT = {
-    "Provisioning": "provisioning",
-    "VerifyingNetwork": "verifying_network",
-    "Injecting": "injecting",
-    "Loading": "loading",
-    "Collecting": "collecting",
-    "CleaningUp": "cleaning_up",
-}
-
-
-def timed_out(phase: str, phase_start: str | None, timeouts: Timeouts, at: dt.datetime) -> bool:
-    """Past the phase's timeout (spec.timeouts)."""
-    field = PHASE_TIMEOUT.get(phase)
-    if not field or not phase_start:
-        return False
-    return (at - parse(phase_start)).total_seconds() > seconds(getattr(timeouts, field))
 
 
 def forward(current: str | None, nxt: str) -> bool:
@@ -127,4 +108,4 @@ def to_start(trials: list[dict[str, Any]], parallelism: int) -> list[dict[str, A
 
 
 __all__ = ["PHASES", "TERMINAL", "benchmark_phase", "counts", "forward", "iso", "now", "outcome_conditions", "parse",
-           "set_condition", "timed_out", "to_start", "trial_status"]
+           "set_condition", "to_start", "trial_status"]
