@@ -1,78 +1,97 @@
-"""What the lab does after a failed attempt (plan/lifecycle.py, "what each failure means"); no root needed.
+"""The lab's side of the lifecycle (lab/trial.py) on a fake of its lowest layer (tests/fakelab.py); no root.
 
-The lab's ``_attempts`` loop is driven with a stand-in for its trial runner (the part that deploys,
-shapes and loads): a failed runner is tried again up to ``spec.runner.maxAttempts``; results that were
-measured but not stored fail the trial at once; so does a bug.
+What each failure means is the lifecycle's decision (plan/lifecycle.py): a failed runner is tried again
+on the same deployment, with the WAN as planned and a new start, up to ``spec.runner.maxAttempts``;
+results measured but not stored fail the trial at once; a network off is measured once more, then
+fails the trial; a deployment that cannot be made fails it; a bug fails it at once.
 """
 
 from __future__ import annotations
 
-import io
-
 import yaml
 
+from tests.fakelab import Clock, FakeLab
 from wanwide.lab.procs import LabError
-from wanwide.lab.run import Live, TrialOutcome, _attempts
+from wanwide.lab.run import _group
+from wanwide.lab.trial import LabTrial
 from wanwide.plan.load import load_documents
 from wanwide.plan.trial import plan
 
 TOPOLOGY = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "t"},
-            "spec": {"generate": {"count": 2}}}
-BENCH = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "b"},
-         "spec": {"topologyRef": "t", "runner": {"maxAttempts": 3},
-                  "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token"}]}}}
+            "spec": {"generate": {"count": 3}, "network": {"default": {"rtt": "40ms"}}}}
 
 
-class Runner:
-    """Answers each attempt with the next of ``answers`` (an outcome, or an exception to raise)."""
-
-    def __init__(self, *answers):
-        self.answers, self.calls = list(answers), 0
-        self.live = Live(1, stream=io.StringIO())
-
-    def trial(self, i, p, attempt, dep, shared=False):
-        self.calls += 1
-        a = self.answers.pop(0)
-        if isinstance(a, BaseException):
-            raise a
-        return a, "deployment"
-
-
-def _p():
-    docs = load_documents([yaml.safe_dump_all([TOPOLOGY, BENCH])])
+def _p(**spec):
+    bench = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "b"},
+             "spec": {"topologyRef": "t", "runner": {"maxAttempts": 3},
+                      "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token"}]}, **spec}}
+    docs = load_documents([yaml.safe_dump_all([TOPOLOGY, bench])])
     (b,) = docs.benchmarks
     return plan(b, docs.topology_for(b))[0]
 
 
-def test_a_failed_runner_is_tried_again_until_max_attempts():
-    r = Runner(LabError("runner failed in r2"), LabError("runner failed in r2"), TrialOutcome("t000", "succeeded"))
-    o, _ = _attempts(r, 0, _p(), None, shared=False)  # type: ignore[arg-type]
-    assert r.calls == 3 and o.result == "succeeded" and len(o.earlier_attempts) == 2
-    r = Runner(*(LabError("runner failed in r2") for _ in range(3)))
-    o, _ = _attempts(r, 0, _p(), None, shared=False)  # type: ignore[arg-type]
-    assert r.calls == 3 and o.result == "failed" and len(o.earlier_attempts) == 2
-    assert "Failed" in r.live.stream.getvalue()
+def _run(lab: FakeLab, clock: Clock, p=None) -> tuple[dict, LabTrial]:
+    p = p or _p()
+    lt = LabTrial(lab, p, lambda *a, **k: None, clock=clock.now, sleep=clock.sleep)
+    return lt.run(), lt
+
+
+def _reasons(lt: LabTrial) -> list[str]:
+    return [e["reason"] for e in lt.log]
+
+
+def test_a_trial_runs_every_phase_once():
+    clock = Clock()
+    lab = FakeLab(clock)
+    final, lt = _run(lab, clock)
+    assert final["phase"] == "Succeeded" and final["reason"] == "Completed"
+    assert _reasons(lt) == ["Provisioning", "Injecting", "VerifyingNetwork", "VerifyingNetwork", "Loading",
+                            "Collecting", "CleaningUp", "Succeeded"]
+    assert [c[0] for c in lab.calls].count("deploy") == 1 and lab.deployments == 1
+    assert lt.rows and all(r["ok"] for r in lt.rows)
+
+
+def test_a_failed_runner_is_tried_again_on_the_same_deployment_until_max_attempts():
+    clock = Clock()
+    lab = FakeLab(clock, results={1: {"r1": "failed"}, 2: {"r1": "failed"}})
+    final, lt = _run(lab, clock)
+    assert final["phase"] == "Succeeded" and final["attempt"] == 3
+    assert lab.deployments == 1 and [c[2] for c in lab.calls if c[0] == "start_runners"] == [1, 2, 3]
+    assert _reasons(lt).count("LoadRetry") == 2
+    lab = FakeLab(clock, results={n: {"r1": "failed"} for n in (1, 2, 3)})
+    final, lt = _run(lab, clock)
+    assert (final["phase"], final["reason"]) == ("Failed", "LoadFailed") and "after 3 attempt(s)" in final["outcomeMessage"]
 
 
 def test_results_measured_but_not_stored_fail_the_trial_at_once():
-    unstored = TrialOutcome("t000", "failed", "UploadFailed: results store down; the bundles are kept in /x",
-                            bundles=["/x/b"], final=True)
-    r = Runner(unstored, TrialOutcome("t000", "succeeded"))
-    o, dep = _attempts(r, 0, _p(), None, shared=False)  # type: ignore[arg-type]
-    assert r.calls == 1 and o.result == "failed" and o.reason.startswith("UploadFailed")
-    assert o.bundles == ["/x/b"] and dep == "deployment"  # the deployment serves the next trial
+    clock = Clock()
+    lab = FakeLab(clock, upload_fails=True)
+    final, lt = _run(lab, clock)
+    assert (final["phase"], final["reason"]) == ("Failed", "UploadFailed")
+    assert "kept in /out/bundles" in final["outcomeMessage"]
+    assert [c[0] for c in lab.calls].count("upload") == 1 and [c[0] for c in lab.calls].count("start_runners") == 1
 
 
-def test_a_bug_fails_the_trial_at_once_and_says_so():
-    r = Runner(KeyError("metadata"), TrialOutcome("t000", "succeeded"))
-    o, dep = _attempts(r, 0, _p(), None, shared=False)  # type: ignore[arg-type]
-    assert r.calls == 1 and o.result == "failed" and o.reason.startswith("InternalError: KeyError")
-    assert dep is None
+def test_a_network_off_is_measured_again_then_fails_the_trial_without_a_load():
+    clock = Clock()
+    lab = FakeLab(clock, rtt_factor=0.5)
+    final, lt = _run(lab, clock)
+    assert (final["phase"], final["reason"]) == ("Failed", "NetworkOff")
+    assert "requested 40 ms, measured 20.20 ms" in final["outcomeMessage"]
+    assert final["networkCheck"] == 2 and not [c for c in lab.calls if c[0] == "start_runners"]
+    assert "first_measurement" in lt.rows[0]
 
 
-def test_a_network_measured_off_twice_fails_the_trial_without_another_deployment():
-    from wanwide.lab.run import NetworkOff
+def test_a_deployment_that_cannot_be_made_fails_the_trial():
+    clock = Clock()
+    lab = FakeLab(clock, deploy_fails=LabError("keystone r2 did not answer within 300 s"))
+    final, _ = _run(lab, clock)
+    assert (final["phase"], final["reason"]) == ("Failed", "DeployFailed") and "keystone r2" in final["outcomeMessage"]
 
-    r = Runner(NetworkOff("NetworkOff: r1↔r2: requested 100 ms, measured 51.00 ms"), TrialOutcome("t000", "succeeded"))
-    o, _ = _attempts(r, 0, _p(), None, shared=False)  # type: ignore[arg-type]
-    assert r.calls == 1 and o.result == "failed" and o.reason.startswith("NetworkOff")
+
+def test_a_bug_fails_the_trial_at_once_and_the_group_goes_on(tmp_path):
+    clock = Clock()
+    lab = FakeLab(clock, deploy_fails=KeyError("metadata"), out=tmp_path)
+    p = _p()
+    (o,) = _group(lab, [p], {id(p): 0})  # type: ignore[arg-type]
+    assert o.result == "failed" and o.reason.startswith("InternalError: KeyError")

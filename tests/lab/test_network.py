@@ -46,7 +46,7 @@ def net3(leftovers):
 def within(measure, want: float, tol: float) -> tuple[float, list[list[float]]]:
     """Median of ``measure()`` against ``want``, measured once more when off.
 
-    The same rule as the lab's network check (``lab/run.verify_network``):
+    The same rule as the lifecycle's network check (``plan/lifecycle.verdict``):
     on a virtual machine, steal time delays the user-space shaper now and
     then, and one hiccup is not the network. Returns the last median and
     every sample set for the assertion message.

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.fakelab import Clock, FakeLab
 from tests.plan.specs import TOPOLOGIES, benchmark
 from wanwide.api.units import mbit, ms, pct
-from wanwide.lab import faults as lab_faults
 from wanwide.lab import services as lab
-from wanwide.plan.lifecycle import fault_events, in_force, wan_at
+from wanwide.lab.trial import LabTrial
+from wanwide.plan.lifecycle import ShapeWan, fault_events, in_force, wan_at
 from wanwide.plan.links import OneWay, Pair
 from wanwide.plan.load import load_documents
 from wanwide.plan.runner import Addresses, config_json, runner_config
@@ -129,36 +130,29 @@ def _k8s_links(p: TrialPlan, objs: list[dict[str, Any]]) -> tuple[dict[Pair, One
     return links, cut
 
 
-class RecordingNet:
-    """The lab's links as the fault player leaves them (its lowest layer: set_link)."""
-
-    def __init__(self, p: TrialPlan):
-        self.links = dict(p.links)
-
-    def set_link(self, a: str, b: str, shaping: OneWay) -> None:
-        self.links[(a, b)] = shaping
-
-
 @pytest.mark.parametrize("p", [p for _, p in PLANS if p.faults], ids=[n for n, p in PLANS if p.faults])
 def test_both_providers_shape_the_wan_the_fault_schedule_puts_in_force_at_every_instant(p: TrialPlan) -> None:
-    """After every begin and end of every fault window (plan/lifecycle.py), the lab's links (its fault player
-    on a recording network) and the Chaos Mesh objects the operator wants then (read back out of their
-    selectors) are the WAN in force, overlaps included."""
-    until = 3600.0
-    player = lab_faults.FaultPlayer(RecordingNet(p), p, 0.0, until)  # type: ignore[arg-type]
-    events = fault_events(p.faults, until)
-    assert events == player.schedule
+    """After every begin and end of every fault window (plan/lifecycle.py), the lab's links (its side of
+    the lifecycle carrying out ``ShapeWan`` on a fake of its lowest layer) and the Chaos Mesh objects the
+    operator wants then (read back out of their selectors) are the WAN in force, overlaps included."""
+    clock = Clock()
+    lab = FakeLab(clock)
+    lt = LabTrial(lab, p, lambda *a, **k: None, clock=clock.now, sleep=clock.sleep)
+    lt.dep = lab.deploy(p, None, False, None)
+    events = fault_events(p.faults, 3600.0)
     for w in p.faults:  # every window begins and ends, dropouts once each period
         begins = [e for e in events if e.window == w and e.begins]
         assert begins and len(begins) == len([e for e in events if e.window == w and not e.begins])
         assert begins[0].at_s == (w.start_s + w.every_s if w.every_s else w.start_s)
     for e in events:
-        player.apply(e)
+        lt.act(ShapeWan(e.at_s))
         wan = wan_at(p, in_force(p.faults, e.at_s))
-        assert player.net.links == {pair: wan.effective(pair) for pair in p.links}, (e.name, e.at_s)
+        assert lt.dep.links == {pair: wan.effective(pair) for pair in p.links}, (e.name, e.at_s)
         netem, cut = _k8s_links(p, chaos.at(p, e.at_s))
         assert cut == set(wan.cut), (e.name, e.at_s)
         assert netem == {pair: s for pair, s in wan.links.items() if not s.is_noop}, (e.name, e.at_s)
+    lt.act(ShapeWan(None))
+    assert lt.dep.links == p.links
 
 
 @pytest.mark.parametrize("p", [p for _, p in PLANS], ids=IDS)

@@ -6,16 +6,8 @@ import datetime as dt
 from typing import Any
 
 from ..api.trial import PHASES, TERMINAL
-from ..plan.lifecycle import run_key
+from ..plan.lifecycle import forward, run_key
 from ..timestamps import iso, now, parse
-
-
-def forward(current: str | None, nxt: str) -> bool:
-    """Phases only move forward; a terminal phase never changes."""
-    if current in TERMINAL:
-        return False
-    cur = PHASES.index(current or "Pending")
-    return PHASES.index(nxt) > cur
 
 
 def set_condition(conds: list[dict[str, Any]], ctype: str, status: str, reason: str, message: str,

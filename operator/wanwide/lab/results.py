@@ -44,21 +44,23 @@ def check_results(trials: list[TrialPlan]) -> list[str]:
     return errors
 
 
-def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:
-    """The succeeded bundles of every load region of a trial, or None if any is missing."""
-    found = []
+def succeeded_bundles(out: Path, p: TrialPlan) -> dict[str, Path]:
+    """Load region → its latest succeeded bundle of trial ``p`` (regions without one left out)."""
+    found: dict[str, Path] = {}
     for r in p.load_regions:
-        hits = []
         for m in sorted((bundles_root(out, p) / p.benchmark / p.id / r).glob("attempt-*/manifest.json")):
             try:
                 if json.loads(m.read_text()).get("status", {}).get("result") == "succeeded":
-                    hits.append(m.parent)
+                    found[r] = m.parent
             except (OSError, ValueError):
                 continue
-        if not hits:
-            return None
-        found.append(hits[-1])
     return found
+
+
+def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:
+    """The succeeded bundles of every load region of a trial, or None if any is missing."""
+    found = succeeded_bundles(out, p)
+    return [found[r] for r in p.load_regions] if len(found) == len(p.load_regions) else None
 
 
 def upload(out: Path, p: TrialPlan, bundles: list[Path], say: Callable[[str, str], None]) -> str:

@@ -23,7 +23,8 @@ from typing import Any
 
 from .. import timestamps as ts
 from ..api.units import seconds
-from ..plan.lifecycle import NETWORK_OFF, UPLOAD_FAILED, deployments, probe_pairs, verdict
+from ..plan.lifecycle import deployments
+from ..plan.links import OneWay, Pair
 from ..plan.runner import Addresses, config_json, runner_config
 from ..plan.trial import TrialPlan
 from ..runner.config import RunnerConfig
@@ -31,12 +32,18 @@ from ..runner.contention import OwnProcesses, netns_inode
 from ..runner.run import READY
 from . import netns, paths
 from .deployment import Deployment
-from .faults import FaultPlayer
-from .netns import Network
 from .procs import LabError
 from .quiet import QuietGate, wait_quiet
-from .results import bundles_complete, bundles_root, check_results, drop_interrupted, upload
+from .results import (
+    bundles_complete,
+    bundles_root,
+    check_results,
+    drop_interrupted,
+    succeeded_bundles,
+    upload,
+)
 from .services import Service, Services
+from .trial import LabTrial
 
 ADMIN_PASSWORD = "wanwide-admin"
 DB_PASSWORD = "wanwide-keystone"
@@ -73,26 +80,19 @@ class TrialOutcome:
     earlier_attempts: list[str] = field(default_factory=list)  # why each earlier attempt failed
     bundles: list[str] = field(default_factory=list)
     network: dict[str, Any] = field(default_factory=dict)
-    final: bool = False  # not worth another attempt (plan/lifecycle.py: what each failure means)
 
 
-def verify_network(net: Network, p: TrialPlan, samples: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
-    """The lifecycle's network check (plan/lifecycle.py): the probed pairs' RTT against the request; the
-    pairs off. Pairs found off are measured once more before they count (a scheduling hiccup of the
-    user-space shaper on a busy machine is not the network); both measurements are kept."""
-    measured = {pair: net.measure_rtt(*pair, samples=samples) for pair in probe_pairs(p)}
-    rows, off = verdict(p, measured)
-    if off:
-        again = {(r["src"], r["dst"]): net.measure_rtt(r["src"], r["dst"], samples=samples)
-                 for r in rows if not r["ok"]}
-        second, off = verdict(p, {**measured, **again})
-        rows = [{**b, "first_measurement": {"measured_rtt_ms": a["measured_rtt_ms"], "samples_ms": a["samples_ms"]}}
-                if not a["ok"] else a for a, b in zip(rows, second, strict=True)]
-    return rows, off
+PROBE_SAMPLES = 20
 
 
-class NetworkOff(LabError):
-    """The network measured off twice: the trial fails (plan/lifecycle.py), no other attempt."""
+@dataclass
+class Runners:
+    """One attempt's runner processes (region → process), their logs and the release file."""
+
+    procs: dict[str, subprocess.Popen]
+    logs: Path
+    release: Path
+    regions: list[str]
 
 
 class LabRun:
@@ -106,41 +106,90 @@ class LabRun:
         self.gate = gate or QuietGate()
         self.work = work or Path(os.environ.get("WANWIDE_LAB_WORK", "/var/tmp/wanwide-lab"))
 
-    def trial(self, i: int, p: TrialPlan, attempt: int, dep: Deployment | None,
-              shared: bool = False) -> tuple[TrialOutcome, Deployment | None]:
-        """Run trial ``p`` on ``dep`` (deployed first when None).
+    # ---- LabOps: what the lifecycle's actions come down to on this machine (lab/trial.py) -----------
 
-        Returns the outcome and the deployment, still running when the trial
-        succeeded (the caller closes it after its last trial), else removed.
-        """
+    def deploy(self, p: TrialPlan, dep: Deployment | None, shared: bool, say: Say) -> Deployment:
+        """A deployment for ``p``: ``dep`` re-shaped when it serves it, else new namespaces, links and services."""
         if p.backend == "cockroachdb" and not shutil.which("cockroach"):
             raise LabError("backend cockroachdb needs the Kubernetes provider (or a `cockroach` binary on PATH); "
                            "use mariadb or galera in the lab")
-        say = lambda phase, detail="": self.live.say(i, p, phase, detail)  # noqa: E731
-        ok = False
-        try:
-            dep = self._provision(p, dep, shared, say)
-            rows = self._verify(dep, p, say)
-            self._services(dep, p, say)
-            codes = self._loading(dep, p, attempt, say)
-            dep.trials.append(p.id)
-            failed = [r for r, rc in codes.items() if rc != 0]
-            say("Collecting", "bundles written" + (f"; runner failed in {', '.join(failed)}" if failed else ""))
-            if failed:
-                return TrialOutcome(p.id, "failed", f"runner failed in {', '.join(failed)}"), None
-            found = bundles_complete(self.out, p) or []
-            ok = True  # the deployment is sound: it serves the next trial whatever became of the upload
-            why = upload(self.out, p, found, say)
-            bundles = [str(b) for b in found]
-            if why:
-                return TrialOutcome(p.id, "failed", f"{UPLOAD_FAILED}: {why}; the bundles are kept in "
-                                    f"{bundles_root(self.out, p)} (`wanwide runner upload` sends one later)",
-                                    bundles=bundles, network={"pairs": rows}, final=True), dep
-            return TrialOutcome(p.id, "succeeded", bundles=bundles, network={"pairs": rows}), dep
-        finally:
-            if not ok and dep is not None:
-                say("CleaningUp", f"deployment {dep.id}")
-                dep.close()
+        dep = self._provision(p, dep, shared, say)
+        self._services(dep, p, say)
+        return dep
+
+    def links(self, dep: Deployment) -> dict[Pair, OneWay]:
+        return dep.net.links
+
+    def set_link(self, dep: Deployment, a: str, b: str, shaping: OneWay) -> None:
+        dep.net.set_link(a, b, shaping)
+
+    def measure(self, dep: Deployment, a: str, b: str) -> list[float]:
+        return dep.net.measure_rtt(a, b, samples=PROBE_SAMPLES)
+
+    def record_network(self, dep: Deployment, p: TrialPlan, rows: list[dict[str, Any]]) -> None:
+        # per Benchmark: a file may hold several, whose trial ids (t000…) repeat
+        (self.out / "network" / p.benchmark).mkdir(parents=True, exist_ok=True)
+        (self.out / "network" / p.benchmark / f"{p.id}.json").write_text(json.dumps(
+            {"shaper": dep.net.shaper, "deployment": dep.describe(p), "pairs": rows}, indent=1))
+
+    def start_runners(self, dep: Deployment, p: TrialPlan, attempt: int) -> Runners:
+        logs = self.out / "logs" / p.benchmark / p.id
+        logs.mkdir(parents=True, exist_ok=True)
+        release = logs / f"release-{attempt}.json"
+        release.unlink(missing_ok=True)
+        return Runners(self._start_runners(dep, p, attempt, logs, release), logs, release, p.load_regions)
+
+    def ready(self, runners: Runners) -> bool:
+        return all(_ready(runners.logs / f"runner-{r}.log") or runners.procs[r].poll() is not None
+                   for r in runners.regions)
+
+    def release(self, dep: Deployment, p: TrialPlan, runners: Runners, say: Say) -> datetime:
+        """Every runner is ready (prepared, warmed up): empty the caches, wait for a quiet machine, then
+        release the runners together; that instant is the load start."""
+        for svc in dep.svc.started:
+            if svc.kind == "memcached":
+                dep.svc.flush_memcached(svc)  # the warm-up filled them: every trial starts cache-cold
+        gate = wait_quiet(self.gate, lambda m: say("Loading", m), own=_own_processes(dep, p))
+        now = datetime.now(UTC)
+        tmp = runners.release.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"released_at": ts.iso(now, precise=True), "gate": gate}))
+        tmp.replace(runners.release)
+        for pr in runners.procs.values():
+            if pr.poll() is None:
+                pr.send_signal(signal.SIGUSR1)
+        waited = f"after {gate['waited_s']:.0f}s of quiet-machine gate" if gate.get("waited_s") else "gate off"
+        say("Loading", f"all {len(runners.procs)} runner(s) ready: released together ({waited})")
+        return now
+
+    def poll(self, runners: Runners) -> dict[str, str]:
+        # every runner each time (an ended runner left unreaped is a zombie whose CPU the other regions'
+        # windows cannot place: runner/contention.py)
+        codes = {r: pr.poll() for r, pr in runners.procs.items()}
+        return {r: "running" if rc is None else "complete" if rc == 0 else "failed" for r, rc in codes.items()}
+
+    def progress(self, runners: Runners) -> str:
+        return _last_progress(runners.logs / f"runner-{runners.regions[0]}.log")
+
+    def stop(self, runners: Runners) -> None:
+        for pr in runners.procs.values():
+            if pr.poll() is None:
+                pr.kill()
+                pr.wait(timeout=30)
+
+    def collect(self, p: TrialPlan) -> tuple[list[str], list[str], str]:
+        have = succeeded_bundles(self.out, p)
+        return [r for r in p.load_regions if r in have], [r for r in p.load_regions if r not in have], \
+            str(bundles_root(self.out, p))
+
+    def upload(self, p: TrialPlan, say: Say) -> str:
+        why = upload(self.out, p, bundles_complete(self.out, p) or [], say)
+        return (f"{why}; the bundles are kept in {bundles_root(self.out, p)} (`wanwide runner upload` sends one "
+                "later)") if why else ""
+
+    def close(self, dep: Deployment) -> None:
+        dep.close()
+
+    # ---- the lab's own steps --------------------------------------------------------------------
 
     def _provision(self, p: TrialPlan, dep: Deployment | None, shared: bool, say: Say) -> Deployment:
         if dep is not None:
@@ -149,24 +198,12 @@ class LabRun:
             return dep
         say("Provisioning", f"{len(p.regions)} namespaces, shaper {self.shaper}"
             + (" (a deployment shared by this Benchmark's trials)" if shared else ""))
-        net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False, shapeable=shared,
-                          benchmark=p.benchmark)
+        # links a later trial or a fault window re-shapes go through the shaper from the start
+        net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False,
+                          shapeable=shared or bool(p.faults), benchmark=p.benchmark)
         run_dir = self.work / f"{p.benchmark}-{net.tag}"
         net.state.add_dir(run_dir)  # data, keys, service logs: removed with the network
         return Deployment(net, Services(net, run_dir), {}, {}, shared)
-
-    def _verify(self, dep: Deployment, p: TrialPlan, say: Say) -> list[dict[str, Any]]:
-        """Measure every pair's RTT, record it, and refuse a network that is off."""
-        rows, off = verify_network(dep.net, p)
-        # per Benchmark: a file may hold several, whose trial ids (t000…) repeat
-        (self.out / "network" / p.benchmark).mkdir(parents=True, exist_ok=True)
-        (self.out / "network" / p.benchmark / f"{p.id}.json").write_text(json.dumps(
-            {"shaper": dep.net.shaper, "deployment": dep.describe(p), "pairs": rows}, indent=1))
-        say("VerifyingNetwork", f"{len(rows)} pairs measured; shaper {dep.net.shaper}")
-        if off:
-            raise NetworkOff(f"{NETWORK_OFF}: emulated network off by more than max(1 ms, 5 %), measured twice: "
-                           + "; ".join(off))
-        return rows
 
     def _services(self, dep: Deployment, p: TrialPlan, say: Say) -> None:
         if dep.ks:
@@ -174,11 +211,6 @@ class LabRun:
         dep.db = self._database(dep.svc, p)
         dep.galera_dynamic = p.database.galera_dynamic
         dep.ks = self._keystones(dep.svc, p, dep.db, say)
-
-    def _loading(self, dep: Deployment, p: TrialPlan, attempt: int, say: Say) -> dict[str, int]:
-        say("Loading", f"Rally in {', '.join(p.load_regions)} ({p.load} load)"
-            + ("; warm-up first (new deployment)" if not dep.trials and p.spec.workload.warmup.times else ""))
-        return self._load(dep, p, attempt, say)
 
     def _database(self, svc: Services, p: TrialPlan) -> dict[str, Service]:
         """Region → the database endpoint its Keystone uses."""
@@ -248,62 +280,6 @@ class LabRun:
                                         stdout=fh, stderr=subprocess.STDOUT)
         return procs
 
-    def _release(self, dep: Deployment, p: TrialPlan, procs: dict[str, subprocess.Popen], release: Path,
-                 say: Say) -> FaultPlayer:
-        """Every runner is ready (prepared, warmed up): empty the caches, wait for a quiet machine,
-        then release the runners together and start the fault timeline at that instant."""
-        for svc in dep.svc.started:
-            if svc.kind == "memcached":
-                dep.svc.flush_memcached(svc)  # the warm-up filled them: every trial starts cache-cold
-        gate = wait_quiet(self.gate, lambda m: say("Loading", m), own=_own_processes(dep, p))
-        now = datetime.now(UTC)
-        tmp = release.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"released_at": ts.iso(now, precise=True), "gate": gate}))
-        tmp.replace(release)
-        for pr in procs.values():
-            if pr.poll() is None:
-                pr.send_signal(signal.SIGUSR1)
-        player = FaultPlayer(dep.net, p, now.timestamp(), until_s=seconds(p.spec.timeouts.loading))
-        player.start()
-        waited = f"after {gate['waited_s']:.0f}s of quiet-machine gate" if gate.get("waited_s") else "gate off"
-        say("Loading", f"all {len(procs)} runner(s) ready: released together ({waited})")
-        return player
-
-    def _load(self, dep: Deployment, p: TrialPlan, attempt: int, say: Say) -> dict[str, int]:
-        """Start a runner per load region, release them together, follow the first one's progress."""
-        logs = self.out / "logs" / p.benchmark / p.id
-        logs.mkdir(parents=True, exist_ok=True)
-        release = logs / f"release-{attempt}.json"
-        release.unlink(missing_ok=True)
-        procs = self._start_runners(dep, p, attempt, logs, release)
-        budget = seconds(p.spec.timeouts.loading)
-        t0 = time.monotonic()
-        last = ""
-        player: FaultPlayer | None = None
-        try:
-            # poll every runner each round (not any(), which stops at the first still running): an
-            # ended runner left unreaped is a zombie whose CPU the other regions' windows cannot
-            # place (runner/contention.py)
-            while [pr for pr in procs.values() if pr.poll() is None]:
-                if player is None and all(_ready(logs / f"runner-{r}.log") or procs[r].poll() is not None
-                                          for r in p.load_regions):
-                    player = self._release(dep, p, procs, release, say)
-                if time.monotonic() - t0 > budget:
-                    for pr in procs.values():
-                        pr.kill()
-                    raise LabError(f"load took longer than spec.timeouts.loading ({p.spec.timeouts.loading})")
-                line = _last_progress(logs / f"runner-{p.load_regions[0]}.log")
-                if line and line != last:
-                    say("Loading", line)
-                    last = line
-                time.sleep(2)
-        finally:
-            if player is not None:
-                player.stop_flag.set()
-                player.join(timeout=30)
-        return {r: pr.returncode for r, pr in procs.items()}
-
-
 _VERSIONS: dict[str, str] = {}
 
 
@@ -347,33 +323,6 @@ def _last_progress(path: Path) -> str:
     return lines[-1][len("[runner] "):][:150] if lines else ""
 
 
-def _attempts(runner: LabRun, i: int, p: TrialPlan, dep: Deployment | None,
-              shared: bool) -> tuple[TrialOutcome, Deployment | None]:
-    """Run a trial up to ``runner.maxAttempts`` times; each retry on a new deployment."""
-    attempts = p.spec.runner.max_attempts
-    earlier: list[str] = []
-    for attempt in range(1, attempts + 1):
-        try:
-            o, dep = runner.trial(i, p, attempt, dep, shared=shared)
-        except LabError as e:
-            o, dep = TrialOutcome(p.id, "failed", str(e)[:2000], final=isinstance(e, NetworkOff)), None
-        except Exception as e:  # a bug: this trial fails at once (trying again runs the same code), the others run
-            traceback.print_exc()
-            o, dep = TrialOutcome(p.id, "failed", f"InternalError: {type(e).__name__}: {e} (a bug in wanwide: "
-                                  "the traceback is above; please report it)", final=True), None
-        if o.result == "succeeded":
-            break
-        last = attempt == attempts or o.final
-        if not last:
-            earlier.append(f"attempt {attempt}: {o.reason}")
-        runner.live.say(i, p, "Failed" if last else "Retrying",
-                        f"attempt {attempt}/{attempts}: {o.reason[:300]}" + ("" if last else "; on a new deployment"))
-        if last:
-            break
-    o.earlier_attempts = earlier
-    return o, dep
-
-
 def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> list[TrialOutcome]:
     """The trials of one deployment group, skipping those whose bundles are already complete."""
     outcomes, todo = [], []
@@ -390,15 +339,44 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> 
             todo.append(p)
     dep: Deployment | None = None
     try:
-        for p in todo:
-            o, dep = _attempts(runner, position[id(p)], p, dep, shared=len(todo) > 1)
+        for k, p in enumerate(todo):
+            i = position[id(p)]
+            lt = LabTrial(runner, p, lambda phase, detail="", i=i, p=p: runner.live.say(i, p, phase, detail),
+                          events_dir=runner.out / "events" / p.benchmark, dep=dep, shared=len(todo) > 1,
+                          keep=k + 1 < len(todo))
+            try:
+                final = lt.run()
+            except Exception as e:  # a bug: this trial fails at once (trying again runs the same code), the others run
+                traceback.print_exc()
+                for r in lt.runners.values():
+                    runner.stop(r)
+                if lt.dep is not None:
+                    lt.dep.close()
+                final = {"phase": "Failed", "reason": "InternalError",
+                         "outcomeMessage": f"{type(e).__name__}: {e} (a bug in wanwide: the traceback is above; "
+                                           "please report it)"}
+                lt.dep = None
+            dep = lt.dep
+            o = outcome(p, final, lt, runner.out)
+            if dep is not None and o.result == "succeeded":
+                dep.trials.append(p.id)
             outcomes.append(o)
-            runner.live.say(position[id(p)], p, o.result.capitalize())
+            runner.live.say(i, p, o.result.capitalize(), o.reason[:300])
     finally:
         if dep is not None:
             runner.live.say(position[id(todo[-1])], todo[-1], "CleaningUp", f"deployment {dep.id}")
             dep.close()
     return outcomes
+
+
+def outcome(p: TrialPlan, final: dict[str, Any], lt: LabTrial, out: Path) -> TrialOutcome:
+    """What trials.json records of a trial that ended."""
+    ok = final.get("phase") == "Succeeded"
+    reason = "" if ok else f"{final.get('reason') or 'Failed'}: {final.get('outcomeMessage') or final.get('message') or ''}"
+    earlier = [f"attempt {e['attempt']}: {e['message']}" for e in lt.log if e["reason"] == "LoadRetry"]
+    return TrialOutcome(p.id, "succeeded" if ok else "failed", reason, earlier_attempts=earlier,
+                        bundles=[str(b) for b in bundles_complete(out, p) or []],
+                        network={"pairs": getattr(lt, "rows", [])})
 
 
 def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], report: bool) -> int:

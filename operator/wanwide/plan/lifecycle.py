@@ -296,6 +296,8 @@ class Seen:
     runners: dict[str, str] = field(default_factory=dict)  # Loading: region → missing|running|complete|failed|stopped
     store_error: str | None = None  # the results store does not answer (why)
     bundles: tuple[list[str], list[str], str] | None = None  # Collecting: (found, missing, URI)
+    stored: bool = True  # the bundles are where the plan says (the lab uploads them from the host)
+    upload_failed: str | None = None  # they could not be stored (why)
     cleaned: Progress = Progress()  # CleaningUp: chaos and, as spec.cleanup says, the deployment gone
     chaos_left: int = 0  # chaos objects still there (CleaningUp)
 
@@ -334,6 +336,11 @@ class StopRunners:
 
 
 @dataclass(frozen=True)
+class Collect:
+    """Store the bundles where the plan says, if the runners did not (the lab uploads from the host)."""
+
+
+@dataclass(frozen=True)
 class CleanUp:
     """Remove the trial's chaos first, then what spec.cleanup says."""
 
@@ -347,7 +354,7 @@ class Event:
     type: str = "Normal"
 
 
-LifecycleAction = Deploy | ShapeWan | Measure | StartRunners | StopRunners | CleanUp | Event
+LifecycleAction = Deploy | ShapeWan | Measure | StartRunners | StopRunners | Collect | CleanUp | Event
 
 
 @dataclass
@@ -360,6 +367,15 @@ class Step:
     status: Status = field(default_factory=dict)  # fields to record
     actions: list[LifecycleAction] = field(default_factory=list)
     wake_s: float | None = None
+
+
+def forward(current: str | None, nxt: str) -> bool:
+    """Phases only move forward; a terminal phase never changes."""
+    from ..api.trial import PHASES, TERMINAL
+
+    if current in TERMINAL:
+        return False
+    return PHASES.index(nxt) > PHASES.index(current or "Pending")
 
 
 def done(status: Status) -> set[str]:
@@ -531,11 +547,15 @@ def store_said(message: str, status: Status, error: str | None) -> tuple[str, li
 
 
 def collecting(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
+    if seen.upload_failed:
+        return fail(UPLOAD_FAILED, seen.upload_failed)
     found, missing, uri = seen.bundles or ([], list(plan.load_regions), "")
     if missing:
         message, said = store_said(f"waiting for result bundles of {', '.join(missing)} in {uri}", status,
                                    seen.store_error)
-        return Step(message=message, actions=said, wake_s=5)
+        return Step(message=message, actions=[Collect(), *said], wake_s=5)
+    if not seen.stored:
+        return Step(message=f"storing {len(found)} bundle(s)", actions=[Collect()], wake_s=0)
     return Step("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}", {"resultsURI": uri, "outcome": "Succeeded"})
 
 
