@@ -3,7 +3,7 @@
 Links live in a dict; a probe between two regions measures what the links in force give (both
 one-way delays, times ``rtt_factor``; nothing through a cut); runners are released at once and
 finish ``run_s`` after their start, each as ``results`` says (attempt → region → complete | failed);
-bundles appear for the runners that completed; an upload fails when asked to. Every call is
+bundles appear for the runners that completed; their upload fails when asked to (``stopped``). Every call is
 recorded. Nothing here decides: the lifecycle does, through the real :class:`wanwide.lab.trial.LabTrial`.
 """
 
@@ -48,6 +48,7 @@ class FakeRunners:
     regions: list[str]
     started: datetime | None = None
     stopped: bool = False
+    store_error: str | None = None
 
 
 class FakeLab:
@@ -86,6 +87,21 @@ class FakeLab:
         self.calls.append(("set_link", self._at(), a, b, shaping))
         dep.links[(a, b)] = shaping
 
+    def wan_trace(self, p: TrialPlan) -> list[tuple]:
+        """The WAN's changes as (seconds from the attempt's load start, attempt, links unlike the plan's)."""
+        state, out, last = dict(p.links), [], ()
+        for t in sorted({c[1] for c in self.calls if c[0] == "set_link"}):
+            for c in self.calls:
+                if c[0] == "set_link" and c[1] == t:
+                    state[(c[2], c[3])] = c[4]
+            diff = tuple(sorted((pair, s) for pair, s in state.items() if s != p.links[pair]))
+            if diff != last:
+                started = [r for r in self.runner_sets if r.started and (r.started - T0).total_seconds() <= t]
+                rel = round(t - (started[-1].started - T0).total_seconds(), 3) if started else None
+                out.append((rel, started[-1].attempt if started else None, diff))
+                last = diff
+        return out
+
     def measure(self, dep: FakeDep, a: str, b: str) -> list[float]:
         there, back = dep.links[(a, b)], dep.links[(b, a)]
         if there.loss_pct >= 100 or back.loss_pct >= 100:
@@ -114,6 +130,9 @@ class FakeLab:
         if (self.clock.now() - runners.started).total_seconds() < self.run_s:
             return dict.fromkeys(runners.regions, "running")
         out = {r: self.results.get(runners.attempt, {}).get(r, "complete") for r in runners.regions}
+        if self.upload_fails:  # measured; the store does not answer: kept locally
+            out = {r: "stopped" if s == "complete" else s for r, s in out.items()}
+            runners.store_error = "upload failed: results store unreachable; the bundle is kept in /out/bundles"
         self.bundles |= {r for r, s in out.items() if s == "complete"}
         return out
 
@@ -126,11 +145,6 @@ class FakeLab:
     def collect(self, p: TrialPlan) -> tuple[list[str], list[str], str]:
         return ([r for r in p.load_regions if r in self.bundles], [r for r in p.load_regions if r not in self.bundles],
                 "/out/bundles")
-
-    def upload(self, p: TrialPlan, say: Any) -> str:
-        self.calls.append(("upload", self._at()))
-        return "upload failed: results store unreachable; the bundles are kept in /out/bundles" if self.upload_fails \
-            else ""
 
     def close(self, dep: FakeDep) -> None:
         dep.closed = True

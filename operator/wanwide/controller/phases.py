@@ -300,8 +300,6 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
                                                 f"start at {status['loadStartAt']}")]
         elif isinstance(a, lc.StopRunners):
             out.actions += [Delete("batch/v1", "Job", JOB, plan.namespace(x)) for x in plan.load_regions]
-        elif isinstance(a, lc.Collect):
-            pass  # the runners store their own bundles
         elif isinstance(a, lc.CleanUp):
             out.actions += cleanup or []
         elif isinstance(a, lc.Event):

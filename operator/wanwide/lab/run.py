@@ -87,12 +87,16 @@ PROBE_SAMPLES = 20
 
 @dataclass
 class Runners:
-    """One attempt's runner processes (region → process), their logs and the release file."""
+    """One attempt's runner processes (region → process), their logs and the release file, which of their
+    bundles are stored (region → stored or not), and why the last one could not be."""
 
     procs: dict[str, subprocess.Popen]
     logs: Path
     release: Path
     regions: list[str]
+    plan: TrialPlan
+    stored: dict[str, bool] = field(default_factory=dict)
+    store_error: str | None = None
 
 
 class LabRun:
@@ -137,7 +141,7 @@ class LabRun:
         logs.mkdir(parents=True, exist_ok=True)
         release = logs / f"release-{attempt}.json"
         release.unlink(missing_ok=True)
-        return Runners(self._start_runners(dep, p, attempt, logs, release), logs, release, p.load_regions)
+        return Runners(self._start_runners(dep, p, attempt, logs, release), logs, release, p.load_regions, p)
 
     def ready(self, runners: Runners) -> bool:
         return all(_ready(runners.logs / f"runner-{r}.log") or runners.procs[r].poll() is not None
@@ -162,10 +166,26 @@ class LabRun:
         return now
 
     def poll(self, runners: Runners) -> dict[str, str]:
+        """Each region's runner: running, failed, or done once its bundle is stored (``results.s3`` from the
+        host: the regions' namespaces do not reach it), ``stopped`` when that failed (its bundle kept)."""
         # every runner each time (an ended runner left unreaped is a zombie whose CPU the other regions'
         # windows cannot place: runner/contention.py)
         codes = {r: pr.poll() for r, pr in runners.procs.items()}
-        return {r: "running" if rc is None else "complete" if rc == 0 else "failed" for r, rc in codes.items()}
+        for r, rc in codes.items():
+            if rc == 0 and r not in runners.stored:
+                why = self._store(runners.plan, r)
+                runners.stored[r] = not why
+                runners.store_error = why or runners.store_error
+        return {r: "running" if rc is None else "failed" if rc != 0 else "complete" if runners.stored[r] else "stopped"
+                for r, rc in codes.items()}
+
+    def _store(self, p: TrialPlan, region: str) -> str:
+        """Upload one region's bundle to results.s3 (if any); "" or why it failed."""
+        b = succeeded_bundles(self.out, p).get(region)
+        if b is None:
+            return ""
+        why = upload(self.out, p, [b], lambda *_: None)
+        return (f"{why}; the bundle is kept in {b} (`wanwide runner upload` sends it later)") if why else ""
 
     def progress(self, runners: Runners) -> str:
         return _last_progress(runners.logs / f"runner-{runners.regions[0]}.log")
@@ -180,11 +200,6 @@ class LabRun:
         have = succeeded_bundles(self.out, p)
         return [r for r in p.load_regions if r in have], [r for r in p.load_regions if r not in have], \
             str(bundles_root(self.out, p))
-
-    def upload(self, p: TrialPlan, say: Say) -> str:
-        why = upload(self.out, p, bundles_complete(self.out, p) or [], say)
-        return (f"{why}; the bundles are kept in {bundles_root(self.out, p)} (`wanwide runner upload` sends one "
-                "later)") if why else ""
 
     def close(self, dep: Deployment) -> None:
         dep.close()

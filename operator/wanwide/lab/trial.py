@@ -2,12 +2,12 @@
 
 The lab decides nothing the operator would decide otherwise: :class:`LabTrial` asks the lifecycle for
 each step and translates its actions into the lab's own operations, which :class:`LabOps` names (the
-lowest layer: deploy, shape a link, measure, start, release, poll and stop runners, collect, upload,
-close). ``Deploy`` builds (or re-shapes, for a deployment shared with the trial before) namespaces,
+lowest layer: deploy, shape a link, measure, start, release, poll and stop runners, collect, close). ``Deploy`` builds (or re-shapes, for a deployment shared with the trial before) namespaces,
 links, the database and the Keystones; ``ShapeWan`` sets every link to the WAN in force;
 ``Measure`` runs the one probe between the pairs the lifecycle names; ``StartRunners`` starts the
 runners and, once all are ready and the machine is quiet, releases them together and records that
-instant as the load start; ``CleanUp`` stops what runs and closes the deployment unless it serves the
+instant as the load start (a runner is complete once its bundle is stored: the lab stores it from the
+host, ``stopped`` when that fails); ``CleanUp`` stops what runs and closes the deployment unless it serves the
 next trial. Every phase change and event goes to the trial's event log (``events/<benchmark>/<trial>.jsonl``).
 """
 
@@ -41,11 +41,10 @@ class LabOps(Protocol):
     def start_runners(self, dep: Any, p: TrialPlan, attempt: int) -> Any: ...  # a handle on them
     def ready(self, runners: Any) -> bool: ...  # all prepared (or ended): the load may start
     def release(self, dep: Any, p: TrialPlan, runners: Any, say: Say) -> datetime: ...  # the load start
-    def poll(self, runners: Any) -> dict[str, str]: ...  # region → running | complete | failed
+    def poll(self, runners: Any) -> dict[str, str]: ...  # region → running | complete | failed | stopped
     def progress(self, runners: Any) -> str: ...
     def stop(self, runners: Any) -> None: ...
     def collect(self, p: TrialPlan) -> tuple[list[str], list[str], str]: ...  # (found, missing, where)
-    def upload(self, p: TrialPlan, say: Say) -> str: ...  # "" or why the upload failed
     def record_network(self, dep: Any, p: TrialPlan, rows: list[dict[str, Any]]) -> None: ...
     def close(self, dep: Any) -> None: ...
 
@@ -63,14 +62,13 @@ class LabTrial:
     keep: bool = False  # the deployment serves the next trial: not closed at a successful end
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     sleep: Callable[[float], None] = time.sleep
+    poll_s: float = 2.0  # look at least this often (runners, the load's progress)
     status: dict[str, Any] = field(default_factory=dict)
     log: list[dict[str, Any]] = field(default_factory=list)  # the lifecycle's event log
     runners: dict[int, Any] = field(default_factory=dict)  # attempt → its runners
     measured: dict[int, dict[Pair, list[float]]] = field(default_factory=dict)  # check → samples per pair
     rows: list[dict[str, Any]] = field(default_factory=list)  # the last measurement against the plan
     deploy_error: str | None = None
-    upload_error: str | None = None
-    uploaded: bool = False
     released: set[int] = field(default_factory=set)
 
     # ---- observe ------------------------------------------------------------------------------
@@ -91,9 +89,11 @@ class LabTrial:
             return lc.Seen(network=self.measured.get(check))
         if phase == "Loading":
             n = lc.attempt_of(st)
-            return lc.Seen(runners=self.ops.poll(self.runners[n]) if n in self.runners else {})
+            if n not in self.runners:
+                return lc.Seen()
+            return lc.Seen(runners=self.ops.poll(self.runners[n]), store_error=getattr(self.runners[n], "store_error", None))
         if phase == "Collecting":
-            return lc.Seen(bundles=self.ops.collect(self.p), stored=self.uploaded, upload_failed=self.upload_error)
+            return lc.Seen(bundles=self.ops.collect(self.p))
         if phase == "CleaningUp":
             return lc.Seen(cleaned=lc.Progress(done="cleaned" in lc.done(st)))
         return lc.Seen()
@@ -144,12 +144,6 @@ class LabTrial:
             if a.attempt in self.runners:
                 self.ops.stop(self.runners[a.attempt])
             return {}
-        if isinstance(a, lc.Collect):
-            if not self.uploaded and not self.upload_error:
-                why = self.ops.upload(self.p, self.say)
-                self.upload_error = why or None
-                self.uploaded = not why
-            return {}
         if isinstance(a, lc.CleanUp):
             for r in self.runners.values():
                 self.ops.stop(r)
@@ -185,9 +179,10 @@ class LabTrial:
         while self.status["phase"] not in TERMINAL:
             now = self.clock()
             step = lc.decide(self.p, self.status, self.seen(), now)
+            patches = [self.act(a) for a in step.actions]  # in the state the step was decided in (its events too)
             self.status |= step.status
-            for a in step.actions:
-                self.status |= self.act(a)
+            for patch in patches:
+                self.status |= patch
             if step.message:
                 self.status["message"] = step.message
             if step.phase and lc.forward(self.status["phase"], step.phase):
@@ -204,6 +199,6 @@ class LabTrial:
                 if line and line != last_progress:
                     self.say("Loading", line)
                     last_progress = line
-            wake = step.wake_s if step.wake_s is not None else 2.0
-            self.sleep(max(0.0, min(wake, 2.0)))
+            wake = step.wake_s if step.wake_s is not None else self.poll_s
+            self.sleep(max(0.0, min(wake, self.poll_s)))
         return self.status

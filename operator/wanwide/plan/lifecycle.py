@@ -17,10 +17,10 @@ What lives here, and nowhere else:
   be within max(1 ms, 5 %) of the requested one (:func:`verdict`); a network found off is measured
   once more, then the trial fails (``NetworkOff``) naming the pair, requested and measured RTT.
 - **What each failure means.** A runner that fails (Rally, its set-up, a crash) fails the attempt: the
-  load is tried again up to ``spec.runner.maxAttempts`` (``LoadFailed`` after the last). Results that
-  were measured but could not be stored (the runner retried through ``spec.timeouts.collecting``) fail
-  the trial at once with ``UploadFailed``: measuring again would not make the store answer; the
-  message says where the bundles are kept.
+  load is tried again up to ``spec.runner.maxAttempts`` (``LoadFailed`` after the last). A runner is
+  done once its bundle is stored; results that were measured but could not be stored (retried through
+  ``spec.timeouts.collecting``) fail the trial at once with ``UploadFailed``: measuring again would not
+  make the store answer; the message says where the bundles are kept.
 - **The run order, and which trials share a deployment.** Trials run in the plan's order
   (``spec.matrix.order``: interleaved rounds, each shuffled from the recorded seed). A provider that
   can re-shape a running deployment (the lab) serves one *round* (a repetition of every point) per
@@ -296,8 +296,6 @@ class Seen:
     runners: dict[str, str] = field(default_factory=dict)  # Loading: region → missing|running|complete|failed|stopped
     store_error: str | None = None  # the results store does not answer (why)
     bundles: tuple[list[str], list[str], str] | None = None  # Collecting: (found, missing, URI)
-    stored: bool = True  # the bundles are where the plan says (the lab uploads them from the host)
-    upload_failed: str | None = None  # they could not be stored (why)
     cleaned: Progress = Progress()  # CleaningUp: chaos and, as spec.cleanup says, the deployment gone
     chaos_left: int = 0  # chaos objects still there (CleaningUp)
 
@@ -336,11 +334,6 @@ class StopRunners:
 
 
 @dataclass(frozen=True)
-class Collect:
-    """Store the bundles where the plan says, if the runners did not (the lab uploads from the host)."""
-
-
-@dataclass(frozen=True)
 class CleanUp:
     """Remove the trial's chaos first, then what spec.cleanup says."""
 
@@ -354,7 +347,7 @@ class Event:
     type: str = "Normal"
 
 
-LifecycleAction = Deploy | ShapeWan | Measure | StartRunners | StopRunners | Collect | CleanUp | Event
+LifecycleAction = Deploy | ShapeWan | Measure | StartRunners | StopRunners | CleanUp | Event
 
 
 @dataclass
@@ -514,8 +507,9 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
     shape: list[LifecycleAction] = [ShapeWan(elapsed)] if plan.faults else []
     unstored = [r for r in failed if states.get(r) == "stopped"]
     if unstored:
-        return fail(UPLOAD_FAILED, f"Rally ran in {', '.join(unstored)} but its results could not be stored in "
-                                   f"spec.timeouts.collecting ({plan.spec.timeouts.collecting}); see the runner's log",
+        why = f": {seen.store_error}" if seen.store_error else "; see the runner's log"
+        return fail(UPLOAD_FAILED, f"Rally ran in {', '.join(unstored)} but its results could not be stored within "
+                                   f"spec.timeouts.collecting ({plan.spec.timeouts.collecting}){why}",
                     fstatus, [*shape, *fevents])
     if failed and after_runner_failure(n, plan.spec.runner.max_attempts) is None:
         # a retry replays everything from the load on: the plan's WAN (ShapeWan(None)), a new start, and the
@@ -547,15 +541,11 @@ def store_said(message: str, status: Status, error: str | None) -> tuple[str, li
 
 
 def collecting(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
-    if seen.upload_failed:
-        return fail(UPLOAD_FAILED, seen.upload_failed)
     found, missing, uri = seen.bundles or ([], list(plan.load_regions), "")
     if missing:
         message, said = store_said(f"waiting for result bundles of {', '.join(missing)} in {uri}", status,
                                    seen.store_error)
-        return Step(message=message, actions=[Collect(), *said], wake_s=5)
-    if not seen.stored:
-        return Step(message=f"storing {len(found)} bundle(s)", actions=[Collect()], wake_s=0)
+        return Step(message=message, actions=said, wake_s=5)
     return Step("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}", {"resultsURI": uri, "outcome": "Succeeded"})
 
 
