@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
-from wanwide.runner import contention as c  # noqa: E402
+from wanwide.pipeline.runner import contention as c  # noqa: E402
 
 BUSY = "import time\nwhile True: pass"
 

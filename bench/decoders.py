@@ -132,9 +132,9 @@ def run_candidate(name: str, root: Path) -> dict:
     files = _files(root)
     t0 = time.perf_counter()
     if name in ("orjson+loop", "json+loop"):
-        from wanwide.results import sources
-        from wanwide.results.ingest import discover
-        from wanwide.results.reference import reference_frame
+        from wanwide.pipeline.results import sources
+        from wanwide.pipeline.results.ingest import discover
+        from wanwide.pipeline.results.reference import reference_frame
 
         if name == "json+loop":
             sources._orjson = None
@@ -148,7 +148,7 @@ def run_candidate(name: str, root: Path) -> dict:
             rows += sum(len(w["data"]) for t in data["tasks"] for s in t["subtasks"] for w in s["workloads"])
             del data
     elif name == "msgspec decode":
-        from wanwide.results.decode import decode
+        from wanwide.pipeline.results.decode import decode
 
         rows = 0
         for f in files:
@@ -156,7 +156,7 @@ def run_candidate(name: str, root: Path) -> dict:
             rows += sum(len(w.data) for t in r.tasks for s in t.subtasks for w in s.workloads)
             del r
     elif name.startswith("msgspec+columns"):
-        from wanwide.results.ingest import ingest_paths
+        from wanwide.pipeline.results.ingest import ingest_paths
 
         rows = len(ingest_paths([root], workers=1 if name.endswith("×1") else None))
     elif name == "duckdb":

@@ -68,7 +68,7 @@ def _iterations(n: int, actions, rng: random.Random, t0: float) -> list[dict]:
 
 def generate(root: Path, iterations: int, bundles: int, seed: int = 1) -> None:
     sys.path.insert(0, str(REPO / "operator"))
-    from wanwide.runner.bundle import (
+    from wanwide.pipeline.runner.bundle import (
         KeystoneInfo,
         Manifest,
         Status,
@@ -115,9 +115,9 @@ def _cpu_s() -> float:
 
 
 def measure_ingest(root: Path, impl: str, json_lib: str, workers: int | None) -> dict:
-    from wanwide.results import sources
-    from wanwide.results.ingest import discover, ingest_sources
-    from wanwide.results.reference import reference_frame
+    from wanwide.pipeline.results import sources
+    from wanwide.pipeline.results.ingest import discover, ingest_sources
+    from wanwide.pipeline.results.reference import reference_frame
 
     if json_lib == "json":
         sources._orjson = None
@@ -133,7 +133,7 @@ def measure_ingest(root: Path, impl: str, json_lib: str, workers: int | None) ->
 
 
 def measure_report(root: Path, out: Path) -> dict:
-    from wanwide.results.report import build_report
+    from wanwide.pipeline.results.report import build_report
 
     t0 = time.perf_counter()
     r = build_report([root], out, progress=False, store_parquet_beside=False)
@@ -142,8 +142,8 @@ def measure_report(root: Path, out: Path) -> dict:
 
 def measure_sync(root: Path, out: Path) -> dict:
     """The report's reading alone: its Parquet store synced with the bundles under ``root``."""
-    from wanwide.results.ingest import discover
-    from wanwide.results.store import ResultStore
+    from wanwide.pipeline.results.ingest import discover
+    from wanwide.pipeline.results.store import ResultStore
 
     t0, c0 = time.perf_counter(), _cpu_s()
     df, s = ResultStore(out / "parquet").sync(discover([root]))

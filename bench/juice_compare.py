@@ -72,7 +72,7 @@ def juice_means(root: Path):
 
 # ---------------------------------------------------------------- wanwide's
 def wanwide_means(root: Path):
-    from wanwide.results.ingest import TOTAL, ingest_paths
+    from wanwide.pipeline.results.ingest import TOTAL, ingest_paths
 
     df = ingest_paths([root])
     keys = ["scenario", "param.backend", "param.regions", "action_name"]
@@ -83,7 +83,7 @@ def wanwide_means(root: Path):
 def _child(side: str, root: Path, out: Path) -> dict:
     import pandas  # noqa: F401  (imports are not timed, on either side)
 
-    import wanwide.results.ingest  # noqa: F401
+    import wanwide.pipeline.results.ingest  # noqa: F401
 
     t0 = time.perf_counter()
     means = juice_means(root) if side == "juice" else wanwide_means(root)

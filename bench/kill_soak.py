@@ -60,7 +60,7 @@ from tests.cluster.operator_env import (  # noqa: E402
     results_store,
     s3_client,
 )
-from wanwide.kube.client import Kube, load_config  # noqa: E402
+from wanwide.providers.kubernetes.kube.client import Kube, load_config  # noqa: E402
 
 PHASES = ("Planning", "Pending", "Provisioning", "VerifyingNetwork", "Injecting", "Loading", "Collecting",
           "CleaningUp")

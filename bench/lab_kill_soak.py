@@ -114,7 +114,7 @@ def tags(state_dir: Path) -> set[str]:
 
 def pids_of(tag_set: set[str], state_dir: Path, root_pid: int) -> dict[int, int]:
     """pid → start time of everything the run has running: its tree, its namespaces' processes."""
-    from wanwide.lab import procs
+    from wanwide.providers.lab import procs
 
     pids = [root_pid, *procs.descendants(root_pid)]
     for t in tag_set:
@@ -132,7 +132,7 @@ def pids_of(tag_set: set[str], state_dir: Path, root_pid: int) -> dict[int, int]
 def leftovers(tag_set: set[str], known: dict[int, int], state_dir: Path, work: Path, bench: str,
               out: Path) -> list[str]:
     """Anything of the run's tags still on the machine."""
-    from wanwide.lab import procs
+    from wanwide.providers.lab import procs
 
     found: list[str] = []
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split("\n")

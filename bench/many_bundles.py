@@ -57,7 +57,7 @@ def write_bundles(root: Path, n: int) -> None:
 # ---------------------------------------------------------------- in the child
 def discover_before(paths):
     """discover() as it was before issue 12 (for the comparison only)."""
-    from wanwide.results.sources import MANIFEST, IngestError, Source
+    from wanwide.pipeline.results.sources import MANIFEST, IngestError, Source
 
     out, seen = [], set()
     for p in map(Path, paths):
@@ -78,8 +78,8 @@ def discover_before(paths):
 
 
 def child(what: str, src: Path, store: Path) -> dict:
-    from wanwide.results.ingest import discover
-    from wanwide.results.store import ResultStore
+    from wanwide.pipeline.results.ingest import discover
+    from wanwide.pipeline.results.store import ResultStore
 
     t0 = time.perf_counter()
     if what == "discover":
@@ -101,7 +101,7 @@ def _free_port() -> int:
 
 def _s3(tmp: Path, src: Path):
     sys.path.insert(0, str(REPO / "operator"))
-    from wanwide.lab import paths
+    from wanwide.providers.lab import paths
 
     gw = paths.versitygw()
     if not gw.exists():
@@ -137,7 +137,7 @@ def _s3(tmp: Path, src: Path):
 
 def _fetch(url: str, dest: Path, threads: int) -> dict:
     sys.path.insert(0, str(REPO / "operator"))
-    from wanwide.results.s3 import S3Options, connect, fetch
+    from wanwide.pipeline.results.s3 import S3Options, connect, fetch
 
     env = {"AWS_ACCESS_KEY_ID": AK, "AWS_SECRET_ACCESS_KEY": SK}
     t0 = time.perf_counter()

@@ -46,7 +46,7 @@ from tests.cluster.operator_env import (  # noqa: E402
     install_rbac,
     results_store,
 )
-from wanwide.kube.client import Kube, load_config  # noqa: E402
+from wanwide.providers.kubernetes.kube.client import Kube, load_config  # noqa: E402
 
 API = "wanwide.io/v1alpha1"
 NAME = "scale"

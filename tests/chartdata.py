@@ -14,9 +14,9 @@ from pathlib import Path
 import yaml
 
 from tests.plan.specs import benchmark
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import TrialPlan, plan
-from wanwide.render.keystone import HelmRelease, releases
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import TrialPlan, plan
+from wanwide.providers.kubernetes.render.keystone import HelmRelease, releases
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = "charts/fixtures/keystone"

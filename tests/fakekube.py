@@ -1,6 +1,6 @@
 """The Kubernetes provider's lowest layer as plain data: an API server of dicts, helm, S3, on a clock of its own.
 
-:class:`FakeKube` stands where :class:`wanwide.kube.client.Kube` does (server-side apply, get, list by
+:class:`FakeKube` stands where :class:`wanwide.providers.kubernetes.kube.client.Kube` does (server-side apply, get, list by
 label and field, delete, discovery). Each :meth:`FakeKube.tick` plays the controllers a trial meets,
 the way the kwok tier's stages and stand-ins do: Deployments available, database objects Ready, hook
 Jobs complete, Chaos Mesh objects injected (and gone once deleted), probe Jobs storing what the
@@ -21,22 +21,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.chartdata import RENDERED, release
-from wanwide import timestamps as ts
-from wanwide.controller import phases, trialstate
-from wanwide.controller.actions import Emit, Executor
-from wanwide.controller.observe import Where, observe
-from wanwide.plan import lifecycle as lc
-from wanwide.plan.links import OneWay
-from wanwide.plan.trial import TrialPlan
-from wanwide.render.chart import documents, stages
-from wanwide.runner.config import probe_key
+from wanwide.core import lifecycle as lc
+from wanwide.core import timestamps as ts
+from wanwide.core.contracts import probe_key
+from wanwide.core.plan.links import OneWay
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.kubernetes.controller import phases, trialstate
+from wanwide.providers.kubernetes.controller.actions import Emit, Executor
+from wanwide.providers.kubernetes.controller.observe import Where, observe
+from wanwide.providers.kubernetes.render.chart import documents, stages
 
 T0 = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
 FIXTURE_NS = release().namespace  # the namespace the fixture chart was rendered for
 
 
 class FakeS3:
-    """list_objects_v2 / get_object / put_object on a dict (what controller/results.py asks of boto3)."""
+    """list_objects_v2 / get_object / put_object on a dict (what providers/kubernetes/controller/results.py asks of boto3)."""
 
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
@@ -154,7 +154,7 @@ class FakeKube:
 
     def links_in_force(self) -> dict[tuple[str, str], OneWay]:
         """What the live NetworkChaos objects shape (all of the plan's links when they are the WAN)."""
-        from wanwide.render import chaos
+        from wanwide.providers.kubernetes.render import chaos
 
         live = [o for (k, _, _), o in self.objects.items() if k == "NetworkChaos"]
         for t in [None, *sorted({e.at_s for e in lc.fault_events(self.plan.faults, 4 * 3600)})]:
@@ -220,8 +220,8 @@ def drive(plan: TrialPlan, kube: FakeKube, clock: Any, limit_s: float = 6 * 3600
     the WAN's changes as (seconds from the attempt's load start, attempt, links unlike the plan's))."""
     from unittest import mock
 
-    from wanwide.controller import results
-    from wanwide.kube import helm
+    from wanwide.providers.kubernetes.controller import results
+    from wanwide.providers.kubernetes.kube import helm
 
     log: list[dict[str, Any]] = []
     trace: list[tuple] = []

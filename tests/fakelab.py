@@ -1,10 +1,10 @@
-"""The lab's lowest layer (lab/trial.py ``LabOps``) as plain data, on a clock of its own.
+"""The lab's lowest layer (providers/lab/trial.py ``LabOps``) as plain data, on a clock of its own.
 
 Links live in a dict; a probe between two regions measures what the links in force give (both
 one-way delays, times ``rtt_factor``; nothing through a cut); runners are released at once and
 finish ``run_s`` after their start, each as ``results`` says (attempt → region → complete | failed);
 bundles appear for the runners that completed; their upload fails when asked to (``stopped``). Every call is
-recorded. Nothing here decides: the lifecycle does, through the real :class:`wanwide.lab.trial.LabTrial`.
+recorded. Nothing here decides: the lifecycle does, through the real :class:`wanwide.providers.lab.trial.LabTrial`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from wanwide.lab.procs import LabError
-from wanwide.lab.run import Live
-from wanwide.plan.links import OneWay, Pair
-from wanwide.plan.trial import TrialPlan
+from wanwide.core.plan.links import OneWay, Pair
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.lab.procs import LabError
+from wanwide.providers.lab.run import Live
 
 T0 = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
 

@@ -16,8 +16,8 @@ import yaml
 
 from tests.argocd import CM_PATCH, ROOT, argocd, health, healths, run
 from tests.plan.test_upstream_schemas import _strict
-from wanwide import timestamps
-from wanwide.controller import trialstate
+from wanwide.core import timestamps
+from wanwide.providers.kubernetes.controller import trialstate
 
 T0 = timestamps.parse("2026-01-01T00:00:00Z")
 
@@ -203,7 +203,7 @@ def test_application_example_is_valid_for_argo_cd(application_schema):
 
 
 def test_docs_examples_are_wanwide_objects_the_models_accept():
-    from wanwide.plan.load import load_documents
+    from wanwide.core.plan.load import load_documents
 
     text = (ROOT / "docs" / "argocd.md").read_text()
     blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "wanwide.io/v1alpha1" in b]

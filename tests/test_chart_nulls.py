@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, settings
 
 from tests.nulls import nulls_in, objects_with_nulls, without
-from wanwide.render.chart import documents, next_step, stages
+from wanwide.providers.kubernetes.render.chart import documents, next_step, stages
 
 LABELS = {"wanwide.io/trial": "t", "wanwide.io/region": "r1"}
 

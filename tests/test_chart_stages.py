@@ -1,4 +1,4 @@
-"""A rendered chart as stages (render/chart.py), on the fixture keystone chart's real ``helm template`` output.
+"""A rendered chart as stages (providers/kubernetes/render/chart.py), on the fixture keystone chart's real ``helm template`` output.
 
 Regenerate the stage listing on purpose with ``UPDATE_GOLDEN=1 pytest tests/test_chart_stages.py``.
 """
@@ -10,7 +10,7 @@ import os
 import pytest
 
 from tests.chartdata import RENDERED, fixture_plan, release
-from wanwide.render.chart import ChartError, documents, next_step, stages
+from wanwide.providers.kubernetes.render.chart import ChartError, documents, next_step, stages
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "keystone-fixture-stages.txt")
 P = fixture_plan()

@@ -7,11 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from wanwide.api.benchmark import Timeouts
-from wanwide.controller import trialstate as ts
-from wanwide.kube import helm
-from wanwide.plan.lifecycle import phase_timed_out
-from wanwide.render.keystone import HelmRelease
+from wanwide.core.api.benchmark import Timeouts
+from wanwide.core.lifecycle import phase_timed_out
+from wanwide.providers.kubernetes.controller import trialstate as ts
+from wanwide.providers.kubernetes.kube import helm
+from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
 
 def _t(index: int, phase: str | None) -> dict:
@@ -67,7 +67,7 @@ def test_helm_only_renders_offline(monkeypatch):
 def test_renders_answer_at_once_render_in_the_background_and_say_a_failure_once(monkeypatch, tmp_path):
     import threading
 
-    from wanwide.render.chart import Chart
+    from wanwide.providers.kubernetes.render.chart import Chart
 
     gate, calls = threading.Event(), []
 
@@ -99,7 +99,7 @@ def test_a_poke_from_any_thread_wakes_the_trial_loop_and_children_find_it_by_nam
     import threading
     import time
 
-    from wanwide.controller.wakeups import Wakeups, sleep
+    from wanwide.providers.kubernetes.controller.wakeups import Wakeups, sleep
 
     async def main() -> tuple[bool, float, bool, bool]:
         w = Wakeups()
@@ -121,7 +121,7 @@ def test_a_poke_from_any_thread_wakes_the_trial_loop_and_children_find_it_by_nam
 def test_a_deleted_trials_loop_is_told_to_end_by_uid_and_its_benchmark_sees_it_until_it_does():
     import asyncio
 
-    from wanwide.controller.wakeups import Wakeups
+    from wanwide.providers.kubernetes.controller.wakeups import Wakeups
 
     async def main() -> None:
         w = Wakeups()

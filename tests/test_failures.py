@@ -1,4 +1,4 @@
-"""Which failures of a Trial step are tried again (controller/failures.py), and where a bug takes the Trial."""
+"""Which failures of a Trial step are tried again (providers/kubernetes/controller/failures.py), and where a bug takes the Trial."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ForbiddenError, ResourceNotFoundError
 
 from tests.chartdata import fixture_plan
-from wanwide.controller import phases, trialstate
-from wanwide.controller.failures import INTERNAL, internal_error, transient
-from wanwide.kube.client import MissingSource
-from wanwide.kube.helm import HelmError
+from wanwide.providers.kubernetes.controller import phases, trialstate
+from wanwide.providers.kubernetes.controller.failures import INTERNAL, internal_error, transient
+from wanwide.providers.kubernetes.kube.client import MissingSource
+from wanwide.providers.kubernetes.kube.helm import HelmError
 
 AT = dt.datetime(2026, 11, 26, tzinfo=dt.UTC)
 

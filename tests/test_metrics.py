@@ -6,8 +6,8 @@ import datetime as dt
 
 from prometheus_client import REGISTRY
 
-from wanwide.api.benchmark import Timeouts
-from wanwide.controller import metrics
+from wanwide.core.api.benchmark import Timeouts
+from wanwide.providers.kubernetes.controller import metrics
 
 T0 = "2026-11-23T10:00:00Z"
 START = dt.datetime(2026, 11, 23, 10, tzinfo=dt.UTC)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from prometheus_client import REGISTRY
 
-import wanwide.controller.handlers  # noqa: F401 - registers every metric the operator exports
+import wanwide.providers.kubernetes.controller.handlers  # noqa: F401 - registers every metric the operator exports
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "manifests" / "monitoring" / "prometheusrule.yaml"

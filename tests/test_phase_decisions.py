@@ -11,21 +11,26 @@ import yaml
 
 from tests.chartdata import RENDERED
 from tests.plan.specs import benchmark
-from wanwide import timestamps as ts
-from wanwide.api.units import seconds
-from wanwide.controller import phases, trialstate
-from wanwide.controller.actions import Apply, Decision, Delete, Emit
-from wanwide.controller.benchmark import with_runner_image
-from wanwide.controller.trial import A_PLAN_INPUT, InvalidPlan, plan_input, trial_plan
-from wanwide.kube import readiness
-from wanwide.plan import lifecycle as lc
-from wanwide.plan.lifecycle import probe_pairs, rtt_requested
-from wanwide.plan.load import load_documents
-from wanwide.plan.matrix import expand
-from wanwide.plan.trial import TrialPlan, plan
-from wanwide.render import render_trial
-from wanwide.render.chart import documents, stages
-from wanwide.runner.config import S3Target
+from wanwide.core import lifecycle as lc
+from wanwide.core import timestamps as ts
+from wanwide.core.api.units import seconds
+from wanwide.core.contracts import S3Target
+from wanwide.core.lifecycle import probe_pairs, rtt_requested
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.matrix import expand
+from wanwide.core.plan.trial import TrialPlan, plan
+from wanwide.providers.kubernetes.controller import phases, trialstate
+from wanwide.providers.kubernetes.controller.actions import Apply, Decision, Delete, Emit
+from wanwide.providers.kubernetes.controller.benchmark import with_runner_image
+from wanwide.providers.kubernetes.controller.trial import (
+    A_PLAN_INPUT,
+    InvalidPlan,
+    plan_input,
+    trial_plan,
+)
+from wanwide.providers.kubernetes.kube import readiness
+from wanwide.providers.kubernetes.render import render_trial
+from wanwide.providers.kubernetes.render.chart import documents, stages
 
 T0 = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
 
@@ -348,7 +353,7 @@ class Cluster:
 
 def test_the_fault_schedule_is_kept_on_time_overlaps_included_and_a_retry_replays_it():
     """P: partition0 cuts paris 30–50 s, loss0 adds 7 % on paris's links 40–55 s (overlapping it), dropout0
-    cuts rennes and chicago every 300 s for 10 s. The chaos in force is what plan/lifecycle.py says, at
+    cuts rennes and chicago every 300 s for 10 s. The chaos in force is what core/lifecycle.py says, at
     every instant; the old operator left loss0's links at the plan's WAN when the partition ended."""
     c, st = Cluster(), _loading("load-1")
     base = set(c.live)

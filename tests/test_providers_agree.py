@@ -21,12 +21,12 @@ import yaml
 
 from tests.fakekube import FakeKube, FakeS3, drive
 from tests.fakelab import Clock, FakeLab
-from wanwide.lab.trial import LabTrial
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import TrialPlan, plan
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import TrialPlan, plan
+from wanwide.providers.lab.trial import LabTrial
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "manifests" / "examples"
-# the events the lifecycle itself emits (plan/lifecycle.py Event); providers add their own (e.g. ChartRetry)
+# the events the lifecycle itself emits (core/lifecycle.py Event); providers add their own (e.g. ChartRetry)
 LIFECYCLE = {"Fault", "LoadRetry", "NetworkOff", "NetworkNotMeasured", "ResultsStoreUnavailable",
              "ResultsStoreAvailable", "NamespacesStuck", "VerifyingNetwork"}
 WORLDS: dict[str, dict[str, Any]] = {

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 
-from . import __version__
-from .errors import UserError, one_line
-from .plan.errors import PlanError
+from wanwide import __version__
+from wanwide.core.errors import UserError, one_line
+from wanwide.core.plan.errors import PlanError
 
 if TYPE_CHECKING:
-    from .plan.load import Documents
+    from wanwide.core.plan.load import Documents
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -38,7 +38,7 @@ def dump_all(docs: list[dict]) -> str:
 
 def plan_stream(texts: list[str], trial: int | None, all_trials: bool, objects_only: bool) -> str:
     """The ``plan`` output for YAML texts (PlanError when invalid)."""
-    from .plan.load import load_documents
+    from wanwide.core.plan.load import load_documents
 
     docs = load_documents(texts)
     if not docs.benchmarks:
@@ -52,8 +52,8 @@ def render_plans(docs: Documents, trial: int | None, all_trials: bool, objects_o
 
     With ``origin`` (Benchmark → ``file:line``) a planner error is a UserError naming the file.
     """
-    from .plan.trial import plan
-    from .render import render_trial
+    from wanwide.core.plan.trial import plan
+    from wanwide.providers.kubernetes.render import render_trial
 
     parts: list[str] = []
     for bench in docs.benchmarks:
@@ -62,7 +62,7 @@ def render_plans(docs: Documents, trial: int | None, all_trials: bool, objects_o
         except PlanError as e:
             if origin is None:
                 raise
-            from .inputs import plan_problems
+            from wanwide.inputs import plan_problems
 
             raise UserError(f"{origin(bench)}: {plan_problems(e)}") from None
         if all_trials:
@@ -90,7 +90,7 @@ def render_plans(docs: Documents, trial: int | None, all_trials: bool, objects_o
 def cmd_plan(args: argparse.Namespace) -> int:
     if args.trial is not None and args.trial < 0:
         raise UserError(f"--trial {args.trial}: a trial index is 0 or more")
-    from .inputs import load_files
+    from wanwide.inputs import load_files
 
     specs = load_files(args.file)
     sys.stdout.write(render_plans(specs.docs, args.trial, args.all, args.objects_only, specs.origin))
@@ -98,7 +98,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_crds(args: argparse.Namespace) -> int:
-    from .crds import crd_files, crds_yaml
+    from wanwide.crds import crd_files, crds_yaml
 
     if args.out:
         out = Path(args.out)
@@ -130,16 +130,16 @@ class Command:
 
 
 COMMANDS = (
-    Command("operator", "wanwide.controller.cli", "add_operator_parser", "operator", "run the Kubernetes operator (kopf)"),
-    Command("runner", "wanwide.runner.cli", "add_runner_parser", "operator",
+    Command("operator", "wanwide.providers.kubernetes.controller.cli", "add_operator_parser", "operator", "run the Kubernetes operator (kopf)"),
+    Command("runner", "wanwide.pipeline.runner.cli", "add_runner_parser", "operator",
             "run one Rally benchmark run and write/upload its result bundle"),
-    Command("report", "wanwide.results.cli", "add_report_parser", "report",
+    Command("report", "wanwide.pipeline.results.cli", "add_report_parser", "report",
             "tables and plots from result bundles (dir or s3://bucket/prefix) or plain Rally JSON"),
-    Command("compare", "wanwide.results.cli", "add_compare_parser", "report",
+    Command("compare", "wanwide.pipeline.results.cli", "add_compare_parser", "report",
             "how NEW results differ from BASE, per action: relative difference, 95 % interval, ~ if not significant"),
-    Command("results", "wanwide.results.cli", "add_results_parser", "report",
+    Command("results", "wanwide.pipeline.results.cli", "add_results_parser", "report",
             "fetch a Benchmark's result bundles from S3"),
-    Command("lab", "wanwide.lab.cli", "add_lab_parser", "all",
+    Command("lab", "wanwide.providers.lab.cli", "add_lab_parser", "all",
             "run a Benchmark for real on this machine (namespaces, netem/wirefilter)"),
 )
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import yaml
 
-from . import API_GROUP, API_VERSION
-from .api.base import cel
-from .api.benchmark import BenchmarkSpec, BenchmarkStatus
-from .api.topology import TopologySpec, TopologyStatus
-from .api.trial import TrialSpec, TrialStatus
-from .plan import names
+from wanwide import API_GROUP, API_VERSION
+from wanwide.core.api.base import cel
+from wanwide.core.api.benchmark import BenchmarkSpec, BenchmarkStatus
+from wanwide.core.api.topology import TopologySpec, TopologyStatus
+from wanwide.core.api.trial import TrialSpec, TrialStatus
+from wanwide.core.plan import names
 
 _DROP = {"title", "discriminator", "examples"}
 

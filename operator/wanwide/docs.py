@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .crds import crds
+from wanwide.crds import crds
 
 
 def _type(node: dict[str, Any]) -> str:

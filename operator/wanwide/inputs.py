@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from .api.benchmark import Benchmark
-from .errors import UserError, one_line
-from .plan.errors import PlanError
-from .plan.load import Documents, parse_benchmark, parse_topology
+from wanwide.core.api.benchmark import Benchmark
+from wanwide.core.errors import UserError, one_line
+from wanwide.core.plan.errors import PlanError
+from wanwide.core.plan.load import Documents, parse_benchmark, parse_topology
 
 KNOWN_KINDS = ("Benchmark", "Topology")
 API_GROUP = "wanwide.io"

@@ -180,7 +180,7 @@ class RallyStandIn(threading.Thread):
                    "check": cfg["check"], "method": "tcp-connect (kwok stand-in)",
                    "targets": [{**t, "samples_ms": [round(t["requested_rtt_ms"] * factor + 0.2, 3)] * 5}
                                for t in cfg["targets"]]}
-            from wanwide.runner.config import probe_key
+            from wanwide.core.contracts import probe_key
 
             key = probe_key(cfg["results"]["prefix"], cfg["benchmark"], cfg["trial"], cfg["check"], cfg["region"])
             self.s3.put_object(Bucket=cfg["results"]["bucket"], Key=key, Body=json.dumps(doc).encode())
@@ -234,7 +234,7 @@ class RallyStandIn(threading.Thread):
 
 def owned(tc, kind: str, bench_ns: str, bench: str) -> list[dict[str, Any]]:
     """Objects of ``kind`` (cluster-wide) that belong to this Benchmark (not a namesake elsewhere)."""
-    from wanwide.plan.names import short_hash
+    from wanwide.core.plan.names import short_hash
 
     tag = f"-{short_hash(f'{bench_ns}/{bench}')}-t"
     items = tc.kubectl_json("get", kind, "-A", "-l", f"wanwide.io/benchmark={bench}")["items"]

@@ -3,7 +3,7 @@
 Issue 24: the real keystone chart renders a Secret with ``annotations:`` and nothing under it, and
 ``Kube.apply`` read that as a map (``TypeError: argument of type 'NoneType' is not iterable``). Here
 hypothesis draws a chart's worth of objects with nulls at the positions templates leave empty
-(tests/nulls.py); each is applied twice by :class:`wanwide.kube.client.Kube` (as given, and as
+(tests/nulls.py); each is applied twice by :class:`wanwide.providers.kubernetes.kube.client.Kube` (as given, and as
 ``helm template`` output read by the operator), and the API server must store what the same object
 without those keys would be.
 """
@@ -19,8 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 
 from tests.nulls import copy_from_secret, nulls_in, objects_with_nulls, without
-from wanwide.kube.client import Kube, load_config
-from wanwide.render.chart import documents
+from wanwide.providers.kubernetes.kube.client import Kube, load_config
+from wanwide.providers.kubernetes.render.chart import documents
 
 pytestmark = pytest.mark.cluster
 COUNTER = itertools.count()

@@ -259,7 +259,7 @@ def test_namespace_stuck_terminating_is_reported_bounded_and_blocks_nothing(env)
 
 BUG = """# loaded at the operator's start (PYTHONPATH): the apply of a Secret of Benchmark {name!r} meets the
 # bug issue 24 found (a rendered Secret's null annotations read as a map), in its Trial's steps
-import wanwide.kube.client as client
+import wanwide.providers.kubernetes.kube.client as client
 
 _apply = client.Kube.apply
 

@@ -23,8 +23,8 @@ import yaml
 from tests.chartdata import RENDERED, release, render
 from tests.cluster.operator_env import example, keystone_chart
 from tests.cluster.test_operator import wait_phase
-from wanwide.kube import helm
-from wanwide.render.keystone import HelmRelease
+from wanwide.providers.kubernetes.kube import helm
+from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
 pytestmark = pytest.mark.cluster
 HOOKS = ("keystone-db-sync", "keystone-domain-manage", "keystone-bootstrap")

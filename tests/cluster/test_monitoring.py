@@ -12,7 +12,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.operator_env import example, owned
-from wanwide.kube.client import DISCOVERY_TTL_S
+from wanwide.providers.kubernetes.kube.client import DISCOVERY_TTL_S
 
 pytestmark = pytest.mark.cluster
 MON_GROUP = "monitoring.coreos.com"
@@ -62,8 +62,8 @@ def conditions(obj: dict) -> dict[str, dict]:
 
 
 def test_apply_errors_are_counted_by_verb_and_kind(testcluster):
-    from wanwide.controller.actions import Apply, Executor
-    from wanwide.kube.client import Kube, load_config
+    from wanwide.providers.kubernetes.controller.actions import Apply, Executor
+    from wanwide.providers.kubernetes.kube.client import Kube, load_config
 
     key = {"verb": "apply", "kind": "ConfigMap"}
     before = REGISTRY.get_sample_value("wanwide_apply_errors_total", key) or 0.0

@@ -13,9 +13,9 @@ import yaml
 
 from tests.argocd import healths
 from tests.cluster.operator_env import BUCKET, SA, example, owned
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
-from wanwide.render import render_trial
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
+from wanwide.providers.kubernetes.render import render_trial
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]

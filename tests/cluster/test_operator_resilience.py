@@ -163,8 +163,8 @@ def test_a_trial_deleted_behind_the_operators_back_ends_its_loop(env):
 def test_a_trial_is_gone_by_uid_as_the_operators_role_may_ask(testcluster):
     """After a failed step the loop asks whether its Trial is gone: by name and uid (a namesake made
     since is not it), with a list the operator's Role grants (a get is not granted: test_rbac)."""
-    from wanwide.controller.benchmark import API, trial_gone
-    from wanwide.kube.client import Kube, load_config
+    from wanwide.providers.kubernetes.controller.benchmark import API, trial_gone
+    from wanwide.providers.kubernetes.kube.client import Kube, load_config
 
     kube = Kube(load_config(str(testcluster.kubeconfig)))
     ns = f"gone-{random.randrange(16**6):06x}"

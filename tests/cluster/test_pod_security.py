@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from tests.cluster.operator_env import SA
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
-from wanwide.render import render_trial
-from wanwide.render.rally import JOB
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
+from wanwide.providers.kubernetes.render import render_trial
+from wanwide.providers.kubernetes.render.rally import JOB
 
 pytestmark = pytest.mark.cluster
 REPO = Path(__file__).resolve().parents[2]

@@ -38,7 +38,7 @@ UNEXERCISED: list[tuple[str, list[str], list[str], list[str], str]] = [
      "cluster test fails one (tests/test_phase_decisions.py::test_a_failed_hook_job_is_deleted_to_run_again_"
      "then_fails_the_trial)"),
     ("watch", [""], ["configmaps"], ["get"],
-     "results.objectBucketClaim: the bucket's ConfigMap (controller/results.py); the tests use results.s3"),
+     "results.objectBucketClaim: the bucket's ConfigMap (providers/kubernetes/controller/results.py); the tests use results.s3"),
 ]
 
 

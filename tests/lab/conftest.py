@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wanwide.lab import paths
+from wanwide.providers.lab import paths
 
 
 def _skip_reason(need: tuple[str, ...] = ()) -> str | None:
@@ -30,7 +30,7 @@ def lab_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     old = os.environ.get("WANWIDE_LAB_STATE_DIR")
     os.environ["WANWIDE_LAB_STATE_DIR"] = str(d)
     yield d
-    from wanwide.lab.state import cleanup_all
+    from wanwide.providers.lab.state import cleanup_all
 
     cleanup_all(d, include_live=True)
     if old is None:

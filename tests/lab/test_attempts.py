@@ -1,6 +1,6 @@
-"""The lab's side of the lifecycle (lab/trial.py) on a fake of its lowest layer (tests/fakelab.py); no root.
+"""The lab's side of the lifecycle (providers/lab/trial.py) on a fake of its lowest layer (tests/fakelab.py); no root.
 
-What each failure means is the lifecycle's decision (plan/lifecycle.py): a failed runner is tried again
+What each failure means is the lifecycle's decision (core/lifecycle.py): a failed runner is tried again
 on the same deployment, with the WAN as planned and a new start, up to ``spec.runner.maxAttempts``;
 results measured but not stored fail the trial at once; a network off is measured once more, then
 fails the trial; a deployment that cannot be made fails it; a bug fails it at once.
@@ -11,11 +11,11 @@ from __future__ import annotations
 import yaml
 
 from tests.fakelab import Clock, FakeLab
-from wanwide.lab.procs import LabError
-from wanwide.lab.run import _group
-from wanwide.lab.trial import LabTrial
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
+from wanwide.providers.lab.procs import LabError
+from wanwide.providers.lab.run import _group
+from wanwide.providers.lab.trial import LabTrial
 
 TOPOLOGY = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "t"},
             "spec": {"generate": {"count": 3}, "network": {"default": {"rtt": "40ms"}}}}

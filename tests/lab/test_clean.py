@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wanwide.lab.state import cleanup_all
+from wanwide.providers.lab.state import cleanup_all
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("need_net")]
 WANWIDE = str(Path(sys.executable).with_name("wanwide"))
@@ -22,8 +22,8 @@ def _builder(tag: str, benchmark: str, state_dir: Path) -> subprocess.Popen[str]
     """A process that builds a 2-region network for ``benchmark``, says ready, and sleeps."""
     code = textwrap.dedent(f"""
         import time
-        from wanwide.lab import netns
-        from wanwide.plan.links import OneWay
+        from wanwide.providers.lab import netns
+        from wanwide.core.plan.links import OneWay
         netns.build(["a", "b"], {{("a", "b"): OneWay(5), ("b", "a"): OneWay(5)}}, tag={tag!r},
                     benchmark={benchmark!r}, shaper="wirefilter")
         print("ready", flush=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import yaml
 
-from wanwide.plan.lifecycle import deployment_key
-from wanwide.plan.lifecycle import deployments as groups
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
+from wanwide.core.lifecycle import deployment_key
+from wanwide.core.lifecycle import deployments as groups
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
 
 TOPOLOGY = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "t"},
             "spec": {"generate": {"count": 3}}}

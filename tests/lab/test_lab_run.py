@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wanwide.lab import paths, services
+from wanwide.providers.lab import paths, services
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 WANWIDE = str(Path(sys.executable).with_name("wanwide"))

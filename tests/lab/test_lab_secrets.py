@@ -1,6 +1,6 @@
 """After `wanwide lab run`, its passwords, Keystone keys and S3 keys are in no output, log or state file.
 
-The lab's passwords are fixed (``wanwide.lab.run``: admin, Keystone's database
+The lab's passwords are fixed (``wanwide.providers.lab.run``: admin, Keystone's database
 user, MariaDB root); its fernet and credential keys are generated per deployment
 under ``$WANWIDE_LAB_WORK/<benchmark>-<tag>/keystone-keys`` and removed with it,
 so they are read while the run goes on. The S3 keys are this test's own. Looked
@@ -24,8 +24,8 @@ import pytest
 
 from tests.lab.test_lab_run import QUICK_GATE, WANWIDE, _spec
 from tests.secrets_scan import needles, scan, scan_tree
-from wanwide.lab import paths, services
-from wanwide.lab.run import ADMIN_PASSWORD, DB_PASSWORD, ROOT_PASSWORD
+from wanwide.providers.lab import paths, services
+from wanwide.providers.lab.run import ADMIN_PASSWORD, DB_PASSWORD, ROOT_PASSWORD
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from wanwide.lab import netns, shaping
-from wanwide.lab.state import cleanup_all
-from wanwide.plan.links import OneWay
+from wanwide.core.plan.links import OneWay
+from wanwide.providers.lab import netns, shaping
+from wanwide.providers.lab.state import cleanup_all
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("need_net")]
 
@@ -46,7 +46,7 @@ def net3(leftovers):
 def within(measure, want: float, tol: float) -> tuple[float, list[list[float]]]:
     """Median of ``measure()`` against ``want``, measured once more when off.
 
-    The same rule as the lifecycle's network check (``plan/lifecycle.verdict``):
+    The same rule as the lifecycle's network check (``core/lifecycle.verdict``):
     on a virtual machine, steal time delays the user-space shaper now and
     then, and one hiccup is not the network. Returns the last median and
     every sample set for the assertion message.
@@ -136,8 +136,8 @@ def test_cleanup_after_killed_builder(how: str, lab_state_dir, leftovers) -> Non
     tag = "k" + how[3].lower() + secrets.token_hex(2)
     code = textwrap.dedent(f"""
         import time
-        from wanwide.lab import netns
-        from wanwide.plan.links import OneWay
+        from wanwide.providers.lab import netns
+        from wanwide.core.plan.links import OneWay
         links = {{("a", "b"): OneWay(5), ("b", "a"): OneWay(5)}}
         net = netns.build(["a", "b", "c"], links, tag={tag!r})
         print("ready", flush=True)

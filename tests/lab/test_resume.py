@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from wanwide.lab.results import bundles_complete, drop_interrupted
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
+from wanwide.providers.lab.results import bundles_complete, drop_interrupted
 
 DOCS = [{"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "t"},
          "spec": {"generate": {"count": 2}}},

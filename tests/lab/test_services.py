@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from wanwide.lab import netns, paths, procs, services
-from wanwide.plan.links import OneWay
-from wanwide.plan.services import GALERA_DYNAMIC_OPTIONS
-from wanwide.plan.services import galera_wan_options as galera_provider_options
+from wanwide.core.plan.links import OneWay
+from wanwide.core.plan.services import GALERA_DYNAMIC_OPTIONS
+from wanwide.core.plan.services import galera_wan_options as galera_provider_options
+from wanwide.providers.lab import netns, paths, procs, services
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("need_services")]
 

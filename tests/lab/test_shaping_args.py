@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wanwide.lab import shaping
-from wanwide.plan.links import OneWay
-from wanwide.plan.services import galera_wan_options as galera_provider_options
+from wanwide.core.plan.links import OneWay
+from wanwide.core.plan.services import galera_wan_options as galera_provider_options
+from wanwide.providers.lab import shaping
 
 
 def test_netem_args() -> None:

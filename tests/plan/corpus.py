@@ -25,7 +25,7 @@ import yaml
 
 from tests.plan import strategies as s
 from wanwide.cli import render_plans
-from wanwide.errors import UserError
+from wanwide.core.errors import UserError
 from wanwide.inputs import load_texts
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples"

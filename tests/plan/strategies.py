@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from wanwide.api.scenarios import SHORT_NAMES
+from wanwide.core.api.scenarios import SHORT_NAMES
 
 Doc = dict[str, Any]
 REGION_POOL = ("paris", "rennes", "chicago", "r1", "r2", "eu-west", "a", "z9")

@@ -16,15 +16,15 @@ import yaml
 
 from tests.fakelab import Clock, FakeLab
 from tests.plan.specs import TOPOLOGIES, benchmark
-from wanwide.api.units import mbit, ms, pct
-from wanwide.lab import services as lab
-from wanwide.lab.trial import LabTrial
-from wanwide.plan.lifecycle import ShapeWan, fault_events, in_force, wan_at
-from wanwide.plan.links import OneWay, Pair
-from wanwide.plan.load import load_documents
-from wanwide.plan.runner import Addresses, config_json, runner_config
-from wanwide.plan.trial import TrialPlan, plan
-from wanwide.render import chaos, database, keystone, rally, render_trial
+from wanwide.core.api.units import mbit, ms, pct
+from wanwide.core.lifecycle import ShapeWan, fault_events, in_force, wan_at
+from wanwide.core.plan.links import OneWay, Pair
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.runner import Addresses, config_json, runner_config
+from wanwide.core.plan.trial import TrialPlan, plan
+from wanwide.providers.kubernetes.render import chaos, database, keystone, rally, render_trial
+from wanwide.providers.lab import services as lab
+from wanwide.providers.lab.trial import LabTrial
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples"
 LOSS_WINDOW = {"start": "40s", "duration": "15s", "loss": "7%"}
@@ -132,7 +132,7 @@ def _k8s_links(p: TrialPlan, objs: list[dict[str, Any]]) -> tuple[dict[Pair, One
 
 @pytest.mark.parametrize("p", [p for _, p in PLANS if p.faults], ids=[n for n, p in PLANS if p.faults])
 def test_both_providers_shape_the_wan_the_fault_schedule_puts_in_force_at_every_instant(p: TrialPlan) -> None:
-    """After every begin and end of every fault window (plan/lifecycle.py), the lab's links (its side of
+    """After every begin and end of every fault window (core/lifecycle.py), the lab's links (its side of
     the lifecycle carrying out ``ShapeWan`` on a fake of its lowest layer) and the Chaos Mesh objects the
     operator wants then (read back out of their selectors) are the WAN in force, overlaps included."""
     clock = Clock()

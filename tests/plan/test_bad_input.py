@@ -7,7 +7,7 @@ import yaml
 
 from tests.plan.bad_inputs import CASES
 from wanwide.cli import plan_stream
-from wanwide.plan.errors import PlanError
+from wanwide.core.plan.errors import PlanError
 
 
 def test_table_is_large_enough():

@@ -12,7 +12,7 @@ import pytest
 
 from tests.plan.corpus import Case, corpus, planner_verdict
 from tests.test_cli_errors import wanwide
-from wanwide.errors import one_line
+from wanwide.core.errors import one_line
 
 # Mutations the schema alone refuses, whatever document they hit.
 ALWAYS_REFUSED = ("quoted-number", "bad-unit", "unknown-field", "out-of-range", "one-of-conflict")
@@ -25,7 +25,7 @@ def judged() -> list[tuple[Case, str | None]]:
 
 
 def test_corpus_is_the_same_every_run(judged):
-    import wanwide.lab.run  # noqa: F401  (more local modules loaded must not change the draws)
+    import wanwide.providers.lab.run  # noqa: F401  (more local modules loaded must not change the draws)
 
     again = corpus()
     assert [c.id for c, _ in judged] == [c.id for c in again]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import yaml
 
 from tests.plan.specs import benchmark
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
-from wanwide.render import keystone
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
+from wanwide.providers.kubernetes.render import keystone
 
 
 def _values(cache: bool) -> list[dict]:
@@ -31,7 +31,7 @@ def test_with_cache_the_chart_keeps_its_own_dependencies():
 
 
 def test_monitoring_off_deploys_no_exporter_and_no_monitor():
-    from wanwide.render import render_trial
+    from wanwide.providers.kubernetes.render import render_trial
 
     def objects(enabled: bool) -> list[dict]:
         doc = benchmark("galera", "uniform", monitoring={"enabled": enabled})

@@ -7,11 +7,11 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wanwide.api.benchmark import Benchmark
-from wanwide.plan.errors import PlanError
-from wanwide.plan.latency import MAX_TARGETED_RULES
-from wanwide.plan.trial import plan
-from wanwide.render.chaos import wan
+from wanwide.core.api.benchmark import Benchmark
+from wanwide.core.plan.errors import PlanError
+from wanwide.core.plan.latency import MAX_TARGETED_RULES
+from wanwide.core.plan.trial import plan
+from wanwide.providers.kubernetes.render.chaos import wan
 
 
 def _ms(text: str) -> float:
@@ -116,7 +116,7 @@ def test_chaos_applies_exactly_the_requested_one_way_delays(case):
 def _regions(sel, ns_region, trial):
     if "namespaces" in sel:
         return [ns_region[n] for n in sel["namespaces"]]
-    from wanwide.render.database import members
+    from wanwide.providers.kubernetes.render.database import members
 
     by_pod = {p: r for r, p in members(trial).items()}
     return [by_pod[p] for pods in sel["pods"].values() for p in pods]

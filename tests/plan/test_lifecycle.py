@@ -1,4 +1,4 @@
-"""The lifecycle's fault schedule (plan/lifecycle.py): when windows begin and end, and the WAN in force."""
+"""The lifecycle's fault schedule (core/lifecycle.py): when windows begin and end, and the WAN in force."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.plan.specs import benchmark
-from wanwide.plan.lifecycle import fault_events, in_force, next_change_s, wan_at
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import TrialPlan, plan
+from wanwide.core.lifecycle import fault_events, in_force, next_change_s, wan_at
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import TrialPlan, plan
 
 
 def _plan(faults: dict) -> TrialPlan:
@@ -71,7 +71,7 @@ def test_the_next_change_is_the_next_event(windows, every, t):
 
 
 def test_probe_pairs_cover_every_link_class_and_a_uniform_wan_pair_by_pair():
-    from wanwide.plan.lifecycle import probe_pairs
+    from wanwide.core.lifecycle import probe_pairs
 
     p = _plan({})  # uniform, 3 regions: every pair
     assert sorted(map(frozenset, probe_pairs(p))) == sorted(map(frozenset, [("r1", "r2"), ("r2", "r3"), ("r1", "r3")]))
@@ -79,7 +79,7 @@ def test_probe_pairs_cover_every_link_class_and_a_uniform_wan_pair_by_pair():
 
 
 def test_the_verdict_names_the_pair_requested_and_measured():
-    from wanwide.plan.lifecycle import probe_pairs, rtt_requested, verdict
+    from wanwide.core.lifecycle import probe_pairs, rtt_requested, verdict
 
     p = _plan({})
     pairs = probe_pairs(p)

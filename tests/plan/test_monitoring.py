@@ -9,13 +9,13 @@ import yaml
 from pydantic import ValidationError
 
 from tests.plan.specs import benchmark
-from wanwide import timestamps as ts
-from wanwide.api.benchmark import Monitoring
-from wanwide.controller import phases
-from wanwide.controller.actions import Apply, Emit
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import TrialPlan, plan
-from wanwide.render import render_trial
+from wanwide.core import timestamps as ts
+from wanwide.core.api.benchmark import Monitoring
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import TrialPlan, plan
+from wanwide.providers.kubernetes.controller import phases
+from wanwide.providers.kubernetes.controller.actions import Apply, Emit
+from wanwide.providers.kubernetes.render import render_trial
 
 T0 = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
 RELEASE = {"release": "kube-prometheus-stack"}

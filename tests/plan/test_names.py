@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from tests.plan.bad_inputs import _b
-from wanwide.plan import names
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
+from wanwide.core.plan import names
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import yaml
 
-from wanwide.api.benchmark import BenchmarkSpec
-from wanwide.controller.trialstate import to_start
-from wanwide.plan.lifecycle import deployments, in_run_order
-from wanwide.plan.load import load_documents
-from wanwide.plan.matrix import expand, order_seed, run_order
-from wanwide.plan.runner import Addresses, runner_config, task, warmup_task
-from wanwide.plan.trial import plan
-from wanwide.render import trial_object
+from wanwide.core.api.benchmark import BenchmarkSpec
+from wanwide.core.lifecycle import deployments, in_run_order
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.matrix import expand, order_seed, run_order
+from wanwide.core.plan.runner import Addresses, runner_config, task, warmup_task
+from wanwide.core.plan.trial import plan
+from wanwide.providers.kubernetes.controller.trialstate import to_start
+from wanwide.providers.kubernetes.render import trial_object
 
 TOPOLOGY = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "t"},
             "spec": {"generate": {"count": 3}}}
@@ -80,7 +80,7 @@ def test_operator_starts_pending_trials_lowest_position_first():
 
 
 def test_each_round_runs_on_fresh_deployments_one_per_key_in_the_plans_order():
-    """The lab's deployments (plan/lifecycle.py): round r (repetition r of every point, shuffled from the
+    """The lab's deployments (core/lifecycle.py): round r (repetition r of every point, shuffled from the
     seed) runs on its own new deployments, one per backend, before round r + 1 starts; so every repetition
     is on fresh deployments and neither backend keeps one time of day."""
     plans = _plans({"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms"], "load": ["light", "high"],

@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from tests.plan.specs import benchmark
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
-from wanwide.render import render_trial
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
+from wanwide.providers.kubernetes.render import render_trial
 
 ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = ROOT / "tests" / "data" / "upstream"

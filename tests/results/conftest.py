@@ -20,7 +20,7 @@ def make_bundle(root: Path, rally_json: Path | None, *, trial: str = "t0", regio
                 database: dict | None = None, network: dict | None = None, scenarios=None,
                 benchmark: str = "bench") -> Path:
     """A bundle as the runner writes it (manifest through the runner's own model)."""
-    from wanwide.runner.bundle import (
+    from wanwide.pipeline.runner.bundle import (
         DatabaseInfo,
         KeystoneInfo,
         Manifest,

@@ -33,7 +33,7 @@ def rally_json(durations: dict[str, np.ndarray], t0: float = 1.7e9) -> dict:
 
 def write_bundle(root: Path, benchmark: str, trial: str, repetition: int, params: dict, region: str,
                  durations: dict[str, np.ndarray], contention: dict | None = None, run: int = 0) -> Path:
-    from wanwide.runner.bundle import (
+    from wanwide.pipeline.runner.bundle import (
         ContentionInfo,
         KeystoneInfo,
         Manifest,

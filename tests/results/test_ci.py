@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from wanwide.results.ci import B, group_ci, median_order_ci, norm_ppf, ratio_interval
-from wanwide.results.headline import slope
+from wanwide.pipeline.results.ci import B, group_ci, median_order_ci, norm_ppf, ratio_interval
+from wanwide.pipeline.results.headline import slope
 
 SIMS = 300
 

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from tests.results.conftest import same_table
-from wanwide.results import decode
-from wanwide.results.ingest import IngestError, discover, ingest_sources, read_part
-from wanwide.results.reference import reference_frame
-from wanwide.results.sources import source_input
-from wanwide.results.table import frame
+from wanwide.pipeline.results import decode
+from wanwide.pipeline.results.ingest import IngestError, discover, ingest_sources, read_part
+from wanwide.pipeline.results.reference import reference_frame
+from wanwide.pipeline.results.sources import source_input
+from wanwide.pipeline.results.table import frame
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SOURCES = discover([DATA / "bundles", DATA / "rally", DATA / "rally-shapes"])
@@ -104,7 +104,7 @@ def test_nested_deeper_and_odd_values(tmp_path):
 
 def test_frame_of_parts_read_back(tmp_path):
     """A part written to Parquet and read back joins others as the original would (the store's path)."""
-    from wanwide.results import partfile
+    from wanwide.pipeline.results import partfile
 
     srcs = _usable()
     parts = [read_part(s) for s in srcs]

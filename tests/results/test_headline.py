@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from tests.results.synthetic import SCENARIO, study
-from wanwide.results.headline import growth, load_effect, numeric
-from wanwide.results.ingest import ingest_paths
-from wanwide.results.runs import noisy, runs_table
-from wanwide.results.stats import summarize
+from wanwide.pipeline.results.headline import growth, load_effect, numeric
+from wanwide.pipeline.results.ingest import ingest_paths
+from wanwide.pipeline.results.runs import noisy, runs_table
+from wanwide.pipeline.results.stats import summarize
 
 TRIPS = {"mariadb": 20, "galera": 1}  # fetch_token's round trips; validate_token adds a tenth
 
@@ -83,7 +83,7 @@ def test_summary_has_intervals_and_pools_repetitions(table):
 
 
 def test_noisy_trial_is_marked(syn):
-    from wanwide.results.ingest import bundle_manifests, discover
+    from wanwide.pipeline.results.ingest import bundle_manifests, discover
 
     runs = runs_table(bundle_manifests(discover([syn])))
     flagged = runs[runs["noisy"].astype(bool)]

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from wanwide.results.ingest import (
+from wanwide.pipeline.results.ingest import (
     IngestError,
     discover,
     ingest_bundle,

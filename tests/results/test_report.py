@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from wanwide.results.report import build_report, summarize
+from wanwide.pipeline.results.report import build_report, summarize
 
 V12 = "mariadb-3-100ms-light-20261122.json"
 AUTH = "KeystoneBasic.authenticate_user_and_validate_token"
@@ -142,7 +142,7 @@ def test_two_benchmarks_not_pooled(tmp_path, data_dir, bundle_factory):
 
 
 def test_summarize_failed_only_action(data_dir):
-    from wanwide.results.ingest import ingest_file
+    from wanwide.pipeline.results.ingest import ingest_file
 
     s = summarize(ingest_file(data_dir / "galera-9-300ms-high-results.json"))
     assert set(s["action"]) == {"Total", "keystone_v3.fetch_token", "keystone_v3.validate_token"}

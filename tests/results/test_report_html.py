@@ -6,7 +6,7 @@ import shutil
 import xml.etree.ElementTree as ET
 
 from tests.results.conftest import DATA
-from wanwide.results.report import build_report
+from wanwide.pipeline.results.report import build_report
 
 V12 = "mariadb-3-100ms-light-20261122.json"
 

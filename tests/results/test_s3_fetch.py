@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.results.conftest import DATA, make_bundle
-from wanwide.lab import paths
+from wanwide.providers.lab import paths
 
 REPO = Path(__file__).resolve().parents[2]
 AK, SK = "wwtestaccess", "wwtestsecret-0123456789"

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from tests.results.conftest import same_table
-from wanwide.results.ingest import discover, ingest_sources
-from wanwide.results.report import build_report
-from wanwide.results.store import ResultStore
+from wanwide.pipeline.results.ingest import discover, ingest_sources
+from wanwide.pipeline.results.report import build_report
+from wanwide.pipeline.results.store import ResultStore
 
 REPO = Path(__file__).resolve().parents[2]
 V12 = "mariadb-3-100ms-light-20261122.json"

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from wanwide.runner.config import KeystoneSettings
-from wanwide.runner.users import TOKEN_TRIES, KeystoneError, admin_token
+from wanwide.core.contracts import KeystoneSettings
+from wanwide.pipeline.runner.users import TOKEN_TRIES, KeystoneError, admin_token
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wanwide.lab.quiet import QuietGate, wait_quiet, window_figures
-from wanwide.runner import contention as c
+from wanwide.pipeline.runner import contention as c
+from wanwide.providers.lab.quiet import QuietGate, wait_quiet, window_figures
 
 
 def _proc(root: Path, *, cpu_some: int, cpu_full: int = 0, mem_some: int = 0, mem_full: int = 0,

@@ -1,4 +1,4 @@
-"""Real chain: MariaDB + memcached + Keystone (wanwide.lab.services) → `wanwide runner run`
+"""Real chain: MariaDB + memcached + Keystone (wanwide.providers.lab.services) → `wanwide runner run`
 (real Rally) → versitygw S3 → ingest → report."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab():
-    from wanwide.lab import netns, paths
-    from wanwide.lab.services import Services
+    from wanwide.providers.lab import netns, paths
+    from wanwide.providers.lab.services import Services
 
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, mariadbd as mysql)")
@@ -97,7 +97,7 @@ def test_runner_rally_s3_ingest_report(lab, tmp_path):
     cp.write_text(json.dumps(cfg))
     env = {**os.environ, "WW_LAB_OS_PASSWORD": "admin-secret", "WW_LAB_DB_PASSWORD": "ks-db-secret",
            "WW_LAB_AK": s3.info["access_key"], "WW_LAB_SK": s3.info["secret_key"]}
-    r = subprocess.run([sys.executable, "-m", "wanwide.runner.cli", "run", "--config", str(cp)],
+    r = subprocess.run([sys.executable, "-m", "wanwide.pipeline.runner.cli", "run", "--config", str(cp)],
                        env=env, capture_output=True, text=True, timeout=1200)
     print(r.stderr[-4000:])
     assert r.returncode == 0, r.stderr[-3000:]
@@ -119,7 +119,7 @@ def test_runner_rally_s3_ingest_report(lab, tmp_path):
     assert f"runs/{rel}/manifest.json" in keys and f"runs/{rel}/rally.json" in keys
 
     # report straight from S3
-    from wanwide.results.report import build_report
+    from wanwide.pipeline.results.report import build_report
 
     out = tmp_path / "report"
     rep = build_report(["s3://wanwide/runs"], out, progress=False,

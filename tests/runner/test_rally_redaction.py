@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from wanwide.runner.config import KeystoneSettings
-from wanwide.runner.rally import REDACTED, Rally
+from wanwide.core.contracts import KeystoneSettings
+from wanwide.pipeline.runner.rally import REDACTED, Rally
 
 # What `rally env create --spec FILE` does that matters here: it prints the spec it stored.
 ECHO_SPEC = """#!/usr/bin/env python3

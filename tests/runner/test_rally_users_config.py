@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from tests.plan.specs import benchmark
-from wanwide.plan.load import load_documents
-from wanwide.plan.trial import plan
-from wanwide.render.rally import config_document
-from wanwide.runner.config import RunnerConfig
+from wanwide.core.contracts import RunnerConfig
+from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
+from wanwide.providers.kubernetes.render.rally import config_document
 
 
 @pytest.mark.parametrize(("setting", "prepared"), [(None, True), ("Prepared", True), ("PerSubtask", False)])

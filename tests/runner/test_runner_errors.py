@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from wanwide.runner.cli import main as runner_main
-from wanwide.runner.config import RunnerConfig, load_config
+from wanwide.core.contracts import RunnerConfig, load_config
+from wanwide.pipeline.runner.cli import main as runner_main
 
 TASK = {"version": 2, "title": "t", "subtasks": [{
     "title": "auth", "scenario": {"KeystoneBasic.authenticate_user_and_validate_token": {}},
@@ -134,8 +134,8 @@ def test_upload_keeps_trying_until_its_deadline_then_says_where_the_bundle_is(tm
 def test_runner_parser_mounts():
     import argparse
 
-    from wanwide.results.cli import add_report_parser
-    from wanwide.runner.cli import add_runner_parser
+    from wanwide.pipeline.results.cli import add_report_parser
+    from wanwide.pipeline.runner.cli import add_runner_parser
 
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers()
@@ -150,7 +150,7 @@ def test_runner_parser_mounts():
 @pytest.mark.lab
 def test_keystone_unreachable_names_url_and_fix(tmp_path, capsys, monkeypatch):
     """Preparing Rally's user fails clearly (before any task) when Keystone cannot be reached."""
-    from wanwide.runner.rally import RallyError, find_rally
+    from wanwide.pipeline.runner.rally import RallyError, find_rally
 
     try:
         find_rally()

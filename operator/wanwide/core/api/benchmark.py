@@ -1,0 +1,425 @@
+"""``Benchmark``: what to deploy, how to load it, which faults, which sweep."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from wanwide.core.api.base import (
+    WHOLE_NUMBER,
+    Bool,
+    Int,
+    Model,
+    ObjectMeta,
+    ObjectName,
+    Observed,
+    RegionName,
+    cel,
+    cel_matches,
+)
+from wanwide.core.api.scenarios import FULL_NAME_RE, SHORT_NAMES
+from wanwide.core.api.topology import Condition, TopologySpec, conditions_field
+from wanwide.core.api.units import DURATION_RE, Duration, Percent, seconds
+
+Backend = Literal["mariadb", "galera", "cockroachdb"]
+Load = Literal["light", "high"]
+CleanupPolicy = Literal["Always", "OnSuccess", "Never"]
+
+_SCENARIO_RULE = (
+    "self in [" + ", ".join(f"'{s}'" for s in SHORT_NAMES) + "] || " + cel_matches(FULL_NAME_RE)
+)
+_SCENARIO_MSG = (
+    "unknown scenario: use a short name (" + ", ".join(SHORT_NAMES) + ") or a full Rally name such as KeystoneBasic.create_and_list_users"
+)
+_PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+class KeystoneImages(Model):
+    """Image overrides for the openstack-helm keystone chart (``images.tags``)."""
+
+    keystone_api: str | None = None
+    keystone_db_sync: str | None = None
+    keystone_domain_manage: str | None = None
+    bootstrap: str | None = Field(None, description="Also the openstack-client init container of domain-manage.")
+    dep_check: str | None = None
+    memcached: str | None = Field(None, description="Image of the per-region memcached (wanwide's own Deployment).")
+
+
+class Keystone(Model):
+    """Keystone per region, installed with the openstack-helm chart."""
+
+    chart_repo: str = Field("https://tarballs.opendev.org/openstack/openstack-helm", description="Helm repository URL.")
+    chart: str = Field("keystone", description="Chart name in the repository.")
+    chart_version: str = Field("2025.2.0", min_length=1, description="Exact chart version (pin it).")
+    images: KeystoneImages = Field(default_factory=KeystoneImages)
+    replicas: Int = Field(1, ge=1, le=10, description="keystone-api replicas per region.")
+    cache: Bool = Field(True, description="memcached per region with [cache] enabled, as real deployments run.")
+    values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra chart values merged last (they win over wanwide's).",
+        json_schema_extra=_PRESERVE,
+    )
+
+
+class OpenStack(Model):
+    keystone: Keystone = Field(default_factory=Keystone)
+
+
+class GaleraTuning(Model):
+    """Galera settings; timeouts are derived from the largest RTT unless set here."""
+
+    allow_fewer_than_three: Bool = Field(
+        False, description="Allow a 2-member cluster (no quorum after one failure); default needs ≥3 regions."
+    )
+    sst: Literal["rsync", "mariabackup", "mysqldump"] = "mariabackup"
+    provider_options: dict[str, str] | None = Field(None, description="wsrep provider options, verbatim; override derived ones.")
+    cluster_healthy_timeout: Duration | None = None
+
+
+class CockroachTuning(Model):
+    version: str = Field("v24.3.5", description="CockroachDB version (image tag).")
+
+
+class Database(Model):
+    """The database all regions' Keystones share."""
+
+    backend: Backend = "mariadb"
+    primary_region: RegionName | None = Field(
+        None, description="mariadb: region holding the single server (default: the first region)."
+    )
+    in_memory: Bool = Field(True, description="Ephemeral, memory-backed storage, as the studies (tmpfs).")
+    image: str | None = Field(None, description="Database image override.")
+    galera: GaleraTuning = Field(default_factory=GaleraTuning)
+    cockroachdb: CockroachTuning = Field(default_factory=CockroachTuning)
+
+
+class UsersContext(Model):
+    tenants: Int = Field(1, ge=1, le=1000)
+    users_per_tenant: Int = Field(1, ge=1, le=1000)
+
+
+def _check_scenario(name: str) -> str:
+    if name not in SHORT_NAMES and not re.match(FULL_NAME_RE, name):
+        raise ValueError(f"{name!r}: {_SCENARIO_MSG}")
+    return name
+
+
+class Scenario(Model):
+    """A Rally scenario: short name of a Keystone scenario or a full Rally name."""
+
+    name: str = Field(
+        max_length=120,
+        json_schema_extra={"x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]},
+    )
+    args: dict[str, Any] | None = Field(None, json_schema_extra=_PRESERVE)
+    times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None)
+    concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None)
+    users: UsersContext | None = None
+
+    @model_validator(mode="after")
+    def _name(self) -> Scenario:
+        _check_scenario(self.name)
+        return self
+
+
+class ConfigMapKeyRef(Model):
+    name: ObjectName
+    key: str = Field("task.yaml", min_length=1)
+
+
+class Warmup(Model):
+    """Each scenario run a few times on a new deployment before its first measured task, not measured
+    (the first requests of a Keystone worker, a database connection pool, a cold buffer pool are slow)."""
+
+    times: Int = Field(4, ge=0, le=10000, description="Iterations of each scenario (0: no warm-up).")
+
+
+class Workload(Model):
+    """Rally load."""
+
+    scenarios: list[Scenario] | None = Field(None, min_length=1, max_length=50)
+    task_config_map: ConfigMapKeyRef | None = Field(None, description="A raw Rally task (v2) instead of scenarios.")
+    load: Load = Field("light", description="light: one Rally in one region; high: one Rally in every region at once.")
+    load_region: RegionName | None = Field(None, description="light: the loaded region (default: the first).")
+    times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None, description="Default iterations per scenario.")
+    concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None, description="Default concurrency per scenario.")
+    warmup: Warmup = Field(default_factory=Warmup)
+    start_delay: Duration = Field(
+        "2m", description="Load regions start together this long after the Jobs are created; it must cover the "
+        "runner's preparation (Rally's database and environment) and the warm-up.")
+    max_start_skew: Duration = Field("10s", description="A runner starting later than this fails the trial.")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "has(self.scenarios) != has(self.taskConfigMap)",
+                    "set exactly one of workload.scenarios or workload.taskConfigMap",
+                ),
+                cel(
+                    "!has(self.loadRegion) || self.load == 'light'",
+                    "workload.loadRegion only applies to load: light; remove it for load: high",
+                ),
+            ]
+        }
+    )
+
+    @model_validator(mode="after")
+    def _rules(self) -> Workload:
+        if (self.scenarios is None) == (self.task_config_map is None):
+            raise ValueError("set exactly one of workload.scenarios or workload.taskConfigMap")
+        if self.load_region is not None and self.load != "light":
+            raise ValueError("workload.loadRegion only applies to load: light; remove it for load: high")
+        return self
+
+
+class Window(Model):
+    start: Duration = Field("0s", description="Offset from the start of the load.")
+    duration: Duration
+
+
+class Partition(Window):
+    """Cut a set of regions off from all others for a window."""
+
+    regions: list[RegionName] = Field(min_length=1, max_length=1000)
+
+
+_DROPOUT_MSG = "a dropout must be shorter than its period: lower 'for' or raise 'every'"
+# CEL's duration() reads Go durations, a superset of DURATION_RE; the guards leave malformed values to the
+# pattern. ``for`` is a CEL keyword: the API server names the field ``__for__``.
+_DROPOUT_RULE = (f"!{cel_matches(DURATION_RE).replace('self', 'self.every')} || "
+                 f"!{cel_matches(DURATION_RE).replace('self', 'self.__for__')} || "
+                 "duration(self.__for__) < duration(self.every)")
+
+
+class Dropout(Model):
+    """Periodic cut of regions from the rest: every X for Y."""
+
+    every: Duration
+    for_: Duration = Field(alias="for")
+    regions: list[RegionName] | None = Field(
+        None, max_length=1000, description="Regions cut off together (default: every region but the database's primary)."
+    )
+
+    model_config = ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [cel(_DROPOUT_RULE, _DROPOUT_MSG, ".for")]})
+
+    @field_validator("for_")
+    @classmethod
+    def _shorter(cls, value: str, info: ValidationInfo) -> str:
+        every = info.data.get("every")
+        if every is not None and seconds(value) >= seconds(every):
+            raise ValueError(_DROPOUT_MSG)
+        return value
+
+
+class LossWindow(Window):
+    """Extra loss on all links of some regions for a window."""
+
+    regions: list[RegionName] = Field(min_length=1, max_length=1000)
+    loss: Percent
+
+
+class Faults(Model):
+    """Fault windows, timed from the load start (a retried load replays them all from its new start). Windows may overlap and do not add up: on each link the lossiest loss window in force applies (the link's own shaping plus that window's extra loss), and a cut (a partition or a dropout) beats any loss."""  # noqa: E501
+
+    partitions: list[Partition] = Field(default_factory=list, max_length=50)
+    dropouts: list[Dropout] = Field(default_factory=list, max_length=10)
+    loss_windows: list[LossWindow] = Field(default_factory=list, max_length=50)
+
+
+class Matrix(Model):
+    """Parameter sweep: the trials are the product of every axis given."""
+
+    backend: list[Backend] | None = Field(None, min_length=1, max_length=3)
+    regions: list[Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER]] | None = Field(
+        None, min_length=1, max_length=20, description="Number of regions (1–1000).")
+    rtt: list[Duration] | None = Field(None, min_length=1, max_length=20, description="Default link RTT.")
+    intra_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
+    inter_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
+    loss: list[Percent] | None = Field(None, min_length=1, max_length=20, description="Default link loss.")
+    load: list[Load] | None = Field(None, min_length=1, max_length=2)
+    scenario: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=50,
+        json_schema_extra={"items": {"type": "string", "maxLength": 120,
+                                     "x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]}},
+    )
+    repetitions: Int = Field(1, ge=1, le=100, description="Trials per parameter point.")
+    order: Literal["Interleaved", "Sequential"] = Field(
+        "Interleaved",
+        description="Run order. Interleaved: in rounds (round r runs repetition r of every point), each round "
+        "in a random order drawn from `seed`, so no parameter value always runs first on a fresh deployment "
+        "and slow drifts of the machine spread over every point. Sequential: by trial index.")
+    seed: Annotated[int, Field(ge=0, le=2147483647), WHOLE_NUMBER] | None = Field(
+        None, description="Seed of the Interleaved order (default: derived from the Benchmark's name). "
+        "Recorded in each Trial and result bundle.")
+    parallelism: Int = Field(1, ge=1, le=50, description="Trials running at once.")
+
+    @model_validator(mode="after")
+    def _scenarios(self) -> Matrix:
+        for name in self.scenario or []:
+            _check_scenario(name)
+        return self
+
+
+class SecretRef(Model):
+    name: ObjectName
+    access_key_key: str = "AWS_ACCESS_KEY_ID"
+    secret_key_key: str = "AWS_SECRET_ACCESS_KEY"
+
+
+class S3(Model):
+    endpoint: str = Field(pattern=r"^https?://", max_length=500, description="S3-compatible endpoint URL (path-style).")
+    bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+    prefix: str = Field("wanwide", max_length=200)
+    region: str = "us-east-1"
+    secret_ref: SecretRef = Field(description="Secret in the Benchmark's namespace holding the access keys.")
+
+
+class Results(Model):
+    s3: S3 | None = None
+    object_bucket_claim: ObjectName | None = Field(
+        None, description="ObjectBucketClaim whose ConfigMap and Secret give endpoint and keys."
+    )
+    local_dir: str | None = Field(None, description="Lab only: directory for bundles (default: the -o directory).")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "(has(self.s3) ? 1 : 0) + (has(self.objectBucketClaim) ? 1 : 0) <= 1",
+                    "set at most one of results.s3 or results.objectBucketClaim",
+                ),
+            ]
+        }
+    )
+
+    @model_validator(mode="after")
+    def _one(self) -> Results:
+        if self.s3 is not None and self.object_bucket_claim is not None:
+            raise ValueError("set at most one of results.s3 or results.objectBucketClaim")
+        return self
+
+
+class Timeouts(Model):
+    """Per-phase timeouts of a trial."""
+
+    provisioning: Duration = "30m"
+    verifying_network: Duration = "5m"
+    injecting: Duration = "5m"
+    loading: Duration = "3h"
+    collecting: Duration = "10m"
+    cleaning_up: Duration = "15m"
+
+
+class Runner(Model):
+    image: str | None = Field(
+        None, description="Image of the Rally runner. Default: the image the operator runs (the chart's `image` "
+        "value, passed as --runner-image), so one value sets both.")
+    max_attempts: Int = Field(2, ge=1, le=10, description="Attempts of a trial before it is marked Failed.")
+    rally_users: Literal["Prepared", "PerSubtask"] = Field(
+        "Prepared",
+        description="Users of Rally's default users context. Prepared: the runner makes one project and user "
+        "per load region before the task (fast over a WAN). PerSubtask: Rally creates and deletes its own for "
+        "the validation and every subtask, as the studies' runs did (seconds per RTT-bound call). Outside the "
+        "measured iterations either way; it changes the trial's length and the database counters.",
+    )
+
+
+LABEL_KEY_RE = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE_RE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+_OWN_LABELS = "wanwide.io/"
+_OWN_LABELS_MSG = "monitoring.labels: keys under wanwide.io/ are wanwide's own; use another prefix"
+
+
+class Monitoring(Model):
+    """Metrics through prometheus-operator (Kubernetes only: the lab runs no exporters and no monitors)."""
+
+    enabled: Bool = Field(
+        True,
+        description="Exporters (mariadb-operator's mysqld exporter, a memcached exporter beside each memcached) and "
+        "the PodMonitors/ServiceMonitors that scrape them. Skipped, with a MonitorsSkipped event on the Trial, "
+        "when the monitoring.coreos.com CRDs are not installed. Off: neither is deployed, e.g. where the "
+        "exporter images cannot be pulled.",
+    )
+    labels: dict[str, Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_RE)]] = Field(
+        default_factory=dict,
+        max_length=20,
+        description="Extra labels on every monitor, for the Prometheus monitor selectors (kube-prometheus-stack "
+        "selects release: <its Helm release>). mariadb-operator makes the MariaDB/Galera ServiceMonitor "
+        "itself: it gets only the release label.",
+        json_schema_extra={"x-kubernetes-validations": [
+            cel(f"self.all(k, !k.startsWith('{_OWN_LABELS}'))", _OWN_LABELS_MSG)]},
+    )
+
+    @model_validator(mode="after")
+    def _labels(self) -> Monitoring:
+        for k in self.labels:
+            if k.startswith(_OWN_LABELS):
+                raise ValueError(_OWN_LABELS_MSG)
+            if not re.match(LABEL_KEY_RE, k) or len(k.rpartition("/")[0]) > 253:
+                raise ValueError(f"monitoring.labels: {k!r} is not a valid label key")
+        return self
+
+
+class BenchmarkSpec(Model):
+    topology_ref: ObjectName | None = Field(None, description="Topology in the same namespace.")
+    topology: TopologySpec | None = Field(None, description="Inline topology instead of topologyRef.")
+    openstack: OpenStack = Field(default_factory=OpenStack)
+    database: Database = Field(default_factory=Database)
+    workload: Workload
+    faults: Faults = Field(default_factory=Faults)
+    matrix: Matrix = Field(default_factory=Matrix)
+    results: Results = Field(default_factory=Results)
+    cleanup: CleanupPolicy = Field("Always", description="Delete a trial's namespaces when it ends: Always, OnSuccess, Never.")
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    runner: Runner = Field(default_factory=Runner)
+    monitoring: Monitoring = Field(default_factory=Monitoring)
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "has(self.topologyRef) != has(self.topology)",
+                    "set exactly one of spec.topologyRef (name of a Topology) or spec.topology (inline)",
+                ),
+            ]
+        }
+    )
+
+    @model_validator(mode="after")
+    def _topology(self) -> BenchmarkSpec:
+        if (self.topology_ref is None) == (self.topology is None):
+            raise ValueError("set exactly one of spec.topologyRef (name of a Topology) or spec.topology (inline)")
+        return self
+
+
+class TrialCounts(Observed):
+    total: int = 0
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+class BenchmarkStatus(Observed):
+    phase: str | None = None
+    progress: str | None = None
+    observed_generation: int | None = None
+    plan_generation: int | None = Field(None, description="Generation whose spec the not-yet-started trials follow.")
+    conditions: list[Condition] = conditions_field()
+    trials: TrialCounts = Field(default_factory=TrialCounts)
+    results_uri: str | None = Field(None, alias="resultsURI")
+    start_time: str | None = None
+    completion_time: str | None = None
+
+
+class Benchmark(Observed):
+    api_version: Literal["wanwide.io/v1alpha1"] = "wanwide.io/v1alpha1"
+    kind: Literal["Benchmark"] = "Benchmark"
+    metadata: ObjectMeta
+    spec: BenchmarkSpec

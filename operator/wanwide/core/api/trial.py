@@ -1,0 +1,65 @@
+"""``Trial``: one point of a Benchmark's matrix × one repetition (a child of the Benchmark)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from wanwide.core.api.base import Model, ObjectMeta, Observed
+from wanwide.core.api.topology import Condition, conditions_field
+
+PHASES = (
+    "Pending",
+    "Provisioning",
+    "Injecting",
+    "VerifyingNetwork",
+    "Loading",
+    "Collecting",
+    "CleaningUp",
+    "Succeeded",
+    "Failed",
+)
+TERMINAL = ("Succeeded", "Failed")
+
+
+class TrialSpec(Model):
+    benchmark: str = Field(description="Name of the owning Benchmark.")
+    index: int = Field(ge=0, description="Position in the Benchmark's matrix expansion.")
+    repetition: int = Field(0, ge=0)
+    position: int | None = Field(None, ge=0, description="Place in the Benchmark's run order (spec.matrix.order): "
+                                 "pending trials start lowest position first.")
+    parameters: dict[str, str] = Field(default_factory=dict, description="Matrix point of this trial.")
+    plan_generation: int = Field(0, ge=0, description="Benchmark generation this trial was planned from.")
+
+
+class TrialStatus(Observed):
+    phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
+    phase_start_time: str | None = None
+    attempt: int = 0
+    chart_failures: int = Field(0, ge=0, description="Keystone chart renders (helm template) and hook Jobs of this trial "
+                                "that failed (tried again up to 3 failures in all).")
+    done: list[str] = Field(default_factory=list, description="Steps of the current phase already carried out.")
+    keystone_ahead: int = Field(0, ge=0, description="Keystone releases of wave 1 (region order) whose objects before "
+                                "their first hooks were applied while wave 0 ran.")
+    outcome: Literal["Succeeded", "Failed"] | None = Field(None, description="Result decided before clean-up.")
+    outcome_message: str | None = Field(None, description="Why the trial failed (kept through clean-up).")
+    reason: str | None = None
+    message: str | None = None
+    network_check: int = Field(0, ge=0, description="Which measurement of the network VerifyingNetwork is on "
+                               "(a network found off is measured once more).")
+    load_start_at: str | None = None
+    faults_in_force: list[str] = Field(default_factory=list, description="Fault windows in force now (loss0, "
+                                       "partition1, dropout0-3: the fourth cut of the first dropout).")
+    results_uri: str | None = Field(None, alias="resultsURI")
+    start_time: str | None = None
+    completion_time: str | None = None
+    observed_generation: int | None = None
+    conditions: list[Condition] = conditions_field()
+
+
+class Trial(Observed):
+    api_version: Literal["wanwide.io/v1alpha1"] = "wanwide.io/v1alpha1"
+    kind: Literal["Trial"] = "Trial"
+    metadata: ObjectMeta
+    spec: TrialSpec

@@ -1,0 +1,223 @@
+"""Runner configuration: what the planner hands to ``wanwide runner run --config FILE``.
+
+The shape is the contract of docs/contracts.md ("Runner configuration").
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from wanwide.core.timestamps import parse
+
+Scalar = str | int | float | bool | None
+
+# The runner's exit codes, which the providers read (the Kubernetes provider through its Job's podFailurePolicy)
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1  # Rally or the runner's set-up failed: the attempt failed
+EXIT_CONFIG = 2  # the configuration is not valid
+EXIT_UPLOAD = 3  # measured, but the results could not be stored
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Trial(_Model):
+    id: str = Field(min_length=1)
+    index: int = Field(ge=0)
+    repetition: int = Field(ge=0)
+    parameters: dict[str, Scalar] = Field(default_factory=dict)
+    position: int | None = Field(None, ge=0, description="Place in the Benchmark's run order.")
+    seed: int | None = Field(None, description="Seed the run order was drawn with.")
+
+
+class KeystoneSettings(_Model):
+    url: str
+    region_name: str
+    username: str = "admin"
+    password_env: str = "OS_PASSWORD"
+    project_name: str = "admin"
+    user_domain_name: str = "Default"
+    project_domain_name: str = "Default"
+    # A user (project and user wanwide-rally-<region>) made before the task for
+    # Rally's default users context, instead of Rally making one per subtask.
+    rally_user: bool = True
+    # oslo.cache settings as deployed (enabled, backend, memcache_servers, ...):
+    # recorded in every bundle because caching decides the result.
+    cache: dict[str, Any] = Field(default_factory=dict)
+
+
+class DatabaseGauge(_Model):
+    backend: str  # mariadb | galera | cockroachdb | ...
+    host: str
+    port: int = 3306
+    user: str = "root"
+    password_env: str = "WANWIDE_DB_PASSWORD"
+
+
+class RttTarget(_Model):
+    region: str
+    kind: Literal["keystone", "database"]
+    host: str
+    port: int
+
+
+class Gauges(_Model):
+    database: DatabaseGauge | None = None
+    rtt_targets: list[RttTarget] = Field(default_factory=list)
+    samples: int = Field(default=10, ge=0)
+
+
+class LinkRequested(_Model):
+    src: str
+    dst: str
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss_pct: float = 0.0
+    rate_mbit: float | None = None
+
+
+class S3Target(_Model):
+    endpoint: str
+    bucket: str
+    prefix: str = ""
+    region: str = "us-east-1"
+    access_key_env: str = "AWS_ACCESS_KEY_ID"
+    secret_key_env: str = "AWS_SECRET_ACCESS_KEY"
+    upload_deadline_s: float | None = Field(
+        None, gt=0, description="Keep retrying the upload this long (storage down or refusing); "
+                                "unset: 5 attempts, a refusal is final.")
+
+
+class Release(_Model):
+    """Start on a coordinator's release instead of at ``start_at`` (the lab): the runner prepares,
+    says it is ready, and waits for SIGUSR1; the coordinator first writes ``file`` (JSON:
+    ``released_at``, ISO 8601 UTC, and what its quiet-machine gate did), and the skew is then
+    measured from ``released_at``, as it is from ``start_at`` otherwise."""
+
+    file: str
+    timeout_s: float = Field(3600.0, gt=0, description="Fail (StartTooLate) if not released by then.")
+
+
+class Contention(_Model):
+    """The experiment's own processes, so that the CPU the rest of the machine used during the
+    load can be told apart from the experiment's (the lab knows them; a pod does not)."""
+
+    netns: list[str] = Field(default_factory=list, description="Network namespace files (/var/run/netns/NAME).")
+    pids: list[int] = Field(default_factory=list, description="Processes of the experiment outside them.")
+
+
+class Results(_Model):
+    local_dir: str
+    s3: S3Target | None = None
+
+
+class RunnerConfig(_Model):
+    benchmark: str = Field(min_length=1)
+    namespace: str = "lab"
+    trial: Trial
+    region: str
+    role: Literal["load"] = "load"
+    attempt: int = Field(default=1, ge=1)
+    keystone: KeystoneSettings
+    task: dict[str, Any]
+    start_at: str | None = None
+    max_start_skew_s: float = Field(default=30.0, ge=0)
+    release: Release | None = None
+    # Rally task run before the measured one when this run's deployment is new: not measured,
+    # its report kept as logs/warmup.json
+    warmup_task: dict[str, Any] | None = None
+    contention: Contention = Field(default_factory=Contention)
+    gauges: Gauges = Field(default_factory=Gauges)
+    network_requested: list[LinkRequested] = Field(default_factory=list)
+    results: Results
+    versions: dict[str, str] = Field(default_factory=dict)
+    # How the trial's services were deployed (the lab: shared deployment id and
+    # this trial's place on it); empty when deployed for this trial alone.
+    deployment: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("start_at")
+    @classmethod
+    def _check_start_at(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_time(v)
+        return v
+
+    @field_validator("task", "warmup_task")
+    @classmethod
+    def _check_task(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is None:
+            return v
+        if v.get("version") != 2:
+            raise ValueError("task must be a Rally task in format v2 ({version: 2, subtasks: [...]})")
+        if not isinstance(v.get("subtasks"), list) or not v["subtasks"]:
+            raise ValueError("task.subtasks must be a non-empty list")
+        return v
+
+    def start_time(self) -> datetime | None:
+        return parse_time(self.start_at) if self.start_at else None
+
+    def scenarios(self) -> list[str]:
+        names: list[str] = []
+        for st in self.task.get("subtasks", []):
+            for wl in st.get("workloads", [st]):
+                sc = wl.get("scenario") or {}
+                if isinstance(sc, dict):
+                    names.extend(sc.keys())
+        return names
+
+
+class ProbeTarget(_Model):
+    region: str
+    host: str
+    port: int = Field(ge=1, le=65535)
+    requested_rtt_ms: float = Field(ge=0, description="What the plan asks of this pair (for the log).")
+
+
+class ProbeConfig(_Model):
+    """``wanwide runner probe``: the network check's measurement from one region (the Kubernetes provider's
+    probe Job); its result is a JSON document at :attr:`key` in the results store."""
+
+    benchmark: str
+    trial: str
+    region: str
+    check: int = Field(ge=1, description="Which measurement of the trial's network (a network off is measured again).")
+    targets: list[ProbeTarget]
+    samples: int = Field(20, ge=1, le=1000)
+    interval_s: float = Field(0.05, ge=0)
+    timeout_s: float = Field(1.0, gt=0)
+    results: S3Target
+
+    @property
+    def key(self) -> str:
+        return probe_key(self.results.prefix, self.benchmark, self.trial, self.check, self.region)
+
+
+def probe_key(prefix: str, benchmark: str, trial: str, check: int, region: str) -> str:
+    """Where a probe's result lives: beside the trial's bundles (``_network`` is no region's name)."""
+    return "/".join(p.strip("/") for p in (prefix, benchmark, trial, "_network", f"check-{check}", f"{region}.json")
+                    if p and p.strip("/"))
+
+
+def parse_time(value: str) -> datetime:
+    """ISO 8601 to an aware UTC datetime; a naive time is taken as UTC."""
+    return parse(value)
+
+
+def load_config(path: str | Path) -> RunnerConfig:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"runner config {p}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"runner config {p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    try:
+        return RunnerConfig.model_validate(data)
+    except Exception as e:  # pydantic.ValidationError: keep its field paths
+        raise ValueError(f"runner config {p}: {e}") from None

@@ -1,0 +1,156 @@
+"""The runner's configuration for one load region: Rally task, gauges, results. Pure.
+
+The plan decides everything in it; a provider only says where things are
+(:class:`Addresses`) and what it adds about itself (versions, deployment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from wanwide import __version__
+from wanwide.core.api.units import seconds
+from wanwide.core.contracts import RunnerConfig, S3Target
+from wanwide.core.plan.trial import TrialPlan
+
+PROBE_SAMPLES = 10
+
+
+@dataclass(frozen=True)
+class Addresses:
+    """How one load region reaches the services, in a provider's terms."""
+
+    keystone_url: str  # this region's Keystone (…/v3)
+    database: tuple[str, int]  # the database endpoint this region's Keystone uses
+    memcache_servers: list[str]  # this region's memcached (empty when caching is off)
+    targets: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # (region, kind) → host, port
+
+
+def probe_targets(plan: TrialPlan, region: str) -> list[tuple[str, str]]:
+    """What the runner of ``region`` measures the RTT to: (region, "keystone" | "database").
+
+    Every other region's Keystone; with a database member per region (Galera,
+    CockroachDB), every other region's member too. A central MariaDB is the
+    same endpoint for all, so it is not a far target.
+    """
+    per_region_db = plan.backend != "mariadb"
+    out = []
+    for r in plan.region_names:
+        if r == region:
+            continue
+        out.append((r, "keystone"))
+        if per_region_db:
+            out.append((r, "database"))
+    return out
+
+
+def _subtask(s: Any, times: int, concurrency: int, title: str) -> dict[str, Any]:
+    contexts: dict[str, Any] = {}
+    if s.users:
+        contexts["users"] = {"tenants": s.users[0], "users_per_tenant": s.users[1]}
+    return {"title": title, "scenario": {s.name: dict(s.args)},
+            "runner": {"constant": {"times": times, "concurrency": concurrency}}, "contexts": contexts}
+
+
+def task(plan: TrialPlan, region: str) -> dict[str, Any]:
+    """The measured Rally task (v2) for one load region: one subtask per scenario."""
+    subtasks = [{**_subtask(s, s.times, s.concurrency, s.name), "sla": {"failure_rate": {"max": 0}}}
+                for s in plan.scenarios]
+    return {"version": 2, "title": f"{plan.name} {region}", "tags": [plan.benchmark, plan.id, region],
+            "subtasks": subtasks}
+
+
+def warmup_task(plan: TrialPlan, region: str) -> dict[str, Any] | None:
+    """The unmeasured warm-up (``workload.warmup``): each scenario ``times`` times at its concurrency,
+    run before the first measured task on a new deployment; None when switched off."""
+    warm = plan.spec.workload.warmup
+    if warm is None or warm.times == 0 or not plan.scenarios:
+        return None
+    subtasks = [_subtask(s, warm.times, min(s.concurrency, warm.times), f"warmup: {s.name}")
+                for s in plan.scenarios]
+    return {"version": 2, "title": f"{plan.name} {region} warm-up", "tags": [plan.benchmark, plan.id, region, "warmup"],
+            "subtasks": subtasks}
+
+
+def network_requested(plan: TrialPlan, region: str) -> list[dict[str, Any]]:
+    """The one-way links from and to ``region``: what its RTT gauges compare with (every link of a trial
+    would be n(n-1) entries, 35 MB of JSON at 500 regions: more than a ConfigMap holds)."""
+    pairs = sorted([(region, r) for r in plan.region_names if r != region]
+                   + [(r, region) for r in plan.region_names if r != region])
+    return [{"src": a, "dst": b, "delay_ms": plan.links[(a, b)].delay_ms, "jitter_ms": plan.links[(a, b)].jitter_ms,
+             "loss_pct": plan.links[(a, b)].loss_pct, "rate_mbit": plan.links[(a, b)].rate_mbit} for a, b in pairs]
+
+
+def runner_config(
+    plan: TrialPlan,
+    region: str,
+    where: Addresses,
+    *,
+    start_at: str | None,
+    attempt: int = 1,
+    results: S3Target | None = None,
+    local_dir: str,
+    namespace: str | None = None,
+    versions: dict[str, str] | None = None,
+    deployment: dict[str, Any] | None = None,
+    new_deployment: bool = True,
+    release: dict[str, Any] | None = None,
+    contention: dict[str, Any] | None = None,
+) -> RunnerConfig:
+    """The runner's configuration (docs/contracts.md); ``where`` holds the provider's addresses.
+
+    The plan's rule for the warm-up: before the first measured task on a deployment. A provider
+    says whether this trial's deployment is new (Kubernetes: always; the lab: its first trial).
+    ``release`` (the lab's coordinator) replaces ``start_at``; ``contention`` names the
+    experiment's own processes where the provider knows them.
+    """
+    gauge_db = None
+    if plan.backend in ("mariadb", "galera"):
+        host, port = where.database
+        gauge_db = {"backend": plan.backend, "host": host, "port": port, "user": "root",
+                    "password_env": "DB_ROOT_PASSWORD"}
+    targets = [{"region": r, "kind": k, "host": where.targets[(r, k)][0], "port": where.targets[(r, k)][1]}
+               for r, k in probe_targets(plan, region)]
+    cfg: dict[str, Any] = {
+        "benchmark": plan.benchmark,
+        "namespace": namespace or plan.bench_namespace,
+        "trial": {"id": plan.id, "index": plan.index, "repetition": plan.repetition, "parameters": dict(plan.parameters),
+                  "position": plan.position, "seed": plan.seed},
+        "region": region,
+        "role": "load",
+        "attempt": attempt,
+        "keystone": {
+            "url": where.keystone_url,
+            "region_name": region,
+            "username": "admin",
+            "password_env": "OS_PASSWORD",
+            "project_name": "admin",
+            "user_domain_name": "Default",
+            "project_domain_name": "Default",
+            "cache": plan.keystone.cache_section(where.memcache_servers),
+            "rally_user": plan.spec.runner.rally_users == "Prepared",
+        },
+        "task": task(plan, region),
+        "start_at": start_at,
+        "max_start_skew_s": seconds(plan.spec.workload.max_start_skew),
+        "gauges": {"database": gauge_db, "rtt_targets": targets, "samples": PROBE_SAMPLES},
+        "network_requested": network_requested(plan, region),
+        "results": {"local_dir": local_dir, "s3": None if results is None else results.model_dump()},
+        "versions": {"wanwide": __version__, "database": plan.backend, **(versions or {})},
+    }
+    if deployment:
+        cfg["deployment"] = deployment
+    warm = warmup_task(plan, region) if new_deployment else None
+    if warm is not None:
+        cfg["warmup_task"] = warm
+    if release is not None:
+        cfg["release"] = release
+    if contention:
+        cfg["contention"] = contention
+    return RunnerConfig.model_validate(cfg)
+
+
+def config_json(cfg: RunnerConfig) -> dict[str, Any]:
+    """The configuration as the runner reads it (only what was set: defaults stay the runner's)."""
+    return cfg.model_dump(mode="json", exclude_unset=True)

@@ -1,0 +1,132 @@
+"""What every region's services run with: the database and Keystone settings. Pure.
+
+The plan decides these once; the Kubernetes provider writes them into the
+MariaDB object and the chart's values, the lab into my.cnf and keystone.conf.
+Only where a process lives (addresses, directories, sockets) is the provider's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from wanwide.core.api.benchmark import BenchmarkSpec
+
+KEYSTONE_DB = "keystone"
+KEYSTONE_DB_USER = "keystone"
+KEYSTONE_DB_CHARSET = ("utf8mb3", "utf8mb3_general_ci")
+CACHE_BACKEND = "dogpile.cache.pymemcache"
+MEMCACHED_PORT = 11211
+MEMCACHED_MEMORY_MB = 256
+MEMCACHED_CONNECTIONS = 4096
+
+SERVER_OPTIONS = {
+    "max_connections": "2000",
+    "innodb_flush_log_at_trx_commit": "2",
+    "character-set-server": "utf8mb4",
+    "collation-server": "utf8mb4_general_ci",
+}
+"""MariaDB server options of every backend built on it (my.cnf ``[mariadb]``)."""
+
+GALERA_FC_LIMIT = "64"
+GALERA_DYNAMIC_OPTIONS = ("evs.send_window", "evs.user_send_window")
+"""Provider options Galera changes at run time (SET GLOBAL wsrep_provider_options)."""
+
+GALERA_DEFAULTS = {"evs.send_window": "4", "evs.user_send_window": "2"}
+"""Galera 4's own values of the dynamic options (set back when a trial asks for none)."""
+
+
+def galera_wan_options(max_rtt_ms: float) -> dict[str, str]:
+    """evs/gmcast timeouts that survive the largest RTT (Galera's defaults assume a LAN).
+
+    From 20 ms on, wider send windows too (the defaults, 4 and 2 packets in
+    flight, throttle replication over a WAN); they are dynamic options.
+    """
+    rtt_s = max_rtt_ms / 1000.0
+
+    def iso(s: float) -> str:
+        return f"PT{max(s, 0.5):g}S"
+
+    opts = {
+        "evs.keepalive_period": iso(max(1.0, 3 * rtt_s)),
+        "evs.suspect_timeout": iso(max(5.0, 30 * rtt_s)),
+        "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s)),
+        "evs.install_timeout": iso(max(15.0, 60 * rtt_s)),
+        "evs.join_retrans_period": iso(max(1.0, 2 * rtt_s)),
+        "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s)),
+        "pc.wait_prim_timeout": iso(max(30.0, 100 * rtt_s)),
+    }
+    if max_rtt_ms >= 20:
+        opts |= {"evs.send_window": "512", "evs.user_send_window": "256"}
+    return opts
+
+
+@dataclass(frozen=True)
+class DatabaseConfig:
+    """The database of a trial: backend, server options, Galera provider options."""
+
+    backend: str
+    in_memory: bool
+    server: dict[str, str]
+    galera: dict[str, str]  # wsrep_provider_options (empty unless galera)
+    galera_sst: str = "rsync"
+    cluster_healthy_timeout: str = "30s"
+
+    @property
+    def galera_dynamic(self) -> dict[str, str]:
+        """The dynamic Galera options a trial runs with (Galera's defaults where it sets none)."""
+        if self.backend != "galera":
+            return {}
+        return {k: self.galera.get(k, GALERA_DEFAULTS[k]) for k in GALERA_DYNAMIC_OPTIONS}
+
+    @property
+    def galera_static(self) -> dict[str, str]:
+        return {k: v for k, v in self.galera.items() if k not in GALERA_DYNAMIC_OPTIONS}
+
+
+def database_config(spec: BenchmarkSpec, backend: str, max_rtt_ms: float) -> DatabaseConfig:
+    g = spec.database.galera
+    galera: dict[str, str] = {}
+    if backend == "galera":
+        galera = {"gcs.fc_limit": GALERA_FC_LIMIT, **galera_wan_options(max_rtt_ms), **(g.provider_options or {})}
+    return DatabaseConfig(
+        backend=backend,
+        in_memory=spec.database.in_memory,
+        server=dict(SERVER_OPTIONS),
+        galera=dict(sorted(galera.items())),
+        galera_sst=g.sst,
+        cluster_healthy_timeout=g.cluster_healthy_timeout or f"{max(30, int(max_rtt_ms * 0.3))}s",
+    )
+
+
+@dataclass(frozen=True)
+class KeystoneConfig:
+    """keystone.conf as every region runs it, but for addresses (filled in by the provider)."""
+
+    cache: bool
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def cache_section(self, memcache_servers: list[str]) -> dict[str, Any]:
+        """``[cache]`` for a region whose memcached listens at ``memcache_servers``."""
+        if not self.cache:
+            return {"enabled": False}
+        return {"enabled": True, "backend": CACHE_BACKEND, "memcache_servers": ",".join(memcache_servers),
+                "expiration_time": 600}
+
+    def conf(self, memcache_servers: list[str]) -> dict[str, dict[str, Any]]:
+        """Every section wanwide sets, the region's ``[cache]`` included."""
+        return {**self.sections, "cache": self.cache_section(memcache_servers)}
+
+
+KEYSTONE_SECTIONS: dict[str, dict[str, Any]] = {
+    "DEFAULT": {"max_token_size": 255},
+    "token": {"provider": "fernet"},
+    "database": {"max_pool_size": 20, "max_overflow": 40, "pool_timeout": 60, "connection_recycle_time": 600},
+    "oslo_messaging_notifications": {"driver": "noop"},
+}
+"""keystone.conf settings of every region, whatever the provider (``[cache]`` comes from :class:`KeystoneConfig`)."""
+
+
+def keystone_config(spec: BenchmarkSpec) -> KeystoneConfig:
+    return KeystoneConfig(cache=spec.openstack.keystone.cache,
+                          sections={k: dict(v) for k, v in KEYSTONE_SECTIONS.items()})

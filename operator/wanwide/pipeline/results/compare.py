@@ -1,0 +1,152 @@
+"""``wanwide compare BASE NEW``: per parameter point, scenario and action, how NEW differs from
+BASE — the relative difference of the medians (or means) with its 95 % interval and a
+benchstat-style marker: ``~`` when the interval includes 0 (no significant difference).
+
+Both sides are read like ``wanwide report`` reads them; groups are matched on every parameter
+both sides have, the scenario and the action — except a parameter with one value on each side,
+different on the two: that is the change being compared (MariaDB vs Galera), as benchstat treats
+a key that is constant per file. ``where`` selects each side's rows, so both sides can come from
+one directory. Intervals and replicates: pipeline/results/ci.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from wanwide.pipeline.results.ci import Estimate, GroupCI, group_ci, ratio_interval
+from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
+from wanwide.pipeline.results.runs import in_trials
+from wanwide.pipeline.results.stats import ordered_params, param_columns, run_ids
+
+COLUMNS = ["scenario", "action", "base", "base_ci", "base_n", "new", "new_ci", "new_n", "delta", "delta_lo",
+           "delta_hi", "p", "significant"]
+
+
+def _groups(df: pd.DataFrame, keys: list[str]) -> dict[tuple, GroupCI]:
+    ok = df[df["error_type"].isna() & df["action_duration"].notna()]
+    rid = run_ids(ok)
+    vals = ok["action_duration"].to_numpy(dtype=float)
+    out = {}
+    for key, idx in ok.groupby(keys, observed=True, dropna=False, sort=True).indices.items():
+        out[key if isinstance(key, tuple) else (key,)] = group_ci(vals[idx], rid[idx])
+    return out
+
+
+def _center(g: GroupCI, stat: str) -> Estimate:
+    return g.median if stat == "median" else g.mean
+
+
+class SelectError(ValueError):
+    """A ``--base-where``/``--new-where`` condition that names no parameter or selects nothing."""
+
+
+def where(df: pd.DataFrame, conds: list[str], side: str) -> pd.DataFrame:
+    """The rows of ``df`` whose parameters equal every ``NAME=VALUE`` of ``conds``."""
+    for cond in conds:
+        name, eq, value = (x.strip() for x in cond.partition("="))
+        col = PARAM_PREFIX + name
+        if not eq or not name:
+            raise SelectError(f"--{side}-where {cond!r}: write NAME=VALUE, e.g. backend=mariadb")
+        if col not in df.columns:
+            have = ", ".join(c[len(PARAM_PREFIX):] for c in param_columns(df)) or "none"
+            raise SelectError(f"--{side}-where {cond!r}: {side} has no parameter {name!r} (its parameters: {have})")
+        present = df[col].astype(str)
+        if not (present == value).any():
+            vals = ", ".join(sorted(set(present[df[col].notna()]))) or "none"
+            raise SelectError(f"--{side}-where {cond!r}: no {side} result has {name}={value} (its values: {vals})")
+        df = df[present == value]
+    return df
+
+
+def select(df: pd.DataFrame, conds: list[str], side: str, noisy: set[tuple[str, str]],
+           exclude_noisy: bool) -> tuple[pd.DataFrame, set[tuple[str, str]]]:
+    """One side's rows: ``where`` its conditions, noisy trials dropped if asked; with the noisy
+    (benchmark, trial) pairs among the selected rows."""
+    df = where(df, conds, side)
+    here = {bt for bt in noisy if in_trials(df, {bt}).any()}
+    return (df[~in_trials(df, here)] if exclude_noisy and here else df), here
+
+
+def changed(base: pd.DataFrame, new: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Parameters both sides have with exactly one value each, different: ``{name: (base, new)}``."""
+    out = {}
+    for c in ordered_params(param_columns(base)):
+        if c not in new.columns:
+            continue
+        b, n = base[c].dropna().astype(str).unique(), new[c].dropna().astype(str).unique()
+        if len(b) == 1 and len(n) == 1 and b[0] != n[0]:
+            out[c[len(PARAM_PREFIX):]] = (b[0], n[0])
+    return out
+
+
+def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.DataFrame:
+    """One row per group present on both sides (see the module's docstring); ``attrs["changed"]``
+    holds the parameters the comparison is about."""
+    change = changed(base, new)
+    pcols = [c for c in ordered_params(param_columns(base))
+             if c in set(param_columns(new)) and c[len(PARAM_PREFIX):] not in change]
+    keys = [*pcols, "scenario", "action"]
+    for d in (base, new):
+        d["action"] = d["action"].astype(str)
+        d["scenario"] = d["scenario"].astype(str)
+    b, n = _groups(base, keys), _groups(new, keys)
+    rows = []
+    for key in sorted(set(b) & set(n), key=lambda k: tuple(str(x) for x in k)):
+        eb, en = _center(b[key], stat), _center(n[key], stat)
+        r = ratio_interval(eb, en)
+        rows.append({**{c[len(PARAM_PREFIX):]: v for c, v in zip(pcols, key[:-2], strict=True)},
+                     "scenario": key[-2], "action": key[-1],
+                     "base": eb.value, "base_ci": _half(eb), "base_n": f"{b[key].n}/{b[key].runs}",
+                     "new": en.value, "new_ci": _half(en), "new_n": f"{n[key].n}/{n[key].runs}",
+                     "delta": r.value, "delta_lo": r.lo, "delta_hi": r.hi, "p": r.p, "significant": r.significant})
+    out = pd.DataFrame(rows, columns=[c[len(PARAM_PREFIX):] for c in pcols] + COLUMNS)
+    out.attrs["changed"] = change
+    return out
+
+
+def _half(e: Estimate) -> float:
+    """Half the interval's width relative to the estimate (benchstat's ``±``)."""
+    return (e.hi - e.lo) / 2 / abs(e.value) if e.defined and e.value else np.nan
+
+
+@dataclass
+class Text:
+    """``compare``'s table as text, benchstat's way."""
+
+    stat: str
+
+    def render(self, c: pd.DataFrame, only_total: bool = False) -> str:
+        change = c.attrs.get("changed") or {}
+        head = "".join(f"{k}: {b} (base) -> {n} (new)\n" for k, (b, n) in change.items())
+        if c.empty:
+            return head + "no group (parameters, scenario, action) is on both sides\n"
+        pnames = [x for x in c.columns if x not in COLUMNS]
+        rows = c[c["action"] == TOTAL] if only_total else c
+        name = [(", ".join(f"{p}={r[p]}" for p in pnames if pd.notna(r[p])) + " " if pnames else "")
+                + f"{r['scenario'].split('.')[-1]} {r['action']}" for _, r in rows.iterrows()]
+        w = max(len(x) for x in [*name, "group"])
+        cols = f"{'group':<{w}}  {'base ' + self.stat + ' (s)':>22}  {'new ' + self.stat + ' (s)':>22}  vs base"
+        lines = [*head.splitlines(), cols, "-" * len(cols)]
+        for label, (_, r) in zip(name, rows.iterrows(), strict=True):
+            lines.append(f"{label:<{w}}  {_cell(r['base'], r['base_ci'], r['base_n']):>22}  "
+                         f"{_cell(r['new'], r['new_ci'], r['new_n']):>22}  {_delta(r)}")
+        sig = int(rows["significant"].sum())
+        lines += ["", f"{sig} of {len(rows)} differ significantly (95 % interval of the relative difference "
+                      "excludes 0); ~ = not significant. n = iterations/runs; ± = half the 95 % interval."]
+        return "\n".join(lines) + "\n"
+
+
+def _cell(v: float, half: float, n: str) -> str:
+    return f"{v:.4g} ±{half:.0%} n={n}" if np.isfinite(half) else f"{v:.4g} ±?  n={n}"
+
+
+def _delta(r: pd.Series) -> str:
+    if not np.isfinite(r["delta_lo"]):
+        return "? (too few values for an interval)"
+    p = f"(p={r['p']:.3f})"
+    if not r["significant"]:
+        return f"~ {p}  [{r['delta_lo']:+.1%}, {r['delta_hi']:+.1%}]"
+    return f"{r['delta']:+.1%} {p}  [{r['delta_lo']:+.1%}, {r['delta_hi']:+.1%}]"

@@ -1,0 +1,109 @@
+"""Gauges taken around a Rally run: database statement counters and TCP RTT."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import statistics
+from typing import Any
+
+from wanwide.core.contracts import DatabaseGauge, RttTarget
+from wanwide.pipeline.runner import probe
+
+COUNTERS = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_replace")
+WRITE_COUNTERS = ("Com_insert", "Com_update", "Com_delete", "Com_replace")
+MYSQL_BACKENDS = {"mariadb", "galera", "mysql"}
+
+
+class GaugeError(RuntimeError):
+    pass
+
+
+def read_db_counters(db: DatabaseGauge, timeout: float = 10.0) -> dict[str, int]:
+    """``Com_*`` statement counters from ``information_schema.GLOBAL_STATUS`` (server-wide)."""
+    if db.backend.lower() not in MYSQL_BACKENDS:
+        raise GaugeError(f"statement counters are read on MariaDB/Galera only, not {db.backend!r}")
+    import pymysql
+
+    password = os.environ.get(db.password_env, "")
+    try:
+        conn = pymysql.connect(
+            host=db.host, port=db.port, user=db.user, password=password,
+            connect_timeout=timeout, read_timeout=timeout, autocommit=True,
+        )
+    except pymysql.MySQLError as e:
+        raise GaugeError(f"cannot connect to {db.backend} at {db.host}:{db.port} as {db.user}: {e}") from e
+    try:
+        with conn.cursor() as cur:
+            names = ",".join(f"'{c.upper()}'" for c in COUNTERS)
+            cur.execute(
+                "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                f"WHERE VARIABLE_NAME IN ({names})"
+            )
+            got = {str(k).upper(): int(v) for k, v in cur.fetchall()}
+    finally:
+        conn.close()
+    return {c: got.get(c.upper(), 0) for c in COUNTERS}
+
+
+def diff_counters(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+    """reads = Com_select, writes = insert+update+delete+replace, as in the studies.
+
+    The gauge's own ``SELECT`` on GLOBAL_STATUS is counted by the server: one is
+    subtracted so that an idle interval reads as zero.
+    """
+    delta = {c: after.get(c, 0) - before.get(c, 0) for c in COUNTERS}
+    delta["Com_select"] = max(0, delta["Com_select"] - 1)
+    reads = delta["Com_select"]
+    writes = sum(delta[c] for c in WRITE_COUNTERS)
+    total = reads + writes
+    return {
+        "reads": reads,
+        "writes": writes,
+        "read_pct": round(100.0 * reads / total, 2) if total else None,
+        "write_pct": round(100.0 * writes / total, 2) if total else None,
+        "counters": {"before": before, "after": after, "delta": delta},
+    }
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolated percentile (same as numpy's default), q in [0, 100]."""
+    if not values:
+        return None
+    v = sorted(values)
+    pos = (len(v) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def measure_rtt(
+    src_region: str, targets: list[RttTarget], samples: int, timeout: float = 5.0, pause_s: float = 0.05
+) -> list[dict[str, Any]]:
+    """RTT samples to each target with the one probe (pipeline/runner/probe.py: a refused connection is an answer)."""
+    out: list[dict[str, Any]] = []
+    for t in targets:
+        vals = probe.samples_ms(t.host, t.port, samples, pause_s, timeout)
+        lost = samples - len(vals)
+        out.append({
+            "src": src_region,
+            "dst": t.region,
+            "kind": t.kind,
+            "host": t.host,
+            "port": t.port,
+            "method": "tcp-connect",
+            "samples_ms": vals,
+            "median_ms": round(statistics.median(vals), 3) if vals else None,
+            "p95_ms": round(percentile(vals, 95), 3) if vals else None,
+            "errors": lost,
+            "first_error": f"{lost} of {samples} unanswered within {timeout:g} s" if lost else None,
+        })
+    return out
+
+
+def host_info() -> dict[str, Any]:
+    try:
+        load = list(os.getloadavg())
+    except OSError:
+        load = None
+    return {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(), "loadavg": load}

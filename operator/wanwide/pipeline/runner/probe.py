@@ -1,0 +1,54 @@
+"""The one RTT probe: the time of TCP handshakes to ``host:port``. Standard library only.
+
+A handshake answered by SYN/ACK or by RST (a closed port: ``connection refused``) took one round
+trip either way, so both count; a probe unanswered within ``timeout`` is left out. The runner's
+gauges, the lab's network check (run inside a region's namespace: ``python -m
+wanwide.pipeline.runner.probe HOST PORT N INTERVAL TIMEOUT``) and the Kubernetes provider's probe Jobs
+(``wanwide runner probe``) all measure with it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+
+
+def handshake_ms(host: str, port: int, timeout: float) -> float | None:
+    """One handshake's time in milliseconds; None: no answer (timeout, unreachable)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        t0 = time.perf_counter()
+        try:
+            s.connect((host, port))
+        except ConnectionRefusedError:
+            pass  # an RST: one round trip all the same
+        except OSError:
+            return None
+        dt = (time.perf_counter() - t0) * 1000.0
+        # close with RST, not FIN: no TIME_WAIT left behind by thousands of probes
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    return round(dt, 3)
+
+
+def samples_ms(host: str, port: int, n: int, interval: float = 0.05, timeout: float = 1.0) -> list[float]:
+    """``n`` handshakes ``interval`` seconds apart; the answered ones' times (``len <= n``)."""
+    out: list[float] = []
+    for i in range(n):
+        got = handshake_ms(host, port, timeout)
+        if got is not None:
+            out.append(got)
+        if i + 1 < n:
+            time.sleep(interval)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    host, port, n, interval, timeout = argv[0], int(argv[1]), int(argv[2]), float(argv[3]), float(argv[4])
+    print(json.dumps(samples_ms(host, port, n, interval, timeout)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,508 @@
+"""``wanwide runner run``: one Rally run in one region, written as a result bundle.
+
+Steps: check credentials and start time → Rally db/env/check → RTT and DB gauges →
+wait for ``start_at`` → ``rally task start`` → gauges again → ``rally task report
+--json`` (also when the SLA fails) → manifest.json → upload (local copy always kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from wanwide import __version__
+from wanwide.core import timestamps as ts
+from wanwide.core.contracts import EXIT_CONFIG, EXIT_OK, EXIT_RUN_FAILED, EXIT_UPLOAD, RunnerConfig
+from wanwide.pipeline.runner import contention, gauges
+from wanwide.pipeline.runner.bundle import (
+    RALLY_JSON,
+    ContentionInfo,
+    DatabaseInfo,
+    GateInfo,
+    HostInfo,
+    KeystoneInfo,
+    Manifest,
+    NetworkInfo,
+    RallyInfo,
+    StartInfo,
+    Status,
+    TrialInfo,
+    WarmupInfo,
+    bundle_relpath,
+    new_run_id,
+    write_manifest,
+)
+from wanwide.pipeline.runner.rally import (
+    ProgressCounter,
+    Rally,
+    RallyError,
+    find_rally,
+    rally_versions,
+)
+from wanwide.pipeline.runner.upload import (
+    CredentialsMissing,
+    UploadError,
+    credentials,
+    join_key,
+    upload_bundle,
+)
+from wanwide.pipeline.runner.users import KeystoneError, ensure_user
+
+
+class StartTooLate(RuntimeError):
+    pass
+
+
+def iso(t: datetime | None) -> str | None:
+    """Times in the bundle keep microseconds (start skews are sub-second)."""
+    return ts.iso(t, precise=True)
+
+
+@dataclass
+class RunOutcome:
+    exit_code: int
+    bundle_dir: Path
+    manifest: Manifest
+    uploaded_keys: list[str]
+    message: str
+
+
+def _say(msg: str) -> None:
+    print(f"[runner] {msg}", file=sys.stderr, flush=True)
+
+
+def check_start(cfg: RunnerConfig, now: datetime) -> None:
+    start = cfg.start_time()
+    if start is None:
+        return
+    late = (now - start).total_seconds()
+    if late > cfg.max_start_skew_s:
+        raise StartTooLate(
+            f"start_at {iso(start)} is already {late:.1f}s in the past at {iso(now)}, more than "
+            f"max_start_skew_s={cfg.max_start_skew_s:g}: refusing to start a run that would not be "
+            "synchronised with the other regions (preparation and warm-up took longer than "
+            "spec.workload.startDelay: raise it)"
+        )
+
+
+RELEASE = threading.Event()  # set by SIGUSR1: a coordinator releases every waiting runner at once
+
+
+def _on_release(_signum: int, _frame: object) -> None:
+    RELEASE.set()
+
+
+READY = "ready:"  # the line a coordinator waits for: "[runner] ready: …"
+
+
+def wait_until(start: datetime, report_every_s: float = 10.0) -> datetime:
+    """Wait for ``start``; returns ``start`` (the instant every runner was told to start at)."""
+    _say(f"{READY} prepared; starting at start_at {iso(start)} "
+         f"({(start - ts.now()).total_seconds():.1f}s to go)")
+    last = time.monotonic()
+    while True:
+        left = (start - ts.now()).total_seconds()
+        if left <= 0:
+            return start
+        if time.monotonic() - last >= report_every_s:
+            _say(f"waiting for start_at {iso(start)}: {left:.1f}s to go")
+            last = time.monotonic()
+        time.sleep(min(left, 0.2))
+
+
+def wait_release(release_file: Path, timeout_s: float, report_every_s: float = 60.0) -> dict:
+    """Wait for the coordinator's SIGUSR1; returns what it wrote to ``release_file`` beforehand
+    (``released_at`` and its gate). Raises StartTooLate if no release comes within ``timeout_s``."""
+    _say(f"{READY} prepared; waiting for the coordinator to release every runner together "
+         f"(SIGUSR1; at most {timeout_s:.0f}s)")
+    t0 = time.monotonic()
+    while not RELEASE.wait(min(report_every_s, 1.0)):
+        waited = time.monotonic() - t0
+        if waited > timeout_s:
+            raise StartTooLate(f"not released by the coordinator within {timeout_s:.0f}s")
+    try:
+        info = json.loads(release_file.read_text())
+        ts.parse(info["released_at"])
+    except (OSError, ValueError, KeyError) as e:
+        raise StartTooLate(f"released without a valid release file {release_file}: {e}") from None
+    _say(f"released by the coordinator at {info['released_at']}")
+    return info
+
+
+def _expected_iterations(task: dict) -> int | None:
+    total = 0
+    for st in task.get("subtasks", []):
+        for wl in st.get("workloads", [st]):
+            runner = wl.get("runner") or {}
+            for _kind, args in runner.items():
+                if isinstance(args, dict) and isinstance(args.get("times"), int):
+                    total += args["times"]
+    return total or None
+
+
+def _summarise_rally_json(path: Path) -> RallyInfo:
+    data = json.loads(path.read_text())
+    info = RallyInfo()
+    tasks = data.get("tasks") or []
+    if tasks:
+        t = tasks[0]
+        info.task_status = t.get("status")
+        info.pass_sla = t.get("pass_sla")
+        it = failed = 0
+        for st in t.get("subtasks") or []:
+            for wl in st.get("workloads") or []:
+                it += int(wl.get("total_iteration_count") or len(wl.get("data") or []))
+                failed += int(wl.get("failed_iteration_count") or 0)
+        info.iterations, info.failed_iterations = it, failed
+    return info
+
+
+def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
+    with contextlib.suppress(ValueError):  # only the main thread may install handlers
+        signal.signal(signal.SIGUSR1, _on_release)
+    return _run(cfg, run_id=run_id, task_timeout_s=task_timeout_s)
+
+
+@dataclass
+class _Run:
+    """One run as it goes: where its bundle is and the manifest's parts, filled in step by step."""
+
+    cfg: RunnerConfig
+    run_id: str
+    rel: str  # bundle path below results.local_dir and the S3 prefix
+    bundle_dir: Path
+    logs: Path
+    work: Path  # Rally's private state; removed at the end
+    versions: dict[str, str]
+    start_info: StartInfo
+    db_info: DatabaseInfo
+    host_info: HostInfo
+    network: NetworkInfo
+    rally_info: RallyInfo = field(default_factory=RallyInfo)
+    rally_user: str | None = None
+    contention: ContentionInfo | None = None
+    warmup: WarmupInfo | None = None
+    gate: GateInfo | None = None
+    status: Status = field(
+        default_factory=lambda: Status(result="failed", reason="InternalError", message="run did not finish"))
+
+    def manifest(self) -> Manifest:
+        """The manifest as of now (``end`` = now)."""
+        cfg = self.cfg
+        return Manifest(
+            benchmark=cfg.benchmark, namespace=cfg.namespace,
+            trial=TrialInfo(**cfg.trial.model_dump()), region=cfg.region, role=cfg.role,
+            attempt=cfg.attempt, run_id=self.run_id, scenarios=cfg.scenarios(), versions=self.versions,
+            deployment=cfg.deployment,
+            keystone=KeystoneInfo(url=cfg.keystone.url, region_name=cfg.keystone.region_name,
+                                  cache=cfg.keystone.cache, rally_user=self.rally_user),
+            start=self.start_info, end=iso(ts.now()), network=self.network, database=self.db_info,
+            host=self.host_info, contention=self.contention, warmup=self.warmup, rally=self.rally_info,
+            status=self.status,
+        )
+
+
+def _new_run(cfg: RunnerConfig, run_id: str) -> _Run:
+    """Create the bundle directory (logs/, task.json) and the run's initial record."""
+    rel = bundle_relpath(cfg.benchmark, cfg.trial.id, cfg.region, cfg.attempt, run_id)
+    bundle_dir = Path(cfg.results.local_dir) / rel
+    bundle_dir.mkdir(parents=True, exist_ok=False)
+    logs = bundle_dir / "logs"
+    logs.mkdir()
+    work = Path(cfg.results.local_dir) / ".work" / run_id
+    (bundle_dir / "task.json").write_text(json.dumps(cfg.task, indent=2) + "\n")
+    _say(f"run {run_id}: bundle {bundle_dir}")
+
+    db = cfg.gauges.database
+    host = gauges.host_info()
+    return _Run(
+        cfg=cfg, run_id=run_id, rel=rel, bundle_dir=bundle_dir, logs=logs, work=work,
+        versions={"wanwide": __version__, **cfg.versions},
+        start_info=StartInfo(barrier="release" if cfg.release else "start_at" if cfg.start_at else "none",
+                             scheduled=cfg.start_at and iso(cfg.start_time()), max_skew_s=cfg.max_start_skew_s),
+        db_info=DatabaseInfo(backend=db.backend if db else None, host=db.host if db else None),
+        host_info=HostInfo(hostname=host["hostname"], cpu_count=host["cpu_count"], loadavg_before=host["loadavg"]),
+        network=NetworkInfo(requested=[link.model_dump() for link in cfg.network_requested]),
+    )
+
+
+def _create_rally_env(r: _Run, rally: Rally, password: str) -> None:
+    """Rally's database, the user for its users context (if configured), its environment."""
+    rally.db_create()
+    users = []
+    if r.cfg.keystone.rally_user:
+        users = [ensure_user(r.cfg.keystone, password, f"wanwide-rally-{r.cfg.region}")]
+        r.rally_user = users[0]["username"]
+        _say(f"user {r.rally_user} for Rally's users context (Rally makes none per subtask)")
+    rally.env_create(r.cfg.keystone, password, users=users)
+    rally.env_check()
+
+
+def _setup_rally(r: _Run) -> Rally:
+    """Find Rally and prepare it; a failed preparation is recorded as RallySetupFailed and raised."""
+    cfg = r.cfg
+    exe = find_rally()
+    r.versions.update({k: v for k, v in rally_versions(exe).items() if k in ("rally", "rally-openstack")})
+    password = os.environ.get(cfg.keystone.password_env)
+    if password is None:
+        raise RallyError(f"Keystone password missing: set environment variable {cfg.keystone.password_env}")
+    rally = Rally(exe=exe, workdir=r.work, logdir=r.logs)
+    _say(f"rally {exe}: creating database, environment for {cfg.keystone.url} ({cfg.keystone.region_name})")
+    try:
+        _create_rally_env(r, rally, password)
+    except KeystoneError as e:
+        r.status = Status(result="failed", reason="RallySetupFailed",
+                          message=f"preparing the user for Rally's users context: {e} "
+                                  "(or set spec.runner.rallyUsers: PerSubtask to let Rally make its own)")
+        raise RallyError(str(e)) from None
+    except RallyError as e:
+        r.status = Status(result="failed", reason="RallySetupFailed", message=str(e))
+        raise
+    return rally
+
+
+def _measure_rtt(r: _Run) -> None:
+    """TCP-connect RTT to every configured target, into the manifest's network.measured."""
+    g = r.cfg.gauges
+    if not (g.rtt_targets and g.samples):
+        return
+    _say(f"measuring RTT to {len(g.rtt_targets)} target(s), {g.samples} samples each")
+    r.network.measured = gauges.measure_rtt(r.cfg.region, g.rtt_targets, g.samples)
+    for m in r.network.measured:
+        _say(f"  rtt {m['src']}→{m['dst']} ({m['kind']} {m['host']}:{m['port']}): "
+             f"median {m['median_ms']} ms, p95 {m['p95_ms']} ms, {m['errors']} error(s)")
+
+
+def _db_counters_before(r: _Run) -> dict[str, int] | None:
+    """The database's statement counters before the task; None if not gauged or unreadable."""
+    if not r.cfg.gauges.database:
+        return None
+    try:
+        return gauges.read_db_counters(r.cfg.gauges.database)
+    except Exception as e:
+        r.db_info.error = str(e)
+        _say(f"database gauge: {e}")
+        return None
+
+
+def _db_counters_after(r: _Run, before: dict[str, int] | None) -> None:
+    """Reads and writes during the task (counters after minus ``before``) into the manifest."""
+    if not (r.cfg.gauges.database and before is not None):
+        return
+    try:
+        after = gauges.read_db_counters(r.cfg.gauges.database)
+        d = gauges.diff_counters(before, after)
+        r.db_info.reads, r.db_info.writes = d["reads"], d["writes"]
+        r.db_info.read_pct, r.db_info.write_pct = d["read_pct"], d["write_pct"]
+        r.db_info.counters = d["counters"]
+    except Exception as e:
+        r.db_info.error = str(e)
+        _say(f"database gauge: {e}")
+
+
+def _wait_for_start(r: _Run) -> None:
+    """Wait for the barrier (start_at, or the coordinator's release), refusing to start too late;
+    record the common start instant, the actual start and the skew between them."""
+    cfg, info = r.cfg, r.start_info
+    t_ready = time.monotonic()
+    start: datetime | None = None
+    if cfg.release is not None:
+        released = wait_release(Path(cfg.release.file), cfg.release.timeout_s)
+        start = ts.parse(released["released_at"])
+        if released.get("gate"):
+            r.gate = GateInfo.model_validate(released["gate"])
+    elif cfg.start_time() is not None:
+        check_start(cfg, ts.now())
+        start = wait_until(cfg.start_time())
+    actual = ts.now()
+    info.waited_s = round(time.monotonic() - t_ready, 3)
+    info.actual = iso(actual)
+    if start is not None:
+        info.scheduled = iso(start)
+        info.skew_s = round((actual - start).total_seconds(), 3)
+        late = info.skew_s
+        if late > cfg.max_start_skew_s:
+            raise StartTooLate(f"started {late:.1f}s after the common start {info.scheduled}, more than "
+                               f"max_start_skew_s={cfg.max_start_skew_s:g}: not synchronised with the other regions")
+    _say(f"starting rally task at {info.actual}" +
+         (f" (skew {info.skew_s:+.3f}s from the common start)" if info.skew_s is not None else ""))
+
+
+def _start_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -> tuple[str | None, int]:
+    """``rally task start`` with progress lines; returns (task uuid or None, exit code)."""
+    progress = ProgressCounter("rally task", _expected_iterations(r.cfg.task))
+    uuid, rc = rally.task_start(task_file, tag=f"wanwide-{r.run_id}", timeout=task_timeout_s, on_line=progress)
+    progress.print()
+    r.rally_info.task_uuid, r.rally_info.exit_code = uuid, rc
+    return uuid, rc
+
+
+def _task_status(summary: RallyInfo, uuid: str, rc: int) -> Status:
+    """The run's status from the exported task: failed, SLA failed (data valid) or completed."""
+    if summary.task_status not in ("finished", "sla_failed"):
+        return Status(result="failed", reason="RallyTaskFailed",
+                      message=f"rally task {uuid} ended in status {summary.task_status} (exit {rc})")
+    if summary.pass_sla is False:
+        return Status(result="succeeded", reason="SLAFailed",
+                      message=f"{summary.failed_iterations} of {summary.iterations} iterations failed; "
+                              "results exported")
+    return Status(result="succeeded", reason="Completed",
+                  message=f"{summary.iterations} iterations, {summary.failed_iterations} failed")
+
+
+def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
+    """rally.json (``rally task report --json``, also when the SLA failed) and the run's status."""
+    if uuid is None:
+        r.status = Status(result="failed", reason="RallyTaskFailed",
+                          message=f"rally task start exited {rc} and created no task (see logs/)")
+        return
+    try:
+        rally.task_report_json(uuid, r.bundle_dir / RALLY_JSON)
+    except RallyError as e:
+        r.status = Status(result="failed", reason="ExportFailed", message=str(e))
+        return
+    summary = _summarise_rally_json(r.bundle_dir / RALLY_JSON)
+    summary.task_uuid, summary.exit_code = uuid, rc
+    r.rally_info = summary
+    r.status = _task_status(summary, uuid, rc)
+
+
+def _warmup(r: _Run, rally: Rally, task_timeout_s: float) -> None:
+    """The unmeasured warm-up task (a new deployment's first run): report in logs/warmup.json."""
+    task = r.cfg.warmup_task
+    if not task:
+        return
+    _say(f"warm-up: {_expected_iterations(task) or '?'} iteration(s), not measured")
+    task_file = r.work / "warmup.json"
+    task_file.write_text(json.dumps(task, indent=2))
+    t0 = time.monotonic()
+    progress = ProgressCounter("warm-up", _expected_iterations(task))
+    try:  # a failing warm-up is recorded; the measured task says whether the deployment works
+        uuid, rc = rally.task_start(task_file, tag=f"wanwide-warmup-{r.run_id}", timeout=task_timeout_s,
+                                    on_line=progress)
+        r.warmup = WarmupInfo(duration_s=round(time.monotonic() - t0, 3), status=f"exit {rc}")
+        if uuid is None:
+            return
+        rally.task_report_json(uuid, r.logs / "warmup.json")
+    except RallyError as e:
+        _say(f"warm-up: {e}")
+        r.warmup = WarmupInfo(duration_s=round(time.monotonic() - t0, 3), status=f"failed: {e}"[:300])
+        return
+    info = _summarise_rally_json(r.logs / "warmup.json")
+    r.warmup = WarmupInfo(iterations=info.iterations, failed_iterations=info.failed_iterations,
+                          duration_s=r.warmup.duration_s, status=info.task_status)
+
+
+def _own(cfg: RunnerConfig) -> contention.OwnProcesses | None:
+    """The experiment's processes as the configuration names them (None: not known here)."""
+    c = cfg.contention
+    if not (c.netns or c.pids):
+        return None
+    inodes = [i for i in (contention.netns_inode(n) for n in c.netns) if i is not None]
+    return contention.OwnProcesses(netns=inodes, pids=list(c.pids))
+
+
+def _measured_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -> tuple[str | None, int]:
+    """The measured task, with the machine's contention recorded over exactly its window."""
+    own = _own(r.cfg)
+    before = contention.snapshot(own)
+    with contention.Sampler(own=own) as sampler:
+        uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
+    after = contention.snapshot(own)
+    r.contention = ContentionInfo(**contention.window(before, after), **sampler.figures(), gate=r.gate)
+    c = r.contention
+    _say(f"contention over the task ({c.window_s:.0f}s): CPU pressure {c.cpu_some_pct}%, "
+         f"steal {c.steal_pct}%, CPU used outside the experiment {c.foreign_cpu_pct}%")
+    return uuid, rc
+
+
+def _execute(r: _Run, task_timeout_s: float) -> None:
+    """The run proper, step by step; each step records what it learns in ``r``."""
+    check_start(r.cfg, ts.now())
+    rally = _setup_rally(r)
+    _warmup(r, rally, task_timeout_s)
+    task_file = r.work / "task.json"
+    task_file.write_text(json.dumps(r.cfg.task, indent=2))
+    _measure_rtt(r)
+    before = _db_counters_before(r)
+    _wait_for_start(r)
+    uuid, rc = _measured_task(r, rally, task_file, task_timeout_s)
+    _db_counters_after(r, before)
+    _export(r, rally, uuid, rc)
+
+
+def _execute_recording_failures(r: _Run, task_timeout_s: float) -> None:
+    """:func:`_execute`, with a failure recorded as the run's status instead of raised."""
+    try:
+        _execute(r, task_timeout_s)
+    except StartTooLate as e:
+        r.status = Status(result="failed", reason="StartTooLate", message=str(e))
+    except RallyError as e:
+        if r.status.reason == "InternalError":  # not recorded by the step that failed
+            reason = "RallyNotFound" if "not found" in str(e) else "RallySetupFailed"
+            r.status = Status(result="failed", reason=reason, message=str(e))
+    except KeyboardInterrupt:
+        r.status = Status(result="failed", reason="Interrupted", message="interrupted")
+    except Exception as e:
+        r.status = Status(result="failed", reason="InternalError", message=f"{type(e).__name__}: {e}")
+        (r.logs / "runner-traceback.txt").write_text(traceback.format_exc())
+
+
+def _write_bundle(r: _Run) -> tuple[Manifest, int]:
+    """Write manifest.json (last file of the bundle), drop Rally's work dir; the exit code."""
+    with contextlib.suppress(OSError):
+        r.host_info.loadavg_after = list(os.getloadavg())
+    m = r.manifest()
+    write_manifest(r.bundle_dir, m)
+    shutil.rmtree(r.work, ignore_errors=True)
+    _say(f"status {r.status.result} ({r.status.reason}): {r.status.message}")
+    return m, EXIT_OK if r.status.result == "succeeded" else EXIT_RUN_FAILED
+
+
+def _upload(r: _Run, code: int) -> tuple[list[str], str, int]:
+    """Upload the bundle when S3 is configured (the local copy stays): (keys, message, exit code)."""
+    s3 = r.cfg.results.s3
+    keys: list[str] = []
+    message = r.status.message
+    if s3:
+        try:
+            keys = upload_bundle(r.bundle_dir, s3, r.rel)
+            _say(f"uploaded {len(keys)} file(s) to {s3.endpoint} bucket {s3.bucket} "
+                 f"under {join_key(s3.prefix, r.rel)}/")
+        except UploadError as e:
+            _say(f"ERROR: {e}")
+            message = str(e)
+            code = EXIT_UPLOAD
+    else:
+        _say(f"no S3 target configured: bundle only in {r.bundle_dir}")
+    return keys, message, code
+
+
+def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
+    """Do one run; never raises for run failures, returns the outcome with an exit code."""
+    r = _new_run(cfg, run_id or new_run_id())
+    _execute_recording_failures(r, task_timeout_s)
+    m, code = _write_bundle(r)
+    keys, message, code = _upload(r, code)
+    return RunOutcome(code, r.bundle_dir, m, keys, message)
+
+
+def run_from_config(cfg: RunnerConfig, **kw) -> RunOutcome | int:
+    """Fail fast on what cannot be fixed by running (credentials), then run."""
+    if cfg.results.s3:
+        try:
+            credentials(cfg.results.s3)
+        except CredentialsMissing as e:
+            _say(f"ERROR: {e}")
+            return EXIT_CONFIG
+    return run(cfg, **kw)

@@ -1,0 +1,209 @@
+"""Upload a bundle to S3-compatible storage (boto3, path-style), never overwriting."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from wanwide.core.contracts import S3Target
+from wanwide.pipeline.runner.bundle import MANIFEST, list_files
+
+
+class UploadError(RuntimeError):
+    pass
+
+
+class CredentialsMissing(UploadError):
+    pass
+
+
+@dataclass(frozen=True)
+class Credentials:
+    access_key: str
+    secret_key: str
+
+
+def credentials(target: S3Target) -> Credentials:
+    """Read the keys from the env vars the config names; a clear error when absent."""
+    missing = [n for n in (target.access_key_env, target.secret_key_env) if not os.environ.get(n)]
+    if missing:
+        raise CredentialsMissing(
+            f"S3 credentials missing: set environment variable(s) {', '.join(missing)} "
+            f"(access key from {target.access_key_env}, secret key from {target.secret_key_env}) "
+            f"for endpoint {target.endpoint} bucket {target.bucket}"
+        )
+    return Credentials(os.environ[target.access_key_env], os.environ[target.secret_key_env])
+
+
+def s3_client(endpoint: str, region: str, creds: Credentials, connect_timeout: float = 5, read_timeout: float = 60):
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=region or "us-east-1",
+        aws_access_key_id=creds.access_key,
+        aws_secret_access_key=creds.secret_key,
+        config=Config(
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 1, "mode": "standard"},  # we retry ourselves, with back-off
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            signature_version="s3v4",
+        ),
+    )
+
+
+def join_key(*parts: str) -> str:
+    return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
+
+
+MAX_DELAY_S = 30.0
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How long to keep trying: ``attempts`` tries, or until ``deadline`` (monotonic) when set.
+
+    With a deadline every error is retried (storage down, or refusing until its keys or
+    bucket policy are fixed); without one a refusal (access denied, no such bucket) is final.
+    """
+
+    attempts: int = 5
+    backoff_s: float = 1.0
+    deadline: float | None = None
+
+    def again(self, i: int, e: Exception, delay: float) -> bool:
+        if self.deadline is not None:
+            return time.monotonic() + delay < self.deadline
+        return not _is_permanent(e) and i < self.attempts
+
+    def describe(self, i: int) -> str:
+        if self.deadline is not None:
+            return f"attempt {i}, {max(0.0, self.deadline - time.monotonic()):.0f}s left"
+        return f"attempt {i}/{self.attempts}"
+
+
+def _with_retries(what: str, fn, retry: Retry, log=None):
+    delay = retry.backoff_s
+    last: Exception | None = None
+    i = 0
+    while True:
+        i += 1
+        try:
+            return fn()
+        except KeyExists:
+            raise
+        except Exception as e:  # botocore errors, connection errors
+            last = e
+            if not retry.again(i, e, delay):
+                break
+            if log:
+                log(f"{what}: {retry.describe(i)} failed ({_short(e)}); retrying in {delay:.1f}s")
+            time.sleep(delay)
+            delay = min(delay * 2, MAX_DELAY_S)
+    raise UploadError(f"{what}: {_short(last)}") from last
+
+
+class KeyExists(UploadError):
+    pass
+
+
+def _is_permanent(e: Exception) -> bool:
+    code = getattr(e, "response", {}).get("Error", {}).get("Code") if hasattr(e, "response") else None
+    return code in {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket"}
+
+
+def _short(e: Exception | None) -> str:
+    if e is None:
+        return "unknown error"
+    s = f"{type(e).__name__}: {e}"
+    return s if len(s) < 400 else s[:400] + "…"
+
+
+def key_exists(client, bucket: str, key: str) -> bool:
+    from botocore.exceptions import ClientError
+
+    try:
+        client.head_object(Bucket=bucket, Key=key)
+        return True
+    except ClientError as e:
+        code = str(e.response.get("Error", {}).get("Code", ""))
+        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code in {"404", "NoSuchKey", "NotFound"} or status == 404:
+            return False
+        raise
+
+
+def upload_json(doc: object, target: S3Target, key: str, *, deadline_s: float = 120.0, log=None) -> None:
+    """Put one JSON document at ``key`` (a probe's result: written again when its Job runs again), retrying
+    with back-off for ``deadline_s``; ``UploadError`` naming endpoint and bucket."""
+    import json
+
+    client = s3_client(target.endpoint, target.region, credentials(target))
+    body = json.dumps(doc, indent=1).encode()
+    retry = Retry(deadline=time.monotonic() + deadline_s)
+    _with_retries(f"upload {key} to S3 endpoint {target.endpoint} bucket {target.bucket}",
+                  lambda: client.put_object(Bucket=target.bucket, Key=key, Body=body), retry, log)
+
+
+def upload_bundle(
+    bundle_dir: Path,
+    target: S3Target,
+    relpath: str,
+    *,
+    attempts: int | None = None,
+    backoff_s: float | None = None,
+    deadline_s: float | None = None,
+    log=None,
+) -> list[str]:
+    """Upload every file of ``bundle_dir`` under ``<prefix>/<relpath>/``; manifest last.
+
+    Refuses to overwrite: every key is checked absent first (HEAD), and the run id
+    in ``relpath`` is unique per run. Returns the keys written.
+    Retries with back-off (doubling, at most 30 s): ``attempts`` times, or for
+    ``deadline_s`` seconds when given (``WANWIDE_UPLOAD_DEADLINE_S``, else the target's
+    ``upload_deadline_s``), retrying refusals too.
+    Raises ``UploadError`` naming endpoint and bucket; the local bundle is untouched.
+    """
+    attempts = attempts or int(os.environ.get("WANWIDE_UPLOAD_ATTEMPTS", "5"))
+    backoff_s = backoff_s if backoff_s is not None else float(os.environ.get("WANWIDE_UPLOAD_BACKOFF_S", "1"))
+    if deadline_s is None:
+        env = os.environ.get("WANWIDE_UPLOAD_DEADLINE_S")
+        deadline_s = float(env) if env else target.upload_deadline_s
+    retry = Retry(attempts, backoff_s, time.monotonic() + deadline_s if deadline_s else None)
+    log = log or (lambda m: print(f"[runner] {m}", file=sys.stderr, flush=True))
+    creds = credentials(target)
+    client = s3_client(target.endpoint, target.region, creds)
+    where = f"S3 endpoint {target.endpoint} bucket {target.bucket}"
+    files = [f for f in list_files(bundle_dir) if f != MANIFEST]
+    if (bundle_dir / MANIFEST).exists():
+        files.append(MANIFEST)
+    written: list[str] = []
+    try:
+        first = join_key(target.prefix, relpath, files[0]) if files else None
+        for rel in files:
+            key = join_key(target.prefix, relpath, rel)
+
+            def check(key=key):
+                if key_exists(client, target.bucket, key):
+                    raise KeyExists(f"key {key} already exists: refusing to overwrite")
+
+            _with_retries(f"check {key}", check, retry, log)
+
+            def put(key=key, rel=rel):
+                with open(bundle_dir / rel, "rb") as fh:
+                    client.put_object(Bucket=target.bucket, Key=key, Body=fh)
+
+            _with_retries(f"upload {key}", put, retry, log)
+            written.append(key)
+    except UploadError as e:
+        raise UploadError(
+            f"upload to {where} failed: {e}; bundle kept locally in {bundle_dir}"
+            + (f" ({len(written)} of {len(files)} files uploaded)" if first else "")
+        ) from e
+    return written

@@ -1,0 +1,67 @@
+"""``wanwide operator``: run the kopf operator."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+from wanwide import DEFAULT_IMAGE
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    import kopf
+
+    from wanwide.providers.kubernetes.controller import handlers  # noqa: F401  (registers the handlers)
+    from wanwide.providers.kubernetes.controller.runtime import RUNTIME
+
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    RUNTIME.kubeconfig = args.kubeconfig
+    RUNTIME.metrics_port = args.metrics_port
+    RUNTIME.trial_clusterrole = args.trial_clusterrole
+    RUNTIME.runner_image = args.runner_image
+    sa = os.environ.get("WANWIDE_SERVICE_ACCOUNT") or _in_cluster_sa()
+    if sa:
+        ns, name = sa.split("/", 1)
+        RUNTIME.subject = {"kind": "ServiceAccount", "name": name, "namespace": ns}
+    fmt = {"json": kopf.LogFormat.JSON, "plain": kopf.LogFormat.PLAIN, "full": kopf.LogFormat.FULL}[args.log_format]
+    kopf.configure(verbose=args.verbose, log_format=fmt)
+    namespaces = [n for n in (args.namespaces or "").split(",") if n]
+    RUNTIME.clusterwide = not namespaces
+    asyncio.run(kopf.operator(
+        standalone=True,
+        namespaces=namespaces,  # a list, empty for cluster-wide (kopf iterates it)
+        clusterwide=not namespaces,
+        liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None,
+    ))
+    return 0
+
+
+def _in_cluster_sa() -> str | None:
+    path = "/var/run/secrets/kubernetes.io/serviceaccount"
+    try:
+        with open(f"{path}/namespace") as f:
+            ns = f.read().strip()
+    except OSError:
+        return None
+    name = os.environ.get("POD_SERVICE_ACCOUNT")
+    return f"{ns}/{name}" if name else None
+
+
+def add_operator_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("operator", help="run the Kubernetes operator (kopf)")
+    p.add_argument("--namespaces", default="", help="comma-separated namespaces to watch (default: all)")
+    p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    p.add_argument("--metrics-port", type=int, default=8080)
+    p.add_argument("--health-port", type=int, default=8081)
+    p.add_argument("--trial-clusterrole", default=None,
+                   help="ClusterRole bound to the operator in each trial namespace (the chart's <release>-trial)")
+    p.add_argument("--runner-image", default=os.environ.get("WANWIDE_RUNNER_IMAGE") or DEFAULT_IMAGE,
+                   help="image of the Rally Jobs when a Benchmark sets no spec.runner.image (the chart passes its own)")
+    p.add_argument("--log-format", choices=["json", "plain", "full"], default="plain")
+    p.add_argument("--verbose", action="store_true")
+    p.set_defaults(func=run)
+    logging.getLogger("kubernetes").setLevel(logging.WARNING)

@@ -1,0 +1,228 @@
+"""What a phase needs to know about a Trial's world, read from the API server and S3 (and helm's renders).
+
+Each function returns plain data (the observation the pure decisions in
+:mod:`.phases` take); only what the current phase needs is read.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from wanwide.core.lifecycle import probe_pairs
+from wanwide.core.plan import names
+from wanwide.core.plan.monitoring import MONITOR_KINDS
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.kubernetes.controller import results
+from wanwide.providers.kubernetes.controller.phases import DB_KINDS, Obs, attempt, done, needs_chaos
+from wanwide.providers.kubernetes.kube import helm, readiness
+from wanwide.providers.kubernetes.kube.client import Kube, MissingSource
+from wanwide.providers.kubernetes.render import database
+from wanwide.providers.kubernetes.render.chaos import CHAOS_API
+from wanwide.providers.kubernetes.render.keystone import (
+    API_SERVICE,
+    MEMCACHED,
+    HelmRelease,
+    releases,
+)
+from wanwide.providers.kubernetes.render.monitors import MON_API
+from wanwide.providers.kubernetes.render.rally import JOB, PROBE
+from wanwide.providers.kubernetes.render.secrets import KEY_FIELDS, keys_secret_name
+
+
+@dataclass
+class Where:
+    """The Trial's identity and the operator's settings observations depend on."""
+
+    kube: Kube
+    instance: str | None = None  # the owning Benchmark's uid (part of the results prefix)
+    plan_generation: int = 0
+    trial_clusterrole: str | None = None
+    operator_subject: dict[str, str] | None = None
+
+
+def passwords(w: Where, plan: TrialPlan) -> dict[str, str]:
+    """The Benchmark's generated passwords (one read of its key Secret)."""
+    name = keys_secret_name(plan.benchmark)
+    data = (w.kube.get("v1", "Secret", name, plan.bench_namespace) or {}).get("data") or {}
+    out = {}
+    for k in KEY_FIELDS["passwords"]:
+        if k not in data:
+            raise MissingSource(f"Secret {plan.bench_namespace}/{name} lacks {k}: "
+                                "the operator creates it with the Benchmark; do not edit it")
+        out[k] = base64.b64decode(data[k]).decode()
+    return out
+
+
+def rolebinding(w: Where, plan: TrialPlan, ns: str) -> dict[str, Any] | None:
+    """The operator's RoleBinding in a trial namespace (when the chart names a trial ClusterRole)."""
+    if not w.trial_clusterrole or not w.operator_subject:
+        return None
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "wanwide-operator", "namespace": ns, "labels": plan.labels()},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": w.trial_clusterrole},
+        "subjects": [w.operator_subject],
+    }
+
+
+def chaos_children(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
+    """The trial's chaos objects: one labelled list per kind across namespaces (the chart's ClusterRole
+    lets the operator list them cluster-wide), kept to the trial's own namespaces."""
+    sel = {names.L_TRIAL: plan.name}
+    mine = set(plan.namespaces)
+    # a kind no longer served (Chaos Mesh's CRDs removed) took its objects with it: nothing to remove
+    if not w.kube.serves(CHAOS_API, "NetworkChaos"):
+        return []
+    return [c for c in w.kube.list(CHAOS_API, "NetworkChaos", sel) if c["metadata"].get("namespace") in mine]
+
+
+_RELEASES: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[TrialPlan, list[HelmRelease]]] = {}
+
+
+def _releases(plan: TrialPlan, passwords: dict[str, str]) -> list[HelmRelease]:
+    """The trial's releases, made once per plan (a trial's plan object lives as long as it runs: see
+    providers/kubernetes/controller/trial.py) and passwords: hundreds of regions' values are not recomputed every step."""
+    key = (id(plan), tuple(sorted(passwords.items())))
+    hit = _RELEASES.get(key)
+    if hit is None or hit[0] is not plan:
+        while len(_RELEASES) >= 16:
+            _RELEASES.pop(next(iter(_RELEASES)))
+        hit = _RELEASES[key] = (plan, releases(plan, passwords))
+    return hit[1]
+
+
+def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    """The releases of the waves not yet done, rendered (None while helm renders it; wave 1 is rendered while
+    wave 0 runs), and the trial's Jobs (one list across its namespaces)."""
+    wave = next((n for n in (0, 1) if f"wave{n}" not in done(status)), None)
+    if wave is None:
+        return
+    charts: dict[str, Any] = {}
+    for rel in _releases(plan, obs["passwords"]):
+        if rel.wave < wave:
+            continue
+        try:
+            chart = helm.RENDERS.get(rel, plan.labels(rel.region, "keystone"))
+        except helm.HelmError as e:  # counted in wanwide_chart_errors_total
+            obs["render_failed"] = str(e)
+            continue
+        charts[rel.namespace] = chart
+    obs["charts"] = charts
+    mine = set(plan.namespaces)
+    obs["jobs"] = {f"{j['metadata']['namespace']}/{j['metadata']['name']}": readiness.job_state(j)
+                   for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "keystone"},
+                                        cached=True)
+                   if j["metadata"]["namespace"] in mine}
+    helm.CHART_ERRORS.labels("hook").inc(sum(s == "failed" for s in obs["jobs"].values()))  # deleted by this step
+
+
+def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    if "base" not in done(status):
+        obs["rolebindings"] = {ns: rb for ns in plan.namespaces if (rb := rolebinding(w, plan, ns))}
+        if plan.monitoring.enabled:
+            obs["monitoring_crds"] = w.kube.serves(MON_API, *MONITOR_KINDS)
+        return
+    try:
+        obs["passwords"] = passwords(w, plan)
+    except MissingSource as e:
+        obs["missing"] = str(e)
+        return
+    if not {"wave0", "wave1"} <= done(status):
+        _charts(w, plan, status, obs)
+        return
+    ready: dict[str, bool] = {}
+    for o in database.render(plan):
+        if o["kind"] in DB_KINDS:
+            live = w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"])
+            ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
+    mine = set(plan.namespaces)
+    live = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d
+            for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}, cached=True)
+            if d["metadata"]["namespace"] in mine}
+    for r in plan.region_names:
+        ns = plan.namespace(r)
+        for dep in [API_SERVICE] + ([MEMCACHED] if plan.keystone.cache else []):
+            ready[f"{ns}/{dep}"] = readiness.deployment_available(live.get(f"{ns}/{dep}"))
+    obs["ready"] = ready
+
+
+def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    if not needs_chaos(plan):
+        return
+    obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
+    if not obs["chaos_installed"]:
+        return
+    obs["chaos"] = chaos_children(w, plan)  # one list: what to change, and what Chaos Mesh says of each
+    if "wan" not in done(status):
+        obs["running_pods"] = {
+            r: any((p.get("status") or {}).get("phase") == "Running"
+                   for p in w.kube.list("v1", "Pod", None, plan.namespace(r)))
+            for r in plan.region_names}
+
+
+def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    obs["results"] = results.target(w.kube, plan, w.instance)  # where the probes store what they measure
+    check = max(1, int(status.get("networkCheck") or 0))
+    if obs["results"] is None or f"probe-{check}" not in done(status):
+        return
+    sources = sorted({a for a, _ in probe_pairs(plan)}, key=plan.region_names.index)
+    obs["probes"] = results.probes(w.kube, plan, check, sources, w.instance)
+    mine = {plan.namespace(s): s for s in sources}
+    obs["probe_jobs"] = {mine[j["metadata"]["namespace"]]: readiness.job_state(j)
+                         for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "probe"},
+                                              cached=True)
+                         if j["metadata"]["namespace"] in mine and j["metadata"]["name"] == f"{PROBE}-{check}"}
+
+
+def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    if needs_chaos(plan):
+        obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
+        if not obs["chaos_installed"]:
+            return
+    if plan.faults:  # the fault schedule is kept by comparing what is in force with what is there
+        obs["chaos"] = chaos_children(w, plan)
+    if not status.get("loadStartAt"):
+        return
+    if f"load-{attempt(status)}" not in done(status):
+        obs["results"] = results.target(w.kube, plan, w.instance)  # the runners' upload target, applied now
+    else:
+        obs["jobs"] = {r: readiness.job_state(w.kube.get("batch/v1", "Job", JOB, plan.namespace(r)))
+                       for r in plan.load_regions}
+        if any(s not in ("complete", "failed", "missing") for s in obs["jobs"].values()):
+            obs["store"] = results.probe(w.kube, plan, w.instance)  # a runner may be waiting for it
+
+
+def collecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    obs["bundles"] = results.bundles(w.kube, plan, attempt(status), w.instance)
+
+
+def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    obs["chaos"] = chaos_children(w, plan)
+    if obs["chaos"]:
+        return
+    live = {ns: w.kube.get("v1", "Namespace", ns) for ns in plan.namespaces}
+    obs["namespaces"] = {ns: bool(o["metadata"].get("deletionTimestamp")) for ns, o in live.items() if o is not None}
+    obs["namespaces_why"] = {ns: why for ns, o in live.items() if o is not None and (why := readiness.terminating_why(o))}
+
+
+
+OBSERVERS = {
+    "Provisioning": provisioning,
+    "Injecting": injecting,
+    "VerifyingNetwork": verifying_network,
+    "Loading": loading,
+    "Collecting": collecting,
+    "CleaningUp": cleaning_up,
+}
+
+
+def observe(w: Where, plan: TrialPlan, status: dict[str, Any]) -> Obs:
+    """The observation for the Trial's current phase."""
+    obs: Obs = {"plan_generation": w.plan_generation}
+    phase = status.get("phase") or "Pending"
+    if phase in OBSERVERS:
+        OBSERVERS[phase](w, plan, status, obs)
+    return obs

@@ -1,0 +1,134 @@
+"""Where a trial's bundles go, and whether they arrived."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wanwide.core.contracts import S3Target
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.kubernetes.kube.client import Kube
+from wanwide.providers.kubernetes.render.rally import results_target
+
+
+def target(kube: Kube, plan: TrialPlan, instance: str | None = None) -> S3Target | None:
+    """results.s3, or the endpoint/bucket an ObjectBucketClaim's ConfigMap gives.
+
+    ``instance`` (the Benchmark's uid) goes into the prefix with the namespace, so a
+    Benchmark re-created under the same name never meets an earlier run's bundles.
+    """
+    t = _target(kube, plan)
+    if t is None or not instance:
+        return t
+    return t.model_copy(update={"prefix": f"{t.prefix.strip('/')}/{plan.bench_namespace}/{instance[:8]}"})
+
+
+def _target(kube: Kube, plan: TrialPlan) -> S3Target | None:
+    t = results_target(plan)
+    if t is not None:
+        return t
+    obc = plan.spec.results.object_bucket_claim
+    if not obc:
+        return None
+    cm = kube.get("v1", "ConfigMap", obc, plan.bench_namespace) or {}
+    d = cm.get("data") or {}
+    if "BUCKET_HOST" not in d:
+        return None
+    port = d.get("BUCKET_PORT", "80")
+    scheme = "https" if port == "443" else "http"
+    return S3Target(endpoint=f"{scheme}://{d['BUCKET_HOST']}:{port}", bucket=d["BUCKET_NAME"], prefix="wanwide",
+                    region=d.get("BUCKET_REGION", "us-east-1"))
+
+
+def _credentials(kube: Kube, plan: TrialPlan) -> tuple[str | None, str | None]:
+    s3 = plan.spec.results.s3
+    if s3 is not None:
+        ref = s3.secret_ref
+        return (kube.secret_value(ref.name, plan.bench_namespace, ref.access_key_key),
+                kube.secret_value(ref.name, plan.bench_namespace, ref.secret_key_key))
+    obc = plan.spec.results.object_bucket_claim
+    if obc:
+        return (kube.secret_value(obc, plan.bench_namespace, "AWS_ACCESS_KEY_ID"),
+                kube.secret_value(obc, plan.bench_namespace, "AWS_SECRET_ACCESS_KEY"))
+    return None, None
+
+
+def _client(kube: Kube, plan: TrialPlan, t: S3Target) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    key, secret = _credentials(kube, plan)
+    return boto3.client("s3", endpoint_url=t.endpoint, region_name=t.region, aws_access_key_id=key,
+                        aws_secret_access_key=secret,
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2},
+                                      connect_timeout=5, read_timeout=10))
+
+
+def store_error(e: Exception, t: S3Target) -> str:
+    """One line saying why the store did not answer (never the keys)."""
+    code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code")
+    why = f"refused ({code})" if code else f"unreachable ({type(e).__name__})"
+    return f"results store {t.endpoint} bucket {t.bucket} {why}"
+
+
+def probe(kube: Kube, plan: TrialPlan, instance: str | None = None) -> str | None:
+    """None when the results store lists the trial's prefix, else why not."""
+    t = target(kube, plan, instance)
+    if t is None:
+        return None
+    try:
+        _client(kube, plan, t).list_objects_v2(Bucket=t.bucket, Prefix=f"{t.prefix.strip('/')}/", MaxKeys=1)
+    except Exception as e:  # noqa: BLE001 - any failure is the answer
+        return store_error(e, t)
+    return None
+
+
+def bundles(kube: Kube, plan: TrialPlan, attempt: int,
+            instance: str | None = None) -> tuple[list[str], list[str], str, str | None]:
+    """(regions with a bundle manifest for this attempt, regions without, URI of the trial's results,
+    why the store did not answer or None)."""
+    t = target(kube, plan, instance)
+    if t is None:
+        return list(plan.load_regions), [], "", None
+    base = f"{t.prefix.strip('/')}/{plan.benchmark}/{plan.id}/"
+    uri = f"s3://{t.bucket}/{base}"
+    s3 = _client(kube, plan, t)
+    found, missing, error = [], [], None
+    for r in plan.load_regions:
+        prefix = f"{base}{r}/attempt-{attempt}-"
+        try:
+            resp = s3.list_objects_v2(Bucket=t.bucket, Prefix=prefix)
+        except Exception as e:  # noqa: BLE001 - storage down: keep waiting until the phase times out
+            missing.append(r)
+            error = store_error(e, t)
+            continue
+        keys = [o["Key"] for o in resp.get("Contents", [])]
+        (found if any(k.endswith("/manifest.json") for k in keys) else missing).append(r)
+    return found, missing, uri, error
+
+
+def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
+           instance: str | None = None) -> tuple[dict[tuple[str, str], list[float]], list[str], str | None]:
+    """The network check's measurement ``check`` as the probe Jobs stored it: (samples per probed pair,
+    sources without a result yet, why the store did not answer or None)."""
+    import json
+
+    from wanwide.core.contracts import probe_key
+
+    t = target(kube, plan, instance)
+    if t is None:
+        return {}, list(sources), None
+    s3 = _client(kube, plan, t)
+    measured: dict[tuple[str, str], list[float]] = {}
+    missing, error = [], None
+    for src in sources:
+        key = probe_key(t.prefix, plan.benchmark, plan.id, check, src)
+        try:
+            doc = json.loads(s3.get_object(Bucket=t.bucket, Key=key)["Body"].read())
+        except Exception as e:  # noqa: BLE001 - not there yet, or the store down: keep waiting
+            missing.append(src)
+            if (getattr(e, "response", None) or {}).get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+                error = store_error(e, t)
+            continue
+        for row in doc.get("targets") or []:
+            measured[(src, row["region"])] = [float(x) for x in row.get("samples_ms") or []]
+    return measured, missing, error

@@ -1,0 +1,32 @@
+"""Process-wide settings of a running operator (set once by the CLI)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from wanwide import DEFAULT_IMAGE
+from wanwide.providers.kubernetes.kube.client import Kube, load_config
+
+
+@dataclass
+class Runtime:
+    kubeconfig: str | None = None
+    metrics_port: int = 0
+    trial_clusterrole: str | None = None
+    subject: dict[str, str] | None = None
+    runner_image: str = DEFAULT_IMAGE  # spec.runner.image when a Benchmark leaves it unset
+    clusterwide: bool = True  # children's events reach the operator only when it watches every namespace
+
+    @property
+    def safety_net_s(self) -> float:
+        """The longest a Trial waits without an event: children's events wake it sooner cluster-wide;
+        watching some namespaces only, it cannot see them and looks every 5 s."""
+        return 30.0 if self.clusterwide else 5.0
+
+    @cached_property
+    def kube(self) -> Kube:
+        return Kube(load_config(self.kubeconfig))
+
+
+RUNTIME = Runtime()

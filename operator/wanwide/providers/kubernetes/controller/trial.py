@@ -1,0 +1,87 @@
+"""One step of a Trial: observe its children, decide (pure), act, and the status that follows.
+
+Everything is re-derived from the Trial's status and its labelled children, so a
+restarted operator resumes where the last one stopped. Each step is idempotent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+from typing import Any
+
+from wanwide.core.api.benchmark import Benchmark
+from wanwide.core.api.topology import TopologySpec
+from wanwide.core.plan.errors import Problems
+from wanwide.core.plan.matrix import Point
+from wanwide.core.plan.trial import TrialPlan, plan_point
+from wanwide.providers.kubernetes.controller import trialstate
+from wanwide.providers.kubernetes.controller.actions import Decision, Executor
+from wanwide.providers.kubernetes.controller.observe import Where, observe
+from wanwide.providers.kubernetes.controller.phases import decide
+
+A_PLAN_INPUT = "wanwide.io/plan-input"
+
+
+class InvalidPlan(Exception):
+    """The Trial's frozen plan input no longer plans: retrying cannot fix it."""
+
+
+def plan_input(bench: dict[str, Any], topology: TopologySpec, point: Point) -> str:
+    """The frozen input of a trial: edits to the Benchmark never change a trial in flight."""
+    return json.dumps({
+        "benchmark": {"apiVersion": bench["apiVersion"], "kind": "Benchmark",
+                      "metadata": {"name": bench["metadata"]["name"], "namespace": bench["metadata"]["namespace"]},
+                      "spec": bench["spec"]},
+        "topology": topology.wire(),
+        "point": {"index": point.index, "repetition": point.repetition, "values": point.values,
+                  "position": point.position, "seed": point.seed},
+    }, sort_keys=True)
+
+
+def trial_plan(trial: dict[str, Any]) -> TrialPlan:
+    """The Trial's plan from its frozen input; InvalidPlan says why it no longer plans."""
+    try:
+        text = trial["metadata"]["annotations"][A_PLAN_INPUT]
+    except (KeyError, TypeError):
+        text = None
+    return _planned(text)
+
+
+@functools.lru_cache(maxsize=64)  # the input is frozen: plan once per trial, not once per step
+def _planned(text: str | None) -> TrialPlan:
+    try:
+        if text is None:
+            raise KeyError(A_PLAN_INPUT)
+        data = json.loads(text)
+        bench = Benchmark.model_validate(data["benchmark"])
+        pt = data["point"]
+        point = Point(pt["index"], pt["repetition"], pt["values"], pt.get("position"), pt.get("seed"))
+        topology = TopologySpec.model_validate(data["topology"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise InvalidPlan(f"annotation {A_PLAN_INPUT} is missing or unreadable ({e}): "
+                          "the Trial was not made by this operator; delete it") from None
+    problems = Problems()
+    p = plan_point(bench, topology, point, problems)
+    if p is None:
+        raise InvalidPlan("; ".join(map(str, problems.items)))
+    return p
+
+
+def where(trial: dict[str, Any], **settings: Any) -> Where:
+    owners = trial["metadata"].get("ownerReferences") or []
+    return Where(instance=owners[0]["uid"] if owners else None,
+                 plan_generation=int((trial.get("spec") or {}).get("planGeneration", 0)), **settings)
+
+
+def step(w: Where, executor: Executor, plan: TrialPlan, status: dict[str, Any],
+         now: dt.datetime | None = None) -> Decision:
+    """Observe → decide → act, once, for the Trial's current phase."""
+    obs = observe(w, plan, status)
+    decision = decide(plan, status, obs, now or trialstate.now())
+    executor.run(decision.actions)
+    return decision
+
+
+__all__ = ["A_PLAN_INPUT", "InvalidPlan", "plan_input", "step", "trial_plan", "where"]

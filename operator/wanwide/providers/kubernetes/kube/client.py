@@ -1,0 +1,194 @@
+"""The only place that talks to the API server: server-side apply, get, list, delete."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from prometheus_client import Counter
+
+from wanwide import FIELD_MANAGER
+from wanwide.core.plan import names
+
+log = logging.getLogger(__name__)
+API_REQUESTS = Counter("wanwide_api_requests_total", "Requests to the API server (helm's not counted)", ["verb"])
+DISCOVERY_TTL_S = 10.0
+"""How long :meth:`Kube.serves` trusts a discovery answer (CRDs come and go)."""
+SOURCE_TTL_S = 10.0
+"""How long a Secret copied into trial namespaces is trusted (a trial's namespaces are applied in one go)."""
+
+
+class MissingSource(RuntimeError):
+    """A Secret to copy from does not exist (or lacks a key)."""
+
+
+CONNECTIONS = 40
+"""Connections kept open to the API server: the operator's parallel applies (providers/kubernetes/controller/actions.LANES) and steps."""
+
+
+def load_config(kubeconfig: str | None = None) -> client.ApiClient:
+    cfg = client.Configuration()
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+    else:
+        try:
+            config.load_incluster_config(client_configuration=cfg)
+        except config.ConfigException:
+            config.load_kube_config(client_configuration=cfg)
+    cfg.connection_pool_maxsize = CONNECTIONS
+    return client.ApiClient(cfg)
+
+
+try:  # a trial's Jobs listed at once are megabytes of JSON: parsing them was most of the operator's CPU
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson comes with wanwide[operator]
+    _loads = json.loads
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    """A response's body as plain data (the dynamic client's own objects cost more than the request)."""
+    return _loads(resp.data)
+
+
+def _selector(pairs: dict[str, str] | None) -> str | None:
+    """``k=v,k2=v2`` for a label or field selector; None for none."""
+    return ",".join(f"{k}={v}" for k, v in (pairs or {}).items()) or None
+
+
+class Kube:
+    """Thin wrapper over the dynamic client; every write is a server-side apply as ``wanwide``."""
+
+    def __init__(self, api: client.ApiClient | None = None, field_manager: str = FIELD_MANAGER):
+        self.api = api or load_config()
+        self.dyn = DynamicClient(self.api)
+        self.field_manager = field_manager
+        self._res: dict[tuple[str, str], Any] = {}
+        self._served: dict[str, tuple[float, frozenset[str]]] = {}
+        self._sources: dict[tuple[str, str], tuple[float, dict[str, Any] | None]] = {}
+
+    def resource(self, api_version: str, kind: str) -> Any:
+        key = (api_version, kind)
+        if key not in self._res:
+            self._res[key] = self.dyn.resources.get(api_version=api_version, kind=kind)
+        return self._res[key]
+
+    def _resolves(self, api_version: str, kind: str) -> bool:
+        """The dynamic client knows ``kind`` (its discovery cache refreshed once on a miss)."""
+        try:
+            self.resource(api_version, kind)
+            return True
+        except ResourceNotFoundError:
+            try:
+                self.dyn.resources.invalidate_cache()
+                self._res.pop((api_version, kind), None)
+                self.resource(api_version, kind)
+                return True
+            except ResourceNotFoundError:
+                return False
+
+    def serves(self, api_version: str, *kinds: str) -> bool:
+        """Whether the API server serves all ``kinds`` of ``api_version`` now.
+
+        One discovery request per group version, trusted for DISCOVERY_TTL_S (trials starting
+        together ask once); a kind that went away is forgotten, one that came is looked up.
+        """
+        now = time.monotonic()
+        hit = self._served.get(api_version)
+        if hit is None or now - hit[0] >= DISCOVERY_TTL_S:
+            path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+            API_REQUESTS.labels("discovery").inc()
+            try:
+                listed = self.dyn.request("GET", path).to_dict().get("resources") or []
+            except NotFoundError:
+                listed = []
+            hit = self._served[api_version] = (now, frozenset(r["kind"] for r in listed if "/" not in r["name"]))
+            for key in [k for k in self._res if k[0] == api_version and k[1] not in hit[1]]:
+                del self._res[key]
+        return all(k in hit[1] and self._resolves(api_version, k) for k in kinds)
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        """Server-side apply (forcing conflicts: wanwide owns what it renders); the answer is not read."""
+        if obj["kind"] == "Secret" and names.A_COPY_FROM in (obj["metadata"].get("annotations") or {}):
+            obj = self.materialise_secret(obj)
+        res = self.resource(obj["apiVersion"], obj["kind"])
+        API_REQUESTS.labels("apply").inc()
+        _ = res.server_side_apply(  # read, so that the connection goes back to the pool
+            body=obj,
+            name=obj["metadata"]["name"],
+            namespace=obj["metadata"].get("namespace"),
+            field_manager=self.field_manager,
+            force_conflicts=True,
+            serialize=False,
+        ).data
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        API_REQUESTS.labels("get").inc()
+        try:
+            return _json(self.resource(api_version, kind).get(name=name, namespace=namespace, serialize=False))
+        except NotFoundError:
+            return None
+
+    def list(self, api_version: str, kind: str, selector: dict[str, str] | None = None,
+             namespace: str | None = None, cached: bool = False,
+             fields: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """Objects by label (and ``fields``, e.g. ``metadata.name``; ``namespace`` None: across namespaces),
+        as plain dicts; ``cached``: as the API server's cache has them (may trail the latest writes;
+        cheaper: for polling)."""
+        API_REQUESTS.labels("list").inc()
+        out = _json(self.resource(api_version, kind).get(namespace=namespace, label_selector=_selector(selector),
+                                                         field_selector=_selector(fields),
+                                                         resource_version="0" if cached else None,
+                                                         serialize=False))
+        return out.get("items") or []
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
+               propagation: str = "Background") -> bool:
+        """Delete; False when it was already gone."""
+        API_REQUESTS.labels("delete").inc()
+        try:
+            self.resource(api_version, kind).delete(
+                name=name, namespace=namespace, body={"propagationPolicy": propagation})
+            return True
+        except NotFoundError:
+            return False
+
+    def patch_status(self, api_version: str, kind: str, name: str, namespace: str,
+                     status: dict[str, Any]) -> dict[str, Any]:
+        """Merge-patch the status; the object as written."""
+        API_REQUESTS.labels("patch").inc()
+        return _json(self.resource(api_version, kind).status.patch(
+            name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json",
+            serialize=False))
+
+    def materialise_secret(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Fill a ``wanwide.io/copy-from`` Secret with the data of its source (read once for a burst of copies)."""
+        ann = obj["metadata"].get("annotations") or {}
+        src_ns, src_name = ann[names.A_COPY_FROM].split("/", 1)
+        at, src = self._sources.get((src_ns, src_name), (0.0, None))
+        if src is None or time.monotonic() - at > SOURCE_TTL_S:
+            src = self.get("v1", "Secret", src_name, src_ns)
+            self._sources[(src_ns, src_name)] = (time.monotonic(), src)
+        if src is None:
+            raise MissingSource(f"Secret {src_ns}/{src_name} not found: create it (see the Benchmark's results.s3.secretRef)")
+        data = src.get("data") or {}
+        out: dict[str, str] = {}
+        for pair in ann.get("wanwide.io/copy-keys", "").split(","):
+            if not pair:
+                continue
+            s, d = pair.split("=", 1)
+            if s not in data:
+                raise MissingSource(f"Secret {src_ns}/{src_name} has no key {s!r}: add it")
+            out[d] = data[s]
+        return {**obj, "data": out}
+
+    def secret_value(self, name: str, namespace: str, key: str) -> str | None:
+        s = self.get("v1", "Secret", name, namespace)
+        if not s or key not in (s.get("data") or {}):
+            return None
+        return base64.b64decode(s["data"][key]).decode()

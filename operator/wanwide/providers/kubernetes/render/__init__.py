@@ -1,0 +1,110 @@
+"""Trial plan → Kubernetes objects and Helm releases (pure functions)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from wanwide.core.api.units import seconds
+from wanwide.core.contracts import S3Target
+from wanwide.core.plan import names
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.kubernetes.render import chaos, database, keystone, monitors, rally, secrets
+from wanwide.providers.kubernetes.render.common import meta, obj
+from wanwide.providers.kubernetes.render.keystone import HelmRelease
+
+# Apply order; deletion goes the other way.
+KIND_ORDER = [
+    "Namespace", "Trial", "Secret", "ConfigMap", "Service", "MariaDB", "Database", "User", "Grant", "CrdbCluster",
+    "Deployment", "Job", "PodMonitor", "ServiceMonitor", "NetworkChaos",
+]
+
+
+class Rendered:
+    """The desired state of one trial, grouped by when the operator applies it; each group is rendered
+    when first asked for (a step needs one group, and at hundreds of regions each costs)."""
+
+    def __init__(self, plan: TrialPlan, *, start_at: str | None = None, attempt: int = 1,
+                 passwords: dict[str, str] | None = None, results: S3Target | None = None,
+                 plan_generation: int = 0) -> None:
+        self.plan, self.start_at, self.attempt = plan, start_at, attempt
+        self.passwords, self.results, self.plan_generation = passwords, results, plan_generation
+
+    @cached_property
+    def base(self) -> list[dict[str, Any]]:
+        """Provisioning: namespaces, secrets, database, memcached, monitors."""
+        p = self.plan
+        out = [*namespaces(p), trial_object(p, self.plan_generation), *secrets.render(p), *database.render(p),
+               *keystone.memcached(p), *monitors.render(p)]
+        out.sort(key=lambda o: KIND_ORDER.index(o["kind"]))
+        return out
+
+    @cached_property
+    def releases(self) -> list[HelmRelease]:
+        """Provisioning: keystone per region (wave 0, then wave 1)."""
+        return keystone.releases(self.plan, self.passwords)
+
+    @cached_property
+    def wan(self) -> list[dict[str, Any]]:
+        """Injecting: the emulated WAN."""
+        return chaos.wan(self.plan)
+
+    @cached_property
+    def load(self) -> list[dict[str, Any]]:
+        """Loading: runner ConfigMaps + Jobs."""
+        return rally.jobs(self.plan, start_at=self.start_at, attempt=self.attempt, results=self.results)
+
+    def probes(self, check: int, results: S3Target) -> list[dict[str, Any]]:
+        """VerifyingNetwork: the network check's probe ConfigMaps and Jobs (measurement ``check``)."""
+        return rally.probe_jobs(self.plan, check, results)
+
+    def chaos_at(self, elapsed_s: float | None) -> list[dict[str, Any]]:
+        """Injecting to Collecting: the chaos in force ``elapsed_s`` after the load start (None: the WAN)."""
+        return chaos.at(self.plan, elapsed_s)
+
+    @cached_property
+    def faults(self) -> list[dict[str, Any]]:
+        """Loading: the chaos objects the fault schedule brings (``wanwide.io/fault`` names the window)."""
+        return chaos.timeline(self.plan, seconds(self.plan.spec.timeouts.loading))
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        return [*self.base, *self.wan, *self.load, *self.faults]
+
+
+def trial_object(plan: TrialPlan, plan_generation: int = 0) -> dict[str, Any]:
+    return obj(
+        "wanwide.io/v1alpha1",
+        "Trial",
+        meta(plan.name, plan.bench_namespace, plan.labels(), {names.A_PARAMETERS: _params(plan)}),
+        spec={"benchmark": plan.benchmark, "index": plan.index, "repetition": plan.repetition,
+              **({} if plan.position is None else {"position": plan.position}),
+              "parameters": dict(plan.parameters), "planGeneration": plan_generation},
+    )
+
+
+def _params(plan: TrialPlan) -> str:
+    return ",".join(f"{k}={v}" for k, v in plan.parameters.items())
+
+
+def namespaces(plan: TrialPlan) -> list[dict[str, Any]]:
+    out = []
+    region_of = {plan.namespace(r): r for r in plan.region_names}
+    for ns in plan.namespaces:
+        region = region_of.get(ns)
+        out.append(obj("v1", "Namespace", meta(ns, None, plan.labels(region, None if region else "database"),
+                                               {names.A_PARAMETERS: _params(plan)})))
+    return out
+
+
+def render_trial(
+    plan: TrialPlan,
+    *,
+    start_at: str | None = None,
+    attempt: int = 1,
+    passwords: dict[str, str] | None = None,
+    results: S3Target | None = None,
+    plan_generation: int = 0,
+) -> Rendered:
+    return Rendered(plan, start_at=start_at, attempt=attempt, passwords=passwords, results=results,
+                    plan_generation=plan_generation)

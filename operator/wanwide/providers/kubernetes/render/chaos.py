@@ -1,0 +1,137 @@
+"""Chaos Mesh objects: the WAN in force (one netem object per source region × link class × pod-set
+kind) and a partition object per cut in force (partitions, each cut of a dropout); loss windows are
+the WAN with their links' shaping. What is in force when is the lifecycle's fault schedule.
+
+Every selector names the trial's own namespaces (or its own database pods) and
+nothing else, so chaos can never reach outside the trial.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from wanwide.core.api.units import fmt_ms, fmt_pct, fmt_rate
+from wanwide.core.lifecycle import Active, fault_events, in_force, wan_at
+from wanwide.core.plan import names
+from wanwide.core.plan.latency import LinkClass, classes
+from wanwide.core.plan.links import LinkMap, OneWay
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.kubernetes.render.common import meta, obj
+from wanwide.providers.kubernetes.render.database import members
+
+CHAOS_API = "chaos-mesh.org/v1alpha1"
+
+
+def _pod_sets(plan: TrialPlan, regions: list[str] | tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+    """Selectors covering the regions' pods: ('n', namespaces) and, with members, ('m', pods)."""
+    out: list[tuple[str, dict[str, Any]]] = [("n", {"namespaces": [plan.namespace(r) for r in regions]})]
+    mem = members(plan)
+    if mem:
+        pods = [mem[r] for r in regions]
+        out.append(("m", {"pods": {plan.db_namespace: pods}}))
+    return out
+
+
+def _tag(plan: TrialPlan) -> str:
+    """Chaos Mesh derives ipset names from the object name alone: make names unique per trial."""
+    return names.short_hash(f"{plan.bench_namespace}/{plan.name}", 6)
+
+
+def netem(shaping: OneWay) -> dict[str, Any]:
+    """The netem fields of one object: delay, loss and rate together, so none overrides another."""
+    body: dict[str, Any] = {}
+    if shaping.delay_ms or shaping.jitter_ms:
+        body["delay"] = {"latency": fmt_ms(shaping.delay_ms), "jitter": fmt_ms(shaping.jitter_ms), "correlation": "0"}
+    loss = shaping.loss_pct
+    if loss:
+        body["loss"] = {"loss": fmt_pct(loss), "correlation": "0"}
+    if shaping.rate_mbit is not None:
+        body["rate"] = {"rate": fmt_rate(shaping.rate_mbit)}
+    return body
+
+
+def _class_objects(plan: TrialPlan, c: LinkClass) -> list[dict[str, Any]]:
+    """A link class's netem objects, named by what they shape (the same class, the same name: a WAN that
+    comes back after a loss window is the same objects again)."""
+    out = []
+    digest = names.short_hash(repr((c.shaping, c.dsts)), 5)
+    for s_kind, src in _pod_sets(plan, [c.src]):
+        for t_kind, dst in _pod_sets(plan, c.dsts):
+            name = f"wan-{_tag(plan)}-{c.src}-{digest}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
+            out.append(
+                obj(
+                    CHAOS_API,
+                    "NetworkChaos",
+                    meta(name, plan.namespace(c.src), plan.labels(c.src, "wan")),
+                    spec={
+                        "action": "netem",
+                        "mode": "all",
+                        "selector": src,
+                        "direction": "to",
+                        "target": {"mode": "all", "selector": dst},
+                        **netem(c.shaping),
+                    },
+                )
+            )
+    return out
+
+
+def wan(plan: TrialPlan, links: LinkMap | None = None) -> list[dict[str, Any]]:
+    """NetworkChaos objects shaping ``links`` (default: the plan's WAN, present from Injecting to CleaningUp)."""
+    cls = plan.classes if links is None or links == plan.links else classes(links, plan.region_names)
+    return [o for r in plan.region_names for c in cls[r] for o in _class_objects(plan, c)]
+
+
+def cuts(plan: TrialPlan, cutting: tuple[Active, ...], elapsed_s: float) -> list[dict[str, Any]]:
+    """A ``partition`` object per cutting window in force (both ways between its regions and the rest),
+    for what is left of it: Chaos Mesh ends it by itself should the operator be down then."""
+    out = []
+    for a in cutting:
+        cut = list(a.window.regions)
+        others = [r for r in plan.region_names if r not in cut]
+        left = max(1, math.ceil(a.end_s - max(elapsed_s, a.start_s)))
+        for s_kind, src in _pod_sets(plan, cut):
+            for t_kind, dst in _pod_sets(plan, others):
+                name = f"{a.name}-{_tag(plan)}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
+                out.append(obj(CHAOS_API, "NetworkChaos", meta(name, plan.namespace(cut[0]), plan.labels(cut[0], "fault"),
+                                                               {names.A_FAULT: a.name}),
+                               spec={"action": "partition", "mode": "all", "selector": src, "direction": "both",
+                                     "target": {"mode": "all", "selector": dst}, "duration": f"{left}s"}))
+    return out
+
+
+def at(plan: TrialPlan, elapsed_s: float | None) -> list[dict[str, Any]]:
+    """Every chaos object in force ``elapsed_s`` seconds after the load start (None: not loading: the
+    plan's WAN alone), as the lifecycle's fault schedule says (core/lifecycle.py)."""
+    if elapsed_s is None or not plan.faults:
+        return wan(plan)
+    active = in_force(plan.faults, elapsed_s)
+    w = wan_at(plan, active)
+    netems = wan(plan, w.links)
+    if len(w.cut_by) < len(active):  # loss windows in force: their objects say which
+        base = {o["metadata"]["name"] for o in wan(plan)}
+        losses = ",".join(a.name for a in active if a.window.kind == "loss")
+        netems = [o if o["metadata"]["name"] in base else
+                  {**o, "metadata": {**o["metadata"], "annotations": {names.A_FAULT: losses}}} for o in netems]
+    return netems + cuts(plan, w.cut_by, elapsed_s)
+
+
+def timeline(plan: TrialPlan, until_s: float) -> list[dict[str, Any]]:
+    """The chaos objects the fault schedule puts in force before ``until_s`` beyond the plan's WAN, once
+    each, in the order they come, a dropout's first cut standing for the others (for ``wanwide plan``:
+    what the operator will apply; ``wanwide.io/fault`` names the windows)."""
+    base = {o["metadata"]["name"] for o in wan(plan)}
+    seen: dict[str, dict[str, Any]] = {}
+    for e in fault_events(plan.faults, until_s):
+        if e.begins and e.occurrence == 0:
+            for o in at(plan, e.at_s):
+                if o["metadata"]["name"] not in base:
+                    seen.setdefault(o["metadata"]["name"], o)
+    return list(seen.values())
+
+
+def same(live: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Whether a live chaos object is the one wanted (a cut's duration counts from its creation: not compared)."""
+    spec = {k: v for k, v in (live.get("spec") or {}).items() if k != "duration"}
+    return {k: v for k, v in want["spec"].items() if k != "duration"}.items() <= spec.items()

@@ -1,0 +1,174 @@
+"""Rally load: the runner configuration and one Job per load region (Kubernetes addresses)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from wanwide.core.api.units import seconds
+from wanwide.core.contracts import EXIT_UPLOAD, ProbeConfig, ProbeTarget, S3Target
+from wanwide.core.lifecycle import probe_pairs, rtt_requested
+from wanwide.core.plan.runner import Addresses, config_json, runner_config
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.kubernetes.render.common import PLACEHOLDER, meta, obj, svc_host
+from wanwide.providers.kubernetes.render.database import endpoint
+from wanwide.providers.kubernetes.render.keystone import (
+    API_PORT,
+    API_SERVICE,
+    memcache_servers,
+    public_url,
+)
+from wanwide.providers.kubernetes.render.secrets import CREDENTIALS, RESULTS
+
+JOB = "rally"
+CONFIG = "rally-config"
+CONFIG_PATH = "/etc/wanwide/runner.json"
+RESULTS_DIR = "/results"
+# The Pod Security Standard "restricted": the image's user (10001, HOME /home/wanwide), Rally's
+# state and the bundle under RESULTS_DIR (an emptyDir); RTTs are TCP connects (no raw sockets).
+POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 10001, "fsGroup": 10001,
+                "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": False,
+                      "capabilities": {"drop": ["ALL"]}}
+
+
+def results_target(plan: TrialPlan) -> S3Target | None:
+    """``results.s3`` as the runner's upload target (keys from the results Secret)."""
+    s3 = plan.spec.results.s3
+    if s3 is None:
+        return None
+    return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region)
+
+
+def targets(plan: TrialPlan) -> dict[tuple[str, str], tuple[str, int]]:
+    """Every region's Keystone and database address (cluster DNS names)."""
+    out: dict[tuple[str, str], tuple[str, int]] = {}
+    for r in plan.region_names:
+        out[(r, "keystone")] = (svc_host(API_SERVICE, plan.namespace(r)), API_PORT)
+        db = endpoint(plan, r)
+        out[(r, "database")] = (db.host, db.port)
+    return out
+
+
+def addresses(plan: TrialPlan, region: str, known: dict[tuple[str, str], tuple[str, int]] | None = None) -> Addresses:
+    """Where the runner of ``region`` finds the trial's services (``known``: :func:`targets`, computed once)."""
+    db = endpoint(plan, region)
+    return Addresses(keystone_url=public_url(plan, region), database=(db.host, db.port),
+                     memcache_servers=memcache_servers(plan, region), targets=known or targets(plan))
+
+
+def config_document(plan: TrialPlan, region: str, *, start_at: str | None, attempt: int,
+                    results: S3Target | None, known: dict[tuple[str, str], tuple[str, int]] | None = None
+                    ) -> dict[str, Any]:
+    """runner.json of one load region (the start time a placeholder until Loading sets it)."""
+    ks = plan.spec.openstack.keystone
+    cfg = runner_config(plan, region, addresses(plan, region, known), start_at=start_at, attempt=attempt,
+                        results=results, local_dir=RESULTS_DIR,
+                        versions={"keystone-chart": f"{ks.chart}-{ks.chart_version}"})
+    doc = config_json(cfg)
+    doc["start_at"] = start_at or PLACEHOLDER
+    return doc
+
+
+def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
+def _s3_env() -> list[dict[str, Any]]:
+    return [_secret_env("AWS_ACCESS_KEY_ID", RESULTS, "AWS_ACCESS_KEY_ID"),
+            _secret_env("AWS_SECRET_ACCESS_KEY", RESULTS, "AWS_SECRET_ACCESS_KEY")]
+
+
+def runner_pod(plan: TrialPlan, region: str, args: list[str], env: list[dict[str, Any]], config: str,
+               resources: dict[str, Any]) -> dict[str, Any]:
+    """The pod of a Job in the runner's image (Rally, the network probe): restricted, the region's nodes."""
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "securityContext": copy.deepcopy(POD_SECURITY),
+        "containers": [{
+            "name": "runner",
+            "image": plan.runner_image,
+            "args": args,
+            "env": env,
+            "volumeMounts": [{"name": "config", "mountPath": "/etc/wanwide", "readOnly": True},
+                             {"name": "results", "mountPath": RESULTS_DIR}],
+            "resources": resources,
+            "securityContext": copy.deepcopy(CONTAINER_SECURITY),
+        }],
+        "volumes": [{"name": "config", "configMap": {"name": config}}, {"name": "results", "emptyDir": {}}],
+    }
+    sel = plan.node_selector(region)
+    if sel:
+        pod["nodeSelector"] = sel
+    return pod
+
+
+PROBE = "network-probe"
+PROBE_PATH = "/etc/wanwide/probe.json"
+
+
+def probe_jobs(plan: TrialPlan, check: int, results: S3Target) -> list[dict[str, Any]]:
+    """The network check's measurement ``check``: a ConfigMap and a Job per region that probes (the
+    lifecycle's probe pairs, to each destination's Keystone Service, the way the workload crosses the WAN)."""
+    known = targets(plan)
+    by_src: dict[str, list[ProbeTarget]] = {}
+    for src, dst in probe_pairs(plan):
+        host, port = known[(dst, "keystone")]
+        by_src.setdefault(src, []).append(ProbeTarget(region=dst, host=host, port=port,
+                                                      requested_rtt_ms=rtt_requested(plan, (src, dst))))
+    out = []
+    name = f"{PROBE}-{check}"
+    for src, tgts in by_src.items():
+        ns, labels = plan.namespace(src), plan.labels(src, "probe")
+        cfg = ProbeConfig(benchmark=plan.benchmark, trial=plan.id, region=src, check=check, targets=tgts,
+                          results=results)
+        out.append(obj("v1", "ConfigMap", meta(name, ns, labels),
+                       data={"probe.json": cfg.model_dump_json(indent=2)}))
+        pod = runner_pod(plan, src, ["runner", "probe", "--config", PROBE_PATH], _s3_env(), name,
+                         {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}})
+        out.append(obj("batch/v1", "Job", meta(name, ns, labels), spec={
+            "backoffLimit": 1, "activeDeadlineSeconds": 600, "ttlSecondsAfterFinished": 86400,
+            "template": {"metadata": {"labels": labels}, "spec": pod}}))
+    return out
+
+
+def jobs(
+    plan: TrialPlan,
+    *,
+    start_at: str | None = None,
+    attempt: int = 1,
+    results: S3Target | None = None,
+) -> list[dict[str, Any]]:
+    """ConfigMap + Job per load region. Created at Loading, when ``start_at`` is known."""
+    out = []
+    res = results if results is not None else results_target(plan)
+    # the runner keeps retrying its upload through a storage outage for the Collecting timeout,
+    # inside the Job's deadline
+    collecting = int(seconds(plan.spec.timeouts.collecting))
+    if res is not None:
+        res = res.model_copy(update={"upload_deadline_s": float(collecting)})
+    timeout = int(seconds(plan.spec.timeouts.loading)) + collecting
+    known = targets(plan)
+    for r in plan.load_regions:
+        ns = plan.namespace(r)
+        labels = plan.labels(r, "load")
+        cfg = config_document(plan, r, start_at=start_at, attempt=attempt, results=res, known=known)
+        out.append(obj("v1", "ConfigMap", meta(CONFIG, ns, labels),
+                       data={"runner.json": json.dumps(cfg, indent=2, sort_keys=True)}))
+        env = [
+            _secret_env("OS_PASSWORD", CREDENTIALS, "admin-password"),
+            _secret_env("DB_ROOT_PASSWORD", CREDENTIALS, "db-root-password"),
+        ] + (_s3_env() if res is not None else [])
+        pod = runner_pod(plan, r, ["runner", "run", "--config", CONFIG_PATH], env, CONFIG,
+                         {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}})
+        out.append(obj("batch/v1", "Job", meta(JOB, ns, labels, {"wanwide.io/attempt": str(attempt)}), spec={
+            "backoffLimit": 0,
+            # measured, not stored (the runner retried through the Collecting timeout): a failure of its own
+            "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
+                "containerName": "runner", "operator": "In", "values": [EXIT_UPLOAD]}}]},
+            "activeDeadlineSeconds": timeout,
+            "ttlSecondsAfterFinished": 86400,
+            "template": {"metadata": {"labels": labels}, "spec": pod},
+        }))
+    return out

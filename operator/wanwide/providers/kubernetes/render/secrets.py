@@ -1,0 +1,75 @@
+"""Secrets a trial needs, as copies of the Benchmark's own Secrets.
+
+The planner is pure and never sees secret data: each Secret it renders names
+its source (``wanwide.io/copy-from``) and which keys to copy
+(``wanwide.io/copy-keys``); the apply layer fills the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wanwide.core.plan import names
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.kubernetes.render.common import meta, obj
+
+CREDENTIALS = "wanwide-credentials"
+FERNET = "keystone-fernet-keys"
+CREDENTIAL_KEYS = "keystone-credential-keys"
+RESULTS = "wanwide-results"
+
+# Keys of the Benchmark's key Secret (created once per Benchmark by the operator).
+KEY_FIELDS = {
+    "fernet": ("fernet-0", "fernet-1"),
+    "credential": ("credential-0", "credential-1"),
+    "passwords": ("admin-password", "db-root-password", "keystone-db-password"),
+}
+
+
+def keys_secret_name(benchmark: str) -> str:
+    return f"{benchmark}-wanwide-keys"
+
+
+def _copy(plan: TrialPlan, name: str, ns: str, region: str | None, source: str, keys: dict[str, str]) -> dict[str, Any]:
+    return obj(
+        "v1",
+        "Secret",
+        meta(
+            name,
+            ns,
+            plan.labels(region),
+            {
+                names.A_COPY_FROM: source,
+                "wanwide.io/copy-keys": ",".join(f"{s}={d}" for s, d in keys.items()),
+            },
+        ),
+        type="Opaque",
+    )
+
+
+def render(plan: TrialPlan) -> list[dict[str, Any]]:
+    src = f"{plan.bench_namespace}/{keys_secret_name(plan.benchmark)}"
+    out = []
+    region_of_ns = {plan.namespace(r): r for r in plan.region_names}
+    for ns in plan.namespaces:
+        region = region_of_ns.get(ns)
+        out.append(_copy(plan, CREDENTIALS, ns, region, src, {k: k for k in KEY_FIELDS["passwords"]}))
+        if region is None:
+            continue
+        out.append(_copy(plan, FERNET, ns, region, src, {"fernet-0": "0", "fernet-1": "1"}))
+        out.append(_copy(plan, CREDENTIAL_KEYS, ns, region, src, {"credential-0": "0", "credential-1": "1"}))
+    s3 = plan.spec.results.s3
+    if s3 is not None:
+        ref = s3.secret_ref
+        for r in plan.load_regions:
+            out.append(
+                _copy(
+                    plan,
+                    RESULTS,
+                    plan.namespace(r),
+                    r,
+                    f"{plan.bench_namespace}/{ref.name}",
+                    {ref.access_key_key: "AWS_ACCESS_KEY_ID", ref.secret_key_key: "AWS_SECRET_ACCESS_KEY"},
+                )
+            )
+    return out

@@ -1,0 +1,85 @@
+"""``wanwide lab run | clean``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Read and plan the files once (a one-line UserError naming the file), then run the trials."""
+    from wanwide.core.errors import UserError
+    from wanwide.core.plan.errors import PlanError
+    from wanwide.core.plan.trial import plan
+    from wanwide.inputs import load_files, plan_problems
+    from wanwide.providers.lab.quiet import QuietGate
+    from wanwide.providers.lab.run import run
+
+    specs = load_files(args.file)
+    trials = []
+    for bench in specs.docs.benchmarks:
+        try:
+            trials += plan(bench, specs.docs.topology_for(bench))
+        except PlanError as e:
+            raise UserError(f"{specs.origin(bench)}: {plan_problems(e)}") from None
+    gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
+                     max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
+    return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate)
+
+
+def _clean(args: argparse.Namespace) -> int:
+    """Undo killed runs: all of this state dir's, or only those of the Benchmarks named (``-f``, ``--benchmark``)."""
+    from wanwide.providers.lab import state
+
+    names = set(args.benchmark or [])
+    if args.file:
+        from wanwide.inputs import load_files
+
+        names |= {b.metadata.name for b in load_files(args.file).docs.benchmarks}
+    removed = state.cleanup_all(prefix="ww-" if args.strays else None, benchmarks=names or None)
+    scope = f" of {', '.join(sorted(names))}" if names else ""
+    print(f"removed {len(removed)} thing(s) left by earlier lab runs{scope}" + (":" if removed else ""))
+    for r in removed:
+        print(f"  {r}")
+    return 0
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be greater than 0")
+    return v
+
+
+def add_lab_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lab", help="run a Benchmark for real on this machine (namespaces, netem/wirefilter)")
+    lab = p.add_subparsers(dest="lab_command", required=True)
+    r = lab.add_parser("run", help="run every trial of a Benchmark, then write the report")
+    r.add_argument("-f", "--file", action="append", required=True)
+    r.add_argument("-o", "--out", required=True, help="output directory (bundles/, report/)")
+    r.add_argument("--shaper", choices=["auto", "netem", "wirefilter"], default="auto")
+    r.add_argument("--no-report", action="store_true")
+    r.add_argument("--fresh", action="store_true",
+                   help="deploy anew for every trial (default: trials that differ only in the network, "
+                        "faults or load share one deployment, re-shaped between them)")
+    g = r.add_argument_group("quiet-machine gate", "before each trial's load is released, wait until the CPU "
+                             "pressure (/proc/pressure/cpu, some) and the CPU used by processes outside the "
+                             "experiment both stay under a threshold for a settle period")
+    g.add_argument("--quiet-threshold", type=_positive, default=10.0, metavar="PCT",
+                   help="threshold in %% for both (default 10; the report marks trials above it as noisy)")
+    g.add_argument("--quiet-settle", type=_positive, default=20.0, metavar="S",
+                   help="seconds both must stay under the threshold (default 20)")
+    g.add_argument("--quiet-max-wait", type=_positive, default=600.0, metavar="S",
+                   help="wait at most this long, then start anyway and say so (default 600)")
+    g.add_argument("--no-quiet-gate", action="store_true", help="release the load as soon as the runners are ready")
+    r.set_defaults(func=_run)
+    c = lab.add_parser("clean", help="remove namespaces, links and processes a killed run left")
+    c.add_argument("-f", "--file", action="append",
+                   help="only the runs of the Benchmarks in this file (runs of other Benchmarks stay)")
+    c.add_argument("--benchmark", action="append", help="only the runs of this Benchmark (repeatable)")
+    c.add_argument("--strays", action="store_true",
+                   help="also delete ww-* namespaces no run of this state dir records (they may be another "
+                        "user's, recorded in another state dir: only when no one else uses the lab)")
+    c.set_defaults(func=_clean)

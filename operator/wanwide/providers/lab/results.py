@@ -1,0 +1,110 @@
+"""Where the lab's bundles go, whether a trial's are complete, and the copy to ``results.s3``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from wanwide.core.contracts import S3Target
+from wanwide.core.plan.trial import TrialPlan
+from wanwide.pipeline.runner.upload import (
+    CredentialsMissing,
+    UploadError,
+    credentials,
+    upload_bundle,
+)
+
+
+def bundles_root(out: Path, p: TrialPlan) -> Path:
+    """Where a trial's bundles go: ``results.localDir`` if the Benchmark sets it, else ``OUT/bundles``."""
+    d = p.spec.results.local_dir
+    return Path(d).resolve() if d else out / "bundles"
+
+
+def s3_target(p: TrialPlan) -> S3Target | None:
+    """``results.s3`` as the runner's upload target; the keys come from the environment
+    variables named like the Secret's keys (the lab has no Secret)."""
+    s3 = p.spec.results.s3
+    if s3 is None:
+        return None
+    return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region,
+                    access_key_env=s3.secret_ref.access_key_key, secret_key_env=s3.secret_ref.secret_key_key)
+
+
+def check_results(trials: list[TrialPlan]) -> list[str]:
+    """What about the results destinations cannot work here, before anything runs."""
+    errors = []
+    for p in {(p.bench_namespace, p.benchmark): p for p in trials}.values():
+        if p.spec.results.object_bucket_claim:
+            errors.append(f"Benchmark {p.benchmark}: results.objectBucketClaim needs the Kubernetes provider; "
+                          "in the lab use results.s3 (keys from the environment) or local bundles")
+        target = s3_target(p)
+        if target is not None:
+            try:
+                credentials(target)
+            except CredentialsMissing as e:
+                errors.append(f"Benchmark {p.benchmark}: {e}")
+    return errors
+
+
+def succeeded_bundles(out: Path, p: TrialPlan) -> dict[str, Path]:
+    """Load region → its latest succeeded bundle of trial ``p`` (regions without one left out)."""
+    found: dict[str, Path] = {}
+    for r in p.load_regions:
+        for m in sorted((bundles_root(out, p) / p.benchmark / p.id / r).glob("attempt-*/manifest.json")):
+            try:
+                if json.loads(m.read_text()).get("status", {}).get("result") == "succeeded":
+                    found[r] = m.parent
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:
+    """The succeeded bundles of every load region of a trial, or None if any is missing."""
+    found = succeeded_bundles(out, p)
+    return [found[r] for r in p.load_regions] if len(found) == len(p.load_regions) else None
+
+
+def upload(out: Path, p: TrialPlan, bundles: list[Path], say: Callable[[str, str], None]) -> str:
+    """Copy the trial's bundles to ``results.s3`` from the host (the runners write locally).
+
+    Returns "" or why the upload failed; the bundles stay local either way.
+    """
+    target = s3_target(p)
+    if target is None:
+        return ""
+    root = bundles_root(out, p)
+    try:
+        keys = [k for b in bundles for k in upload_bundle(b, target, str(b.relative_to(root)), log=lambda m: None)]
+    except UploadError as e:
+        say("Collecting", f"upload failed: {e}")
+        return f"upload failed: {e}"
+    say("Collecting", f"{len(keys)} file(s) uploaded to {target.endpoint} bucket {target.bucket}")
+    return ""
+
+
+def drop_interrupted(out: Path, p: TrialPlan, keep: list[Path]) -> list[Path]:
+    """Remove what an interrupted run left of trial ``p``; returns what was removed.
+
+    An incomplete trial (``keep`` empty) is run again as a whole (its load
+    regions start together), so all its earlier bundles go: partial ones (no
+    manifest: killed while writing) and complete ones of some regions, which
+    would duplicate the re-run's. A complete trial keeps its bundles. Rally's
+    work dirs (``.work/<run id>``, its database and credentials) of the trial's
+    bundles go in both cases (a runner killed just after its manifest leaves one).
+    """
+    root = bundles_root(out, p)
+    trial = root / p.benchmark / p.id
+    removed: list[Path] = []
+    for b in sorted(trial.glob("*/attempt-*")) if trial.is_dir() else []:
+        work = root / ".work" / b.name.split("-", 2)[-1]
+        if work.is_dir():
+            shutil.rmtree(work, ignore_errors=True)
+            removed.append(work)
+        if not keep:
+            shutil.rmtree(b, ignore_errors=True)
+            removed.append(b)
+    return removed
