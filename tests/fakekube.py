@@ -23,7 +23,7 @@ from typing import Any
 from tests.chartdata import RENDERED, release
 from wanwide.core import lifecycle as lc
 from wanwide.core import timestamps as ts
-from wanwide.core.contracts import probe_key
+from wanwide.core.contracts import event_entry, probe_key
 from wanwide.core.plan.links import OneWay
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.controller import phases, trialstate
@@ -228,11 +228,9 @@ def drive(plan: TrialPlan, kube: FakeKube, clock: Any, limit_s: float = 6 * 3600
     status: dict[str, Any] = {"phase": "Provisioning", "phaseStartTime": ts.iso(clock.now()), "attempt": 1}
 
     def emit(reason: str, message: str, typ: str) -> None:
-        entry = {"at": ts.iso(clock.now()), "reason": reason, "message": message, "type": typ,
-                 "attempt": lc.attempt_of(status)}
-        if status.get("loadStartAt"):
-            entry["since_load_start_s"] = round((clock.now() - ts.parse(status["loadStartAt"])).total_seconds(), 3)
-        log.append(entry)
+        start = status.get("loadStartAt")
+        log.append(event_entry(plan.id, lc.attempt_of(status), status.get("phase"), reason, message, typ,
+                               clock.now(), ts.parse(start) if start else None))
 
     emit("Provisioning", "Pending → Provisioning", "Normal")
     w = Where(kube=kube, instance="b1c2d3e4-uid")  # type: ignore[arg-type]

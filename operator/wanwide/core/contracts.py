@@ -1,6 +1,12 @@
-"""Runner configuration: what the planner hands to ``wanwide runner run --config FILE``.
+"""What crosses between the plan, the runner and the providers, in one place.
 
-The shape is the contract of docs/contracts.md ("Runner configuration").
+- the runner's configuration (``wanwide runner run --config``) and the network probe's
+  (``wanwide runner probe``), their exit codes (docs/contracts.md, "Runner configuration");
+- where results go: the upload target, from ``spec.results`` (one builder) or an ObjectBucketClaim
+  (one reader), and where a probe's result lives;
+- the lifecycle's event log entry.
+
+The result bundle's layout and manifest are ``pipeline/runner/bundle.py``'s (``wanwide.io/bundle/v1``).
 """
 
 from __future__ import annotations
@@ -221,3 +227,42 @@ def load_config(path: str | Path) -> RunnerConfig:
         return RunnerConfig.model_validate(data)
     except Exception as e:  # pydantic.ValidationError: keep its field paths
         raise ValueError(f"runner config {p}: {e}") from None
+
+
+# ---- where results go --------------------------------------------------------------------------------
+
+def s3_target(s3: Any, *, keys_from_secret_names: bool = False) -> S3Target | None:
+    """``spec.results.s3`` as an upload target. The keys are read from environment variables: named
+    ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY`` (a pod's env, filled from the Secret), or, with
+    ``keys_from_secret_names``, named like the Secret's keys (the lab: there is no Secret, the user exports them)."""
+    if s3 is None:
+        return None
+    keys = ({"access_key_env": s3.secret_ref.access_key_key, "secret_key_env": s3.secret_ref.secret_key_key}
+            if keys_from_secret_names else {})
+    return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region, **keys)
+
+
+def object_bucket(data: dict[str, str]) -> tuple[str, str, str] | None:
+    """(endpoint, bucket, region) from an ObjectBucketClaim's ConfigMap data; None until it is filled."""
+    if "BUCKET_HOST" not in data or "BUCKET_NAME" not in data:
+        return None
+    port = data.get("BUCKET_PORT", "80")
+    scheme = "https" if port == "443" else "http"
+    return f"{scheme}://{data['BUCKET_HOST']}:{port}", data["BUCKET_NAME"], data.get("BUCKET_REGION", "us-east-1")
+
+
+# ---- the lifecycle's event log -----------------------------------------------------------------------
+
+def event_entry(trial: str, attempt: int, phase: str | None, reason: str, message: str, type_: str,
+                at: datetime, load_start: datetime | None = None) -> dict[str, Any]:
+    """One entry of a trial's lifecycle event log: a phase change (``reason`` the new phase, ``message``
+    "Old → New: why") or an event the lifecycle emitted, with the attempt and, once the load started,
+    the seconds since its start. The lab writes one JSON object a line (``events/<benchmark>/<trial>.jsonl``);
+    the Kubernetes provider posts each as an event of its Trial."""
+    from .timestamps import iso
+
+    entry = {"at": iso(at, precise=True), "trial": trial, "attempt": attempt, "phase": phase, "reason": reason,
+             "message": message, "type": type_}
+    if load_start is not None:
+        entry["since_load_start_s"] = round((at - load_start).total_seconds(), 3)
+    return entry

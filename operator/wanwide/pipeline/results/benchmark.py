@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
+from wanwide.core.contracts import object_bucket
 from wanwide.pipeline.results.s3 import S3Error, StaticKeys
 
 
@@ -71,10 +72,8 @@ def locate(kc: Kubectl, name: str, namespace: str | None) -> BenchmarkResults:
                                 (ref["name"], ref.get("accessKeyKey", "AWS_ACCESS_KEY_ID"),
                                  ref.get("secretKeyKey", "AWS_SECRET_ACCESS_KEY")) if ref.get("name") else None)
     if obc:
-        d = kc.get("configmap", obc, ns).get("data") or {}
-        port = d.get("BUCKET_PORT", "80")
-        endpoint = f"{'https' if port == '443' else 'http'}://{d['BUCKET_HOST']}:{port}" if "BUCKET_HOST" in d else None
-        return BenchmarkResults(name, ns, uri, endpoint, d.get("BUCKET_REGION"),
+        found = object_bucket(kc.get("configmap", obc, ns).get("data") or {})
+        return BenchmarkResults(name, ns, uri, found[0] if found else None, found[2] if found else None,
                                 (obc, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"))
     return BenchmarkResults(name, ns, uri, None, None, None)
 

@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from wanwide.core import contracts
 from wanwide.core.contracts import S3Target
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.pipeline.runner.upload import (
@@ -24,13 +25,9 @@ def bundles_root(out: Path, p: TrialPlan) -> Path:
 
 
 def s3_target(p: TrialPlan) -> S3Target | None:
-    """``results.s3`` as the runner's upload target; the keys come from the environment
-    variables named like the Secret's keys (the lab has no Secret)."""
-    s3 = p.spec.results.s3
-    if s3 is None:
-        return None
-    return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region,
-                    access_key_env=s3.secret_ref.access_key_key, secret_key_env=s3.secret_ref.secret_key_key)
+    """``results.s3`` as the upload target; the keys come from the environment variables named like the
+    Secret's keys (the lab has no Secret)."""
+    return contracts.s3_target(p.spec.results.s3, keys_from_secret_names=True)
 
 
 def check_results(trials: list[TrialPlan]) -> list[str]:

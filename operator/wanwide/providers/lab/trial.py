@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from wanwide.core import lifecycle as lc
 from wanwide.core import timestamps as ts
 from wanwide.core.api.trial import TERMINAL
+from wanwide.core.contracts import event_entry
 from wanwide.core.plan.links import OneWay, Pair
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.lab.procs import LabError
@@ -159,11 +160,9 @@ class LabTrial:
     # ---- the loop -------------------------------------------------------------------------------
 
     def record(self, reason: str, message: str, typ: str = "Normal") -> None:
-        entry = {"at": ts.iso(self.clock(), precise=True), "trial": self.p.id, "attempt": lc.attempt_of(self.status),
-                 "phase": self.status.get("phase"), "reason": reason, "message": message, "type": typ}
-        load_start = self.status.get("loadStartAt")
-        if load_start:
-            entry["since_load_start_s"] = round((self.clock() - ts.parse(load_start)).total_seconds(), 3)
+        start = self.status.get("loadStartAt")
+        entry = event_entry(self.p.id, lc.attempt_of(self.status), self.status.get("phase"), reason, message, typ,
+                            self.clock(), ts.parse(start) if start else None)
         self.log.append(entry)
         if self.events_dir is not None:
             self.events_dir.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wanwide.core.contracts import S3Target
+from wanwide.core.contracts import S3Target, object_bucket
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.kube.client import Kube
 from wanwide.providers.kubernetes.render.rally import results_target
@@ -30,13 +30,11 @@ def _target(kube: Kube, plan: TrialPlan) -> S3Target | None:
     if not obc:
         return None
     cm = kube.get("v1", "ConfigMap", obc, plan.bench_namespace) or {}
-    d = cm.get("data") or {}
-    if "BUCKET_HOST" not in d:
+    found = object_bucket(cm.get("data") or {})
+    if found is None:
         return None
-    port = d.get("BUCKET_PORT", "80")
-    scheme = "https" if port == "443" else "http"
-    return S3Target(endpoint=f"{scheme}://{d['BUCKET_HOST']}:{port}", bucket=d["BUCKET_NAME"], prefix="wanwide",
-                    region=d.get("BUCKET_REGION", "us-east-1"))
+    endpoint, bucket, region = found
+    return S3Target(endpoint=endpoint, bucket=bucket, prefix="wanwide", region=region)
 
 
 def _credentials(kube: Kube, plan: TrialPlan) -> tuple[str | None, str | None]:

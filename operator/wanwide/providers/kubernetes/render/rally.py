@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from wanwide.core.api.units import seconds
-from wanwide.core.contracts import EXIT_UPLOAD, ProbeConfig, ProbeTarget, S3Target
+from wanwide.core.contracts import EXIT_UPLOAD, ProbeConfig, ProbeTarget, S3Target, s3_target
 from wanwide.core.lifecycle import probe_pairs, rtt_requested
 from wanwide.core.plan.runner import Addresses, config_json, runner_config
 from wanwide.core.plan.trial import TrialPlan
@@ -34,11 +34,8 @@ CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem
 
 
 def results_target(plan: TrialPlan) -> S3Target | None:
-    """``results.s3`` as the runner's upload target (keys from the results Secret)."""
-    s3 = plan.spec.results.s3
-    if s3 is None:
-        return None
-    return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region)
+    """``results.s3`` as the runner's upload target (keys from the results Secret, as the Job's env names them)."""
+    return s3_target(plan.spec.results.s3)
 
 
 def targets(plan: TrialPlan) -> dict[tuple[str, str], tuple[str, int]]:
