@@ -48,10 +48,6 @@ def _schema(regex: str, hint: str) -> dict[str, Any]:
     }
 
 
-def _coerce_str(value: Any) -> Any:
-    return value
-
-
 Duration = Annotated[
     str, AfterValidator(_checker(DURATION_RE, DURATION_HINT)), WithJsonSchema(_schema(DURATION_RE, DURATION_HINT))
 ]

@@ -131,13 +131,6 @@ def in_trials(df: pd.DataFrame, trials: set[tuple[str, str]]) -> np.ndarray:
     return mask
 
 
-def noisy_runs(runs: pd.DataFrame) -> set[str]:
-    """run_id of every noisy run."""
-    if runs.empty:
-        return set()
-    return set(runs.loc[runs["noisy"].fillna(False).astype(bool), "run_id"].dropna().astype(str))
-
-
 def noisy_trials(runs: pd.DataFrame) -> set[tuple[str, str]]:
     """(benchmark, trial) with at least one noisy run: the whole trial is marked (one machine)."""
     if runs.empty:

@@ -38,8 +38,6 @@ ROW_COLUMNS = (
     "error_message", "action", "action_name", "action_depth", "action_started",
     "action_finished", "action_duration", "action_failed",
 )
-# The manifest and source fields of WL_COLUMNS (the rest come from the Rally report)
-SOURCE_FIELDS = WL_COLUMNS[:9]
 
 
 class IngestError(ValueError):

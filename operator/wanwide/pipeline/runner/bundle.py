@@ -165,11 +165,6 @@ class Manifest(BaseModel):
         return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, sort_keys=False) + "\n"
 
 
-MANIFEST_FIELDS = tuple(
-    (f.alias or name) for name, f in Manifest.model_fields.items()
-)
-
-
 def new_run_id(now: datetime | None = None) -> str:
     """Sortable and unique: UTC second + 48 random bits, e.g. ``20261122t101500z-3fa9c2d18e07``."""
     now = now or datetime.now(UTC)

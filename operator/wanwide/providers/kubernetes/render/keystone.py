@@ -26,7 +26,6 @@ API_PORT = 5000
 MEMCACHED = "memcached"
 MEMCACHED_IMAGE = "docker.io/library/memcached:1.6.38"
 MEMCACHED_EXPORTER_IMAGE = "quay.io/prometheus/memcached-exporter:v0.15.3"
-REGION_LABEL = "topology.kubernetes.io/region"
 
 
 @dataclass(frozen=True)
