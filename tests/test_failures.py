@@ -1,4 +1,4 @@
-"""Which failures of a Trial step are tried again (providers/kubernetes/controller/failures.py), and where a bug takes the Trial."""
+"""The one error policy (core/errors.py): which failures are tried again, the one retry, and where a bug takes a Trial."""
 
 from __future__ import annotations
 
@@ -11,8 +11,17 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ForbiddenError, ResourceNotFoundError
 
 from tests.chartdata import fixture_plan
+from wanwide.core.errors import (
+    PermanentError,
+    TransientError,
+    UserError,
+    exit_code,
+    retry,
+    transient,
+)
+from wanwide.core.lifecycle import INTERNAL
+from wanwide.core.lifecycle import crashed as internal_error
 from wanwide.providers.kubernetes.controller import phases, trialstate
-from wanwide.providers.kubernetes.controller.failures import INTERNAL, internal_error, transient
 from wanwide.providers.kubernetes.kube.client import MissingSource
 from wanwide.providers.kubernetes.kube.helm import HelmError
 
@@ -64,3 +73,48 @@ def test_a_bug_while_cleaning_up_fails_at_once_and_says_what_may_be_left():
     d = internal_error("CleaningUp", KeyError("metadata"))
     assert (d.phase, d.reason) == ("Failed", INTERNAL)
     assert "may be left" in d.message and "deleting its Benchmark" in d.message
+
+
+def test_every_layer_raises_one_of_three_kinds():
+    from wanwide.core.plan.errors import PlanError
+    from wanwide.pipeline.runner.rally import RallyError
+    from wanwide.pipeline.runner.upload import CredentialsMissing, UploadError
+    from wanwide.providers.kubernetes.render.chart import ChartError
+    from wanwide.providers.lab.procs import LabError
+
+    assert issubclass(PlanError, UserError) and exit_code(PlanError([])) == 2
+    assert issubclass(CredentialsMissing, UserError) and not transient(CredentialsMissing("x"))
+    for cls in (RallyError, UploadError, ChartError, LabError):
+        assert issubclass(cls, PermanentError) and not transient(cls("x")) and exit_code(cls("x")) == 1
+    assert issubclass(HelmError, TransientError) and issubclass(MissingSource, TransientError)
+
+
+def test_the_one_retry_tries_what_is_worth_it_backing_off_and_says_so():
+    calls, waits, said = [], [], []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionResetError(104, "reset")
+        return "ok"
+
+    assert retry(flaky, what="upload k", attempts=5, backoff_s=1, log=said.append, sleep=waits.append) == "ok"
+    assert waits == [1, 2] and len(said) == 2 and "attempt 1/5 failed (ConnectionResetError" in said[0]
+    calls.clear()
+
+    def broken():
+        calls.append(1)
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError):
+        retry(broken, what="x", attempts=5, sleep=waits.append)
+    assert len(calls) == 1  # a bug is not tried again
+    calls.clear()
+
+    def down():
+        calls.append(1)
+        raise TimeoutError("read")
+
+    with pytest.raises(TimeoutError):
+        retry(down, what="x", attempts=3, backoff_s=0.5, sleep=lambda s: None)
+    assert len(calls) == 3

@@ -94,4 +94,4 @@ def test_a_bug_fails_the_trial_at_once_and_the_group_goes_on(tmp_path):
     lab = FakeLab(clock, deploy_fails=KeyError("metadata"), out=tmp_path)
     p = _p()
     (o,) = _group(lab, [p], {id(p): 0})  # type: ignore[arg-type]
-    assert o.result == "failed" and o.reason.startswith("InternalError: KeyError")
+    assert o.result == "failed" and o.reason.startswith("InternalError: Provisioning step failed with KeyError")

@@ -1,12 +1,106 @@
-"""The command line's user errors: one line on stderr, exit code 2, never a traceback."""
+"""The one error policy: what every layer raises, which failures are worth another try, and the one way to try again.
+
+Three kinds, each a base class every layer's own errors derive from:
+
+- :class:`UserError`: a mistake in what the user gave (a spec, a flag, a file, a Secret's keys). The
+  command line prints it as one line and exits 2; the operator marks the Benchmark ``InvalidSpec``.
+- :class:`PermanentError`: trying again runs into it again (a chart that cannot be applied, a runner's
+  failed attempt, an upload that failed through its deadline, a lab deployment that did not come up).
+  The lifecycle says what it means for the trial (``core/lifecycle.py``).
+- :class:`TransientError`: another try may succeed (a tool or a Secret not there yet).
+
+:func:`transient` decides for any exception, the third-party ones included (the API server's answers,
+connection resets, timeouts, a kind not served yet); everything else that is none of these is a bug:
+never retried, reported with its traceback (the Trial fails with ``InternalError``). :func:`retry` is
+the one retry loop (tenacity): exponential back-off, a number of tries or a deadline, what to try again.
+"""
 
 from __future__ import annotations
 
+import socket
+import ssl
+from collections.abc import Callable
+from typing import TypeVar
 
-class UserError(Exception):
-    """A mistake in what the user gave; ``str()`` is one line for stderr."""
+T = TypeVar("T")
+
+
+class WanwideError(Exception):
+    """Every error wanwide raises on purpose."""
+
+
+class UserError(WanwideError):
+    """A mistake in what the user gave; ``str()`` is one line for stderr (exit code 2)."""
+
+
+class PermanentError(WanwideError):
+    """Trying again would fail again."""
+
+
+class TransientError(WanwideError):
+    """Another try may succeed."""
+
+
+EXIT_USER = 2
+EXIT_FAILED = 1
+# third-party exceptions that are programming errors even though their library is a network client
+_BUGS = {"ApiValueError", "ApiTypeError", "ApiKeyError", "ParamValidationError"}
+_TRANSIENT_MODULES = ("kubernetes.", "urllib3.", "botocore.", "requests.", "aiohttp.")
+
+
+def transient(e: BaseException) -> bool:
+    """Whether another try of the same step may succeed: a :class:`TransientError`; the API server's
+    answers and the network's failures (the Kubernetes client, urllib3, botocore, connections, timeouts,
+    name resolution, TLS); never a :class:`UserError` or :class:`PermanentError`; never a bug."""
+    if isinstance(e, TransientError):
+        return True
+    if isinstance(e, UserError | PermanentError) or type(e).__name__ in _BUGS:
+        return False
+    if isinstance(e, ConnectionError | TimeoutError | socket.gaierror | ssl.SSLError):
+        return True
+    return type(e).__module__.startswith(_TRANSIENT_MODULES)
+
+
+def exit_code(e: BaseException) -> int:
+    """The command line's exit code for an error that ended a command."""
+    return EXIT_USER if isinstance(e, UserError) else EXIT_FAILED
 
 
 def one_line(text: str) -> str:
     """``text`` with every run of whitespace (newlines too) as one space."""
     return " ".join(text.split())
+
+
+def retry(fn: Callable[[], T], *, what: str, attempts: int | None = None, deadline_s: float | None = None,
+          backoff_s: float = 1.0, max_backoff_s: float = 30.0, again: Callable[[BaseException], bool] = transient,
+          log: Callable[[str], None] | None = None, sleep: Callable[[float], None] | None = None) -> T:
+    """``fn()`` until it returns: tried again after an error ``again`` accepts, waiting ``backoff_s`` then
+    twice as long each time (at most ``max_backoff_s``), for ``attempts`` tries in all or until
+    ``deadline_s`` seconds have passed (whichever comes first); ``log`` says each wait. The last error is
+    raised as it is."""
+    import tenacity
+
+    stops = []
+    if attempts is not None:
+        stops.append(tenacity.stop_after_attempt(attempts))
+    if deadline_s is not None:
+        stops.append(tenacity.stop_before_delay(deadline_s))
+
+    def say(state: tenacity.RetryCallState) -> None:
+        if log is not None and state.outcome is not None and state.next_action is not None:
+            e = state.outcome.exception()
+            tries = f"attempt {state.attempt_number}" + (f"/{attempts}" if attempts else "")
+            if deadline_s is not None:
+                tries += f", {max(0.0, deadline_s - (state.seconds_since_start or 0.0)):.0f}s left"
+            log(f"{what}: {tries} failed ({one_line(f'{type(e).__name__}: {e}')[:300]}); "
+                f"retrying in {state.next_action.sleep:.1f}s")
+
+    kwargs = {"sleep": sleep} if sleep is not None else {}
+    r = tenacity.Retrying(stop=tenacity.stop_any(*stops) if stops else tenacity.stop_never,
+                          wait=tenacity.wait_exponential(multiplier=backoff_s, min=backoff_s, max=max_backoff_s),
+                          retry=tenacity.retry_if_exception(again), before_sleep=say, reraise=True, **kwargs)
+    return r(fn)
+
+
+__all__ = ["EXIT_FAILED", "EXIT_USER", "PermanentError", "TransientError", "UserError", "WanwideError", "exit_code",
+           "one_line", "retry", "transient"]

@@ -192,6 +192,7 @@ def verdict(plan: TrialPlan, measured: dict[Pair, list[float]]) -> tuple[list[di
 
 LOAD_FAILED = "LoadFailed"
 UPLOAD_FAILED = "UploadFailed"
+INTERNAL = "InternalError"
 
 
 def after_runner_failure(attempt: int, max_attempts: int) -> str | None:
@@ -386,6 +387,19 @@ def attempt_of(status: Status) -> int:
 def fail(reason: str, message: str, status: Status | None = None, actions: list[LifecycleAction] | None = None) -> Step:
     """Clean up (chaos first), then end Failed with this reason and message."""
     return Step("CleaningUp", reason, message, {**(status or {}), "outcome": "Failed"}, list(actions or []))
+
+
+def crashed(phase: str, e: BaseException) -> Step:
+    """A step that raised a bug (core/errors.py: neither transient nor a failure the lifecycle names): never
+    tried again; clean up (chaos first), then Failed; already cleaning up: Failed at once, saying what may
+    be left."""
+    what = f"{type(e).__name__}: {e}".strip()
+    message = (f"{phase} step failed with {what[:500]}: a bug in wanwide, not in the Benchmark; the traceback is "
+               "in the operator's log (the lab's output) — please report it")
+    if phase == "CleaningUp":
+        return Step("Failed", INTERNAL, message + "; chaos or namespaces of this trial may be left: deleting its "
+                                                  "Benchmark removes them")
+    return fail(INTERNAL, message)
 
 
 def needs_chaos(plan: TrialPlan) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wanwide.core.errors import UserError
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -17,7 +19,7 @@ class Problem:
         return f"{self.obj}: {self.field}: {self.message}" if self.obj else f"{self.field}: {self.message}"
 
 
-class PlanError(ValueError):
+class PlanError(UserError, ValueError):
     """An invalid Benchmark/Topology; ``problems`` lists every reason found."""
 
     def __init__(self, problems: list[Problem]):

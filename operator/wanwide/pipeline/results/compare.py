@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from wanwide.core.errors import UserError
 from wanwide.pipeline.results.ci import Estimate, GroupCI, group_ci, ratio_interval
 from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 from wanwide.pipeline.results.runs import in_trials
@@ -39,7 +40,7 @@ def _center(g: GroupCI, stat: str) -> Estimate:
     return g.median if stat == "median" else g.mean
 
 
-class SelectError(ValueError):
+class SelectError(UserError, ValueError):
     """A ``--base-where``/``--new-where`` condition that names no parameter or selects nothing."""
 
 

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wanwide.core.errors import UserError
+
 DEFAULT_ATTEMPTS = 5
 DEPRECATED_ENDPOINT_VAR = "S3_ENDPOINT"
 
 
-class S3Error(ValueError):
+class S3Error(UserError, ValueError):
     """Reading from S3 failed; the message is one line naming endpoint, bucket and what to do."""
 
 
@@ -99,8 +101,9 @@ def connect(opts: S3Options, env: Mapping[str, str] | None = None, *, fallback_e
             log: Callable[[str], None] | None = None) -> Connection:
     """An S3 client with the default credential chain (``keys`` only when the chain finds none)."""
     import boto3
-    from botocore.config import Config
     from botocore.exceptions import BotoCoreError
+
+    from wanwide.pipeline.runner.upload import s3_config
 
     env = os.environ if env is None else env
     endpoint = resolve_endpoint(opts, env, fallback_endpoint)
@@ -122,8 +125,7 @@ def connect(opts: S3Options, env: Mapping[str, str] | None = None, *, fallback_e
                 session = boto3.Session(aws_access_key_id=found.access_key, aws_secret_access_key=found.secret_key)
         region = (opts.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
                   or session.region_name or fallback_region or "us-east-1")
-        config = Config(retries={"mode": mode, "total_max_attempts": attempts}, connect_timeout=5, read_timeout=60,
-                        s3={"addressing_style": "path"} if endpoint else None)
+        config = s3_config(attempts, mode, path_style=bool(endpoint))
         client = session.client("s3", endpoint_url=endpoint, region_name=region, config=config)
     except (BotoCoreError, ValueError) as e:
         raise S3Error(f"S3 client: {_short(e)}") from e

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wanwide.core.errors import UserError
+
 try:  # ~2-3x faster parsing than the stdlib; optional
     import orjson as _orjson
 except ImportError:  # pragma: no cover
@@ -40,7 +42,7 @@ ROW_COLUMNS = (
 )
 
 
-class IngestError(ValueError):
+class IngestError(UserError, ValueError):
     """Malformed input; the message names the file and the JSON path where it broke."""
 
 

@@ -9,6 +9,7 @@ import statistics
 from typing import Any
 
 from wanwide.core.contracts import DatabaseGauge, RttTarget
+from wanwide.core.errors import PermanentError
 from wanwide.pipeline.runner import probe
 
 COUNTERS = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_replace")
@@ -16,7 +17,7 @@ WRITE_COUNTERS = ("Com_insert", "Com_update", "Com_delete", "Com_replace")
 MYSQL_BACKENDS = {"mariadb", "galera", "mysql"}
 
 
-class GaugeError(RuntimeError):
+class GaugeError(PermanentError, RuntimeError):
     pass
 
 

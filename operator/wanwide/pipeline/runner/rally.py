@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wanwide.core.contracts import KeystoneSettings
+from wanwide.core.errors import PermanentError
 
 REDACTED = "<redacted>"
 
 
-class RallyError(RuntimeError):
+class RallyError(PermanentError, RuntimeError):
     """A rally command failed; ``log`` names the file holding its output."""
 
     def __init__(self, message: str, log: Path | None = None):

@@ -23,6 +23,7 @@ from pathlib import Path
 from wanwide import __version__
 from wanwide.core import timestamps as ts
 from wanwide.core.contracts import EXIT_CONFIG, EXIT_OK, EXIT_RUN_FAILED, EXIT_UPLOAD, RunnerConfig
+from wanwide.core.errors import PermanentError
 from wanwide.pipeline.runner import contention, gauges
 from wanwide.pipeline.runner.bundle import (
     RALLY_JSON,
@@ -59,7 +60,7 @@ from wanwide.pipeline.runner.upload import (
 from wanwide.pipeline.runner.users import KeystoneError, ensure_user
 
 
-class StartTooLate(RuntimeError):
+class StartTooLate(PermanentError, RuntimeError):
     pass
 
 

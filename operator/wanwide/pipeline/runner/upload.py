@@ -8,15 +8,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from wanwide.core import errors
 from wanwide.core.contracts import S3Target
+from wanwide.core.errors import PermanentError, UserError
 from wanwide.pipeline.runner.bundle import MANIFEST, list_files
 
 
-class UploadError(RuntimeError):
+class UploadError(PermanentError, RuntimeError):
     pass
 
 
-class CredentialsMissing(UploadError):
+class CredentialsMissing(UserError, UploadError):
     pass
 
 
@@ -38,24 +40,26 @@ def credentials(target: S3Target) -> Credentials:
     return Credentials(os.environ[target.access_key_env], os.environ[target.secret_key_env])
 
 
-def s3_client(endpoint: str, region: str, creds: Credentials, connect_timeout: float = 5, read_timeout: float = 60):
-    import boto3
+def s3_config(attempts: int, mode: str = "standard", connect_timeout: float = 5, read_timeout: float = 60,
+              path_style: bool = True):
+    """The one botocore configuration. botocore's own tries per request (``attempts``): 1 where wanwide retries
+    with back-off itself (the runner's upload, core/errors.py), 2 in the operator (its next step asks again),
+    the user's choice when fetching results (``wanwide results fetch --retries``)."""
     from botocore.config import Config
 
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name=region or "us-east-1",
-        aws_access_key_id=creds.access_key,
-        aws_secret_access_key=creds.secret_key,
-        config=Config(
-            s3={"addressing_style": "path"},
-            retries={"max_attempts": 1, "mode": "standard"},  # we retry ourselves, with back-off
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            signature_version="s3v4",
-        ),
-    )
+    return Config(s3={"addressing_style": "path"} if path_style else None,
+                  retries={"mode": mode, "total_max_attempts": attempts},
+                  connect_timeout=connect_timeout, read_timeout=read_timeout, signature_version="s3v4")
+
+
+def s3_client(endpoint: str, region: str, creds: Credentials | None, connect_timeout: float = 5,
+              read_timeout: float = 60, attempts: int = 1):
+    """A path-style S3 client; ``creds`` None: botocore's own credential chain (a pod's ambient credentials)."""
+    import boto3
+
+    keys = {"aws_access_key_id": creds.access_key, "aws_secret_access_key": creds.secret_key} if creds else {}
+    return boto3.client("s3", endpoint_url=endpoint, region_name=region or "us-east-1", **keys,
+                        config=s3_config(attempts, connect_timeout=connect_timeout, read_timeout=read_timeout))
 
 
 def join_key(*parts: str) -> str:
@@ -77,36 +81,20 @@ class Retry:
     backoff_s: float = 1.0
     deadline: float | None = None
 
-    def again(self, i: int, e: Exception, delay: float) -> bool:
-        if self.deadline is not None:
-            return time.monotonic() + delay < self.deadline
-        return not _is_permanent(e) and i < self.attempts
-
-    def describe(self, i: int) -> str:
-        if self.deadline is not None:
-            return f"attempt {i}, {max(0.0, self.deadline - time.monotonic()):.0f}s left"
-        return f"attempt {i}/{self.attempts}"
-
 
 def _with_retries(what: str, fn, retry: Retry, log=None):
-    delay = retry.backoff_s
-    last: Exception | None = None
-    i = 0
-    while True:
-        i += 1
-        try:
-            return fn()
-        except KeyExists:
-            raise
-        except Exception as e:  # botocore errors, connection errors
-            last = e
-            if not retry.again(i, e, delay):
-                break
-            if log:
-                log(f"{what}: {retry.describe(i)} failed ({_short(e)}); retrying in {delay:.1f}s")
-            time.sleep(delay)
-            delay = min(delay * 2, MAX_DELAY_S)
-    raise UploadError(f"{what}: {_short(last)}") from last
+    """``fn()`` through the one retry (core/errors.py): a key that exists is never tried again."""
+    def again(e: BaseException) -> bool:
+        return not isinstance(e, KeyExists) and (retry.deadline is not None or not _is_permanent(e))
+
+    left = None if retry.deadline is None else max(0.0, retry.deadline - time.monotonic())
+    try:
+        return errors.retry(fn, what=what, attempts=retry.attempts if left is None else None, deadline_s=left,
+                            backoff_s=retry.backoff_s, max_backoff_s=MAX_DELAY_S, again=again, log=log)
+    except KeyExists:
+        raise
+    except Exception as e:  # botocore errors, connection errors
+        raise UploadError(f"{what}: {_short(e)}") from e
 
 
 class KeyExists(UploadError):

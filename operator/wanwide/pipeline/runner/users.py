@@ -21,9 +21,10 @@ import urllib.request
 from typing import Any
 
 from wanwide.core.contracts import KeystoneSettings
+from wanwide.core.errors import PermanentError, retry
 
 
-class KeystoneError(RuntimeError):
+class KeystoneError(PermanentError, RuntimeError):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.status = status
@@ -62,18 +63,10 @@ def admin_token(ks: KeystoneSettings, password: str, sleep=time.sleep) -> str:
             "name": ks.username, "password": password, "domain": {"name": ks.user_domain_name}}}},
         "scope": {"project": {"name": ks.project_name, "domain": {"name": ks.project_domain_name}}},
     }}
-    wait = TOKEN_BACKOFF_S
-    for attempt in range(1, TOKEN_TRIES + 1):
-        try:
-            _, headers = _call("POST", f"{ks.url.rstrip('/')}/auth/tokens", body=body)
-            break
-        except KeystoneError as e:
-            if e.status is None or e.status < 500 or attempt == TOKEN_TRIES:
-                raise
-            print(f"[runner] admin token: {str(e).splitlines()[0][:160]}; trying again in {wait:g}s "
-                  f"({attempt}/{TOKEN_TRIES})", file=sys.stderr, flush=True)
-            sleep(wait)
-            wait *= 2
+    _, headers = retry(lambda: _call("POST", f"{ks.url.rstrip('/')}/auth/tokens", body=body), what="admin token",
+                       attempts=TOKEN_TRIES, backoff_s=TOKEN_BACKOFF_S,
+                       again=lambda e: isinstance(e, KeystoneError) and e.status is not None and e.status >= 500,
+                       log=lambda m: print(f"[runner] {m}", file=sys.stderr, flush=True), sleep=sleep)
     token = {k.lower(): v for k, v in headers.items()}.get("x-subject-token")
     if not token:
         raise KeystoneError(f"no token from {ks.url}")

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wanwide.core.errors import PermanentError
+
 log = logging.getLogger(__name__)
 
 
-class LabError(RuntimeError):
+class LabError(PermanentError, RuntimeError):
     """A lab step failed; the message says what and shows the relevant log tail."""
 
 

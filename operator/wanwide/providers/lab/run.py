@@ -24,7 +24,7 @@ from typing import Any
 from wanwide.core import timestamps as ts
 from wanwide.core.api.units import seconds
 from wanwide.core.contracts import RunnerConfig
-from wanwide.core.lifecycle import deployments
+from wanwide.core.lifecycle import crashed, deployments
 from wanwide.core.plan.links import OneWay, Pair
 from wanwide.core.plan.runner import Addresses, config_json, runner_config
 from wanwide.core.plan.trial import TrialPlan
@@ -367,9 +367,8 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> 
                     runner.stop(r)
                 if lt.dep is not None:
                     lt.dep.close()
-                final = {"phase": "Failed", "reason": "InternalError",
-                         "outcomeMessage": f"{type(e).__name__}: {e} (a bug in wanwide: the traceback is above; "
-                                           "please report it)"}
+                step = crashed(lt.status.get("phase") or "Provisioning", e)
+                final = {"phase": "Failed", "reason": step.reason, "outcomeMessage": step.message}
                 lt.dep = None
             dep = lt.dep
             o = outcome(p, final, lt, runner.out)

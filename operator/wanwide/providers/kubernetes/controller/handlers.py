@@ -15,11 +15,13 @@ import kopf
 from wanwide import API_GROUP, API_VERSION
 from wanwide.core import timestamps as ts
 from wanwide.core.api.topology import TopologySpec
+from wanwide.core.errors import transient
+from wanwide.core.lifecycle import crashed
 from wanwide.core.plan import topology as topo
 from wanwide.core.plan.errors import PlanError, Problems
 from wanwide.core.plan.links import LinkMap
 from wanwide.providers.kubernetes.controller import benchmark as bm
-from wanwide.providers.kubernetes.controller import failures, metrics, monitoring, trialstate
+from wanwide.providers.kubernetes.controller import metrics, monitoring, trialstate
 from wanwide.providers.kubernetes.controller.actions import Decision, Executor
 from wanwide.providers.kubernetes.controller.runtime import RUNTIME
 from wanwide.providers.kubernetes.controller.trial import InvalidPlan, step, trial_plan, where
@@ -216,7 +218,7 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
                     wait_s = min(60.0, 2.0 ** failed_steps)
                     # a bug here is in writing the status itself (the step's own bugs end the Trial): say where
                     log.warning("trial %s: %s step failed (%s: %s); again in %.0fs", key, phase, type(e).__name__, e,
-                                wait_s, exc_info=not failures.transient(e))
+                                wait_s, exc_info=not transient(e))
             await sleep(wake, wait_s)
     finally:
         WAKEUPS.forget(key, uid)
@@ -253,12 +255,13 @@ def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None
     except InvalidPlan as e:  # permanent: retrying cannot fix it
         d = Decision("Failed", "InvalidPlan", f"the trial's frozen plan no longer validates: {e}")
     except Exception as e:
-        if failures.transient(e):
+        if transient(e):
             raise  # the loop tries again with back-off
         log.error("trial %s/%s: %s step failed with a bug (%s: %s); the Trial fails", meta["namespace"],
                   meta["name"], phase, type(e).__name__, e, exc_info=True)
         metrics.STEP_ERRORS.labels(phase).inc()
-        d = failures.internal_error(phase, e)
+        bug = crashed(phase, e)
+        d = Decision(bug.phase, bug.reason, bug.message, bug.status)
     finally:
         metrics.RECONCILE.labels("trial").observe(time.monotonic() - t0)
     patch = trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, meta.get("generation"), ts.now())

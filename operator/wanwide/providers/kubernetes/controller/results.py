@@ -51,14 +51,11 @@ def _credentials(kube: Kube, plan: TrialPlan) -> tuple[str | None, str | None]:
 
 
 def _client(kube: Kube, plan: TrialPlan, t: S3Target) -> Any:
-    import boto3
-    from botocore.config import Config
+    from wanwide.pipeline.runner.upload import Credentials, s3_client
 
     key, secret = _credentials(kube, plan)
-    return boto3.client("s3", endpoint_url=t.endpoint, region_name=t.region, aws_access_key_id=key,
-                        aws_secret_access_key=secret,
-                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2},
-                                      connect_timeout=5, read_timeout=10))
+    return s3_client(t.endpoint, t.region, Credentials(key, secret) if key and secret else None, read_timeout=10,
+                     attempts=2)
 
 
 def store_error(e: Exception, t: S3Target) -> str:

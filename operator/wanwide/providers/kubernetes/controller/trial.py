@@ -13,6 +13,7 @@ from typing import Any
 
 from wanwide.core.api.benchmark import Benchmark
 from wanwide.core.api.topology import TopologySpec
+from wanwide.core.errors import PermanentError
 from wanwide.core.plan.errors import Problems
 from wanwide.core.plan.matrix import Point
 from wanwide.core.plan.trial import TrialPlan, plan_point
@@ -24,7 +25,7 @@ from wanwide.providers.kubernetes.controller.phases import decide
 A_PLAN_INPUT = "wanwide.io/plan-input"
 
 
-class InvalidPlan(Exception):
+class InvalidPlan(PermanentError):
     """The Trial's frozen plan input no longer plans: retrying cannot fix it."""
 
 

@@ -14,6 +14,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from prometheus_client import Counter
 
 from wanwide import FIELD_MANAGER
+from wanwide.core.errors import TransientError
 from wanwide.core.plan import names
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ SOURCE_TTL_S = 10.0
 """How long a Secret copied into trial namespaces is trusted (a trial's namespaces are applied in one go)."""
 
 
-class MissingSource(RuntimeError):
+class MissingSource(TransientError, RuntimeError):
     """A Secret to copy from does not exist (or lacks a key)."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 from prometheus_client import Counter
 
+from wanwide.core.errors import TransientError
 from wanwide.providers.kubernetes.render.chart import Chart, ChartError, documents, stages
 from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
@@ -31,7 +32,7 @@ CHART_ERRORS = Counter("wanwide_chart_errors_total",
                        ["step"])
 
 
-class HelmError(RuntimeError):
+class HelmError(TransientError, RuntimeError):
     pass
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from wanwide.core.errors import PermanentError
 from wanwide.core.plan.load import without_nulls
 
 HOOK = "helm.sh/hook"
@@ -43,7 +44,7 @@ CLUSTER_SCOPED = {"PriorityClass", "Namespace", "StorageClass", "PersistentVolum
 WAITED = {"Job"}  # kinds whose completion a stage waits for (Helm also waits for hook Pods: refused below)
 
 
-class ChartError(ValueError):
+class ChartError(PermanentError, ValueError):
     """The rendered chart cannot be applied this way (the message says why and what to do)."""
 
 
