@@ -20,7 +20,13 @@ from wanwide.core.plan.load import load_documents
 from wanwide.core.plan.matrix import expand
 from wanwide.core.plan.trial import TrialPlan, plan
 from wanwide.providers.kubernetes.controller import phases, trialstate
-from wanwide.providers.kubernetes.controller.actions import Apply, Decision, Delete, Emit
+from wanwide.providers.kubernetes.controller.actions import (
+    Apply,
+    Decision,
+    Delete,
+    DropFinalizer,
+    Emit,
+)
 from wanwide.providers.kubernetes.controller.benchmark import with_runner_image
 from wanwide.providers.kubernetes.controller.trial import (
     A_PLAN_INPUT,
@@ -545,3 +551,24 @@ def test_chaos_mesh_gone_mid_run_fails_the_trial_clearly(phase):
     d = phases.decide(P, st, {"chaos_installed": False}, T0)
     assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "ChaosMeshMissing", "Failed")
     assert "reinstall Chaos Mesh" in d.message
+
+
+def test_chaos_mesh_never_injected_keeps_its_finalizer_so_the_clean_up_releases_it():
+    """Chaos Mesh v2.8 never removes chaos-mesh/records from an object whose injection only failed (a node
+    without netem; seen on the real node): deleted for 30 s, never injected anywhere → the finalizer goes."""
+    st = _status("CleaningUp", outcome="Failed", reason="ChaosFailed", outcomeMessage="no netem")
+    failed = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos",
+              "metadata": {"name": "wan-x", "namespace": "n", "finalizers": ["chaos-mesh/records"],
+                           "deletionTimestamp": ts.iso(T0), "resourceVersion": "7"},
+              "status": {"conditions": [{"type": "AllInjected", "status": "False"}],
+                         "experiment": {"containerRecords": [{"id": "n/p/c", "events": [
+                             {"type": "Failed", "operation": "Apply", "message": "unable to set tcs"}]}]}}}
+    d = phases.decide(P, st, {"chaos": [failed]}, T0 + dt.timedelta(seconds=10))
+    assert not [a for a in d.actions if isinstance(a, DropFinalizer)]  # Chaos Mesh may still recover it
+    d = phases.decide(P, st, {"chaos": [failed]}, T0 + dt.timedelta(seconds=31))
+    (drop,) = [a for a in d.actions if isinstance(a, DropFinalizer)]
+    assert drop.obj["metadata"]["name"] == "wan-x" and "released" in d.message
+    injected = {**failed, "status": {"experiment": {"containerRecords": [{"events": [
+        {"type": "Succeeded", "operation": "Apply"}]}]}}}
+    d = phases.decide(P, st, {"chaos": [injected]}, T0 + dt.timedelta(seconds=31))
+    assert not [a for a in d.actions if isinstance(a, DropFinalizer)]  # injected once: its recovery is Chaos Mesh's

@@ -188,6 +188,15 @@ def test_benchmark_runs_real_keystone_database_and_rally(request, stack, backend
     assert man["rally"]["iterations"] - man["rally"]["failed_iterations"] >= 2, man["rally"]
     assert man["start"]["scheduled"].startswith(t["loadStartAt"].rstrip("Z")[:19]), (man["start"], t["loadStartAt"])
     assert abs(man["start"]["skew_s"]) <= man["start"]["max_skew_s"]
+    # the network was measured between the WAN's injection and the load: a probe Job in each probing region
+    # (the runner's image, `wanwide runner probe`) to the other regions' Keystone Services, results in S3
+    trial_name = next(iter(trials))
+    events = tc.kubectl("get", "events", "-n", ns, "--field-selector", f"involvedObject.name={trial_name}").stdout
+    assert "VerifyingNetwork → Loading" in events and "pair(s) within max(1 ms, 5 %)" in events, events[-3000:]
+    probes = [k for k in keys if "/_network/check-1/" in k]
+    assert len(probes) == 3, keys  # uniform, 3 regions: every pair, each region probing once
+    doc = json.loads(s3_client(tc).get_object(Bucket=BUCKET, Key=probes[0])["Body"].read())
+    assert all(len(t["samples_ms"]) == 20 and max(t["samples_ms"]) < 50 for t in doc["targets"]), doc
     # the report reads it back from S3
     env = {**tc.env, "S3_ENDPOINT": stack["s3"], "AWS_ACCESS_KEY_ID": tc.s3["AWS_ACCESS_KEY_ID"],
            "AWS_SECRET_ACCESS_KEY": tc.s3["AWS_SECRET_ACCESS_KEY"]}
@@ -206,3 +215,33 @@ def test_benchmark_runs_real_keystone_database_and_rally(request, stack, backend
     for kind in ("mariadbs.k8s.mariadb.com", "databases.k8s.mariadb.com", "users.k8s.mariadb.com"):
         assert owned(tc, kind, ns, name) == [], kind
     assert tc.kubectl_json("get", "pods", "-A", "-l", f"wanwide.io/benchmark={name}")["items"] == []
+
+
+def test_a_delay_the_node_cannot_inject_fails_the_trial_saying_why(stack):
+    """This kernel has no netem: with real Chaos Mesh, a Benchmark asking for 50 ms between regions fails in
+    Injecting with Chaos Mesh's failure and the hint, its clean-up releases the chaos Chaos Mesh keeps (the
+    records finalizer of an object never injected), and nothing is left."""
+    tc, ns = stack["tc"], stack["ns"]
+    env = dict(tc.env)
+    inst = subprocess.run([str(REPO / "hack" / "chaos-mesh.sh"), "install"], capture_output=True, text=True,
+                          timeout=3600, env=env)
+    assert inst.returncode == 0, inst.stderr[-6000:]
+    name = "real-netem"
+    try:
+        topo, bench = yaml.safe_load_all(benchmark(stack, name, "mariadb"))
+        topo["spec"]["generate"]["count"] = 2
+        topo["spec"]["network"] = {"default": {"rtt": "50ms"}}
+        bench["spec"]["cleanup"] = "Always"
+        bench["spec"]["timeouts"]["cleaningUp"] = "4m"
+        tc.apply(yaml.safe_dump_all([topo, bench]), ns)
+        b = _wait_done(tc, ns, name, 3600)
+        (t,) = _trials(tc, ns).values()
+        assert (b["status"]["phase"], t["phase"], t["reason"]) == ("Failed", "Failed", "ChaosFailed"), t
+        msg = t.get("outcomeMessage") or t["message"]
+        assert "Chaos Mesh could not inject" in msg and "netem" in msg, msg
+        assert not t.get("loadStartAt")  # never loaded on a WAN it did not get
+        assert owned(tc, "networkchaos", ns, name) == []  # released and gone
+    finally:
+        tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=600s", check=False)
+        subprocess.run([str(REPO / "hack" / "chaos-mesh.sh"), "uninstall"], capture_output=True, text=True,
+                       timeout=600, env=env)

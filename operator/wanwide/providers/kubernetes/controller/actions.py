@@ -49,7 +49,15 @@ class Emit:
     type: str = "Normal"
 
 
-Action = Apply | Delete | Emit
+@dataclass(frozen=True)
+class DropFinalizer:
+    """Remove a finalizer its controller will never remove (``obj`` as read)."""
+
+    obj: dict[str, Any]
+    finalizer: str
+
+
+Action = Apply | Delete | DropFinalizer | Emit
 
 
 @dataclass
@@ -108,6 +116,8 @@ class Executor:
                 self.kube.apply(a.obj)
             elif isinstance(a, Delete):
                 self.kube.delete(a.api_version, a.kind, a.name, a.namespace)
+            elif isinstance(a, DropFinalizer):
+                self.kube.drop_finalizer(a.obj, a.finalizer)
             else:
                 self.emit(a.reason, a.message, a.type)
         except Exception:

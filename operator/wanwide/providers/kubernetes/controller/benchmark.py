@@ -19,7 +19,11 @@ from wanwide.core.timestamps import iso, parse
 from wanwide.providers.kubernetes.controller import keys, trialstate
 from wanwide.providers.kubernetes.controller.trial import A_PLAN_INPUT, plan_input
 from wanwide.providers.kubernetes.kube.client import Kube
-from wanwide.providers.kubernetes.kube.readiness import terminating_why
+from wanwide.providers.kubernetes.kube.readiness import (
+    CHAOS_FINALIZER,
+    chaos_stuck,
+    terminating_why,
+)
 from wanwide.providers.kubernetes.render import trial_object
 from wanwide.providers.kubernetes.render.chaos import CHAOS_API
 from wanwide.providers.kubernetes.render.secrets import keys_secret_name
@@ -160,6 +164,8 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
             left.append(f"NetworkChaos/{c['metadata']['name']}")
             if not c["metadata"].get("deletionTimestamp"):
                 kube.delete(CHAOS_API, "NetworkChaos", c["metadata"]["name"], ns["metadata"]["name"])
+            elif chaos_stuck(c, at):  # never injected: Chaos Mesh keeps its finalizer (an upstream bug)
+                kube.drop_finalizer(c, CHAOS_FINALIZER)
     if left:
         return left, []
     limit = seconds(Timeouts.model_validate((bench.get("spec") or {}).get("timeouts") or {}).cleaning_up)

@@ -19,7 +19,13 @@ from wanwide.core import timestamps as ts
 from wanwide.core.api.units import seconds
 from wanwide.core.plan import monitoring
 from wanwide.core.plan.trial import TrialPlan
-from wanwide.providers.kubernetes.controller.actions import Apply, Decision, Delete, Emit
+from wanwide.providers.kubernetes.controller.actions import (
+    Apply,
+    Decision,
+    Delete,
+    DropFinalizer,
+    Emit,
+)
 from wanwide.providers.kubernetes.kube import readiness
 from wanwide.providers.kubernetes.render import Rendered, chaos, render_trial
 from wanwide.providers.kubernetes.render.chart import next_step
@@ -226,12 +232,17 @@ def network_seen(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> dict[str,
     return {"network": measured}
 
 
-def cleanup_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> tuple[lc.Progress, list[Any]]:
+def cleanup_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs,
+                     now: dt.datetime) -> tuple[lc.Progress, list[Any]]:
     """CleaningUp: chaos first (always), then the namespaces as spec.cleanup says."""
     left_chaos = obs.get("chaos", [])
     if left_chaos:
-        return (lc.Progress(waiting=f"removing chaos: {len(left_chaos)} object(s) not yet recovered", wake_s=5),
-                [Delete.of(c) for c in left_chaos if not c["metadata"].get("deletionTimestamp")])
+        stuck = [c for c in left_chaos if readiness.chaos_stuck(c, now)]
+        said = (f"; Chaos Mesh keeps {len(stuck)} it never injected (its finalizer {readiness.CHAOS_FINALIZER}): "
+                "released") if stuck else ""
+        return (lc.Progress(waiting=f"removing chaos: {len(left_chaos)} object(s) not yet recovered{said}", wake_s=5),
+                [*(Delete.of(c) for c in left_chaos if not c["metadata"].get("deletionTimestamp")),
+                 *(DropFinalizer(c, readiness.CHAOS_FINALIZER) for c in stuck)])
     outcome = status.get("outcome") or "Failed"
     policy = plan.spec.cleanup
     left = obs.get("namespaces", {}) if policy == "Always" or (policy == "OnSuccess" and outcome == "Succeeded") else {}
@@ -272,7 +283,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
         found, missing, uri, error = obs.get("bundles", ([], list(plan.load_regions), "", None))
         seen |= {"bundles": (found, missing, uri), "store_error": error}
     elif phase == "CleaningUp":
-        seen["cleaned"], cleanup = cleanup_progress(plan, status, obs)
+        seen["cleaned"], cleanup = cleanup_progress(plan, status, obs, now)
     step = lc.decide(plan, status, lc.Seen(**seen), now)
     out = Decision(step.phase, step.reason, step.message, dict(step.status), wake_s=step.wake_s)
     for a in step.actions:

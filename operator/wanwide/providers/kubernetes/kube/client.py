@@ -159,6 +159,16 @@ class Kube:
         except NotFoundError:
             return False
 
+    def drop_finalizer(self, obj: dict[str, Any], finalizer: str) -> None:
+        """Remove ``finalizer`` from ``obj`` as it was read (its resourceVersion guards the write: a change
+        meanwhile makes it a conflict, tried again by the caller's next step)."""
+        m = obj["metadata"]
+        left = [f for f in m.get("finalizers") or [] if f != finalizer]
+        API_REQUESTS.labels("patch").inc()
+        self.resource(obj["apiVersion"], obj["kind"]).patch(
+            name=m["name"], namespace=m.get("namespace"), content_type="application/merge-patch+json",
+            body={"metadata": {"finalizers": left, "resourceVersion": m.get("resourceVersion")}})
+
     def patch_status(self, api_version: str, kind: str, name: str, namespace: str,
                      status: dict[str, Any]) -> dict[str, Any]:
         """Merge-patch the status; the object as written."""

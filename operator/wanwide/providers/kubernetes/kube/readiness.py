@@ -47,6 +47,27 @@ def chaos_injected(obj: dict[str, Any] | None) -> bool:
     return condition(obj, "AllInjected") == "True"
 
 
+CHAOS_FINALIZER = "chaos-mesh/records"
+STUCK_AFTER_S = 30.0
+
+
+def chaos_stuck(obj: dict[str, Any], now: Any) -> bool:
+    """A chaos object Chaos Mesh will not release: deleted more than STUCK_AFTER_S ago, still holding its
+    ``chaos-mesh/records`` finalizer, and never injected anywhere (Chaos Mesh v2.8 keeps that finalizer on an
+    object whose injection only ever failed, e.g. on a node without netem; nothing is there to recover)."""
+    from wanwide.core.timestamps import parse
+
+    m = obj.get("metadata") or {}
+    if CHAOS_FINALIZER not in (m.get("finalizers") or []) or not m.get("deletionTimestamp"):
+        return False
+    if (now - parse(m["deletionTimestamp"])).total_seconds() < STUCK_AFTER_S:
+        return False
+    records = (((obj.get("status") or {}).get("experiment") or {}).get("containerRecords")) or []
+    injected = any(ev.get("type") == "Succeeded" and ev.get("operation") == "Apply"
+                   for rec in records for ev in rec.get("events") or [])
+    return bool(records) and not injected and condition(obj, "AllInjected") != "True"
+
+
 def chaos_failed(obj: dict[str, Any] | None) -> str | None:
     """Why Chaos Mesh could not inject ``obj`` (a Failed event of one of its pods' records), or None."""
     records = (((obj or {}).get("status") or {}).get("experiment") or {}).get("containerRecords") or []
