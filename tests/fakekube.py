@@ -59,11 +59,18 @@ class FakeS3:
 
 
 class FakeRenders:
-    """``helm template`` of the fixture keystone chart for any release: its recorded output, re-addressed."""
+    """``helm template`` of the fixture keystone chart for any release: its recorded output, re-addressed
+    (each release rendered once, as the operator's ``Renders`` caches them)."""
+
+    def __init__(self) -> None:
+        self.done: dict[tuple[str, str], Any] = {}
 
     def get(self, rel: Any, labels: dict[str, str]) -> Any:
-        text = RENDERED.read_text().replace(FIXTURE_NS, rel.namespace)
-        return stages(documents(text), rel.name, rel.namespace, labels)
+        key = (rel.namespace, repr(sorted(labels.items())))
+        if key not in self.done:
+            text = RENDERED.read_text().replace(FIXTURE_NS, rel.namespace)
+            self.done[key] = stages(documents(text), rel.name, rel.namespace, labels)
+        return self.done[key]
 
 
 def _key(kind: str, ns: str | None, name: str) -> tuple[str, str, str]:

@@ -189,8 +189,13 @@ def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     if f"load-{attempt(status)}" not in done(status):
         obs["results"] = results.target(w.kube, plan, w.instance)  # the runners' upload target, applied now
     else:
-        obs["jobs"] = {r: readiness.job_state(w.kube.get("batch/v1", "Job", JOB, plan.namespace(r)))
-                       for r in plan.load_regions}
+        # one labelled list across the trial's namespaces, not a request per region; read from etcd, not the
+        # watch cache: a Job created by the step before must not look missing (missing counts as failed)
+        region_of = {plan.namespace(r): r for r in plan.load_regions}
+        live = {region_of[j["metadata"]["namespace"]]: j
+                for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "load"})
+                if j["metadata"]["namespace"] in region_of and j["metadata"]["name"] == JOB}
+        obs["jobs"] = {r: readiness.job_state(live.get(r)) for r in plan.load_regions}
         if any(s not in ("complete", "failed", "missing") for s in obs["jobs"].values()):
             obs["store"] = results.probe(w.kube, plan, w.instance)  # a runner may be waiting for it
 
