@@ -361,6 +361,13 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> 
                           keep=k + 1 < len(todo))
             try:
                 final = lt.run()
+            except KeyboardInterrupt:  # interrupted (SIGINT, SIGTERM): what this trial started goes too
+                for r in lt.runners.values():
+                    runner.stop(r)
+                if lt.dep is not None:
+                    lt.dep.close()
+                dep = None
+                raise
             except Exception as e:  # a bug: this trial fails at once (trying again runs the same code), the others run
                 traceback.print_exc()
                 for r in lt.runners.values():
