@@ -61,7 +61,7 @@ def render(plan: TrialPlan) -> list[dict[str, Any]]:
     s3 = plan.spec.results.s3
     if s3 is not None:
         ref = s3.secret_ref
-        for r in plan.load_regions:
+        for r in plan.region_names:  # the runners' regions, and every region's network probe
             out.append(
                 _copy(
                     plan,
