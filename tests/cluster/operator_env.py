@@ -164,6 +164,10 @@ class RallyStandIn(threading.Thread):
         self.stop_flag = threading.Event()
         self.s3 = s3_client(tc)
 
+    def runs(self, benchmark: str) -> list[dict[str, Any]]:
+        """The Rally Jobs of ``benchmark`` answered (not its probe Jobs)."""
+        return [s for s in self.seen.values() if "probe" not in s and s["benchmark"] == benchmark]
+
     def probes(self) -> None:
         jobs = self.tc.kubectl_json("get", "jobs", "-A", "-l", "wanwide.io/role=probe")["items"]
         for job in jobs:

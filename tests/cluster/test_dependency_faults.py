@@ -139,7 +139,7 @@ def test_api_server_restart_mid_trial_finishes_exactly_once(env):
     b = wait_phase(tc, ns, name, ("Succeeded", "Failed"), 360)
     assert b["status"]["phase"] == "Succeeded", b["status"]
     assert op.proc.poll() is None, "the operator exited"  # it reconnected, not restarted
-    mine = [s for s in standin.seen.values() if s["benchmark"] == name]
+    mine = standin.runs(name)
     assert [(s["trial"], s["attempt"]) for s in mine] == [("t000", 1)], mine  # one Rally run
     assert len(manifests(tc, ns, name, "t000")) == 1
     ends = [e for e in events(tc, ns, f"{name}-t000") if e["reason"] == "Succeeded"]

@@ -71,7 +71,7 @@ def test_killed_operator_resumes_each_trial_exactly_once(env):
     by_start = sorted(mine_trials, key=lambda t: t["status"]["startTime"])
     assert [t["spec"]["position"] for t in by_start] == [0, 1], [(t["metadata"]["name"], t["spec"]) for t in by_start]
     # exactly once: one Rally Job (one attempt) per trial, one bundle each
-    mine = [s for s in standin.seen.values() if s["benchmark"] == "kills"]
+    mine = standin.runs("kills")
     assert sorted(s["trial"] for s in mine) == ["t000", "t001"], mine
     assert all(s["attempt"] == 1 for s in mine)
     # nothing orphaned
