@@ -63,3 +63,14 @@ def test_default_values_pass_the_schema_and_mistakes_do_not():
                 {**values, "operator": {**values["operator"], "logFormat": "xml"}}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, SCHEMA)
+
+
+def test_the_charts_runner_pod_value_is_checked_as_the_api_checks_spec_runner_pod(tmp_path):
+    """One source: the chart's runner.pod defaults are validated by spec.runner.pod's own schema."""
+    import shutil
+
+    from wanwide.crds import sync_values_schema
+
+    copy = tmp_path / "values.schema.json"
+    shutil.copy(ROOT / "charts" / "wanwide" / "values.schema.json", copy)
+    assert not sync_values_schema(str(copy)), "values.schema.json is stale: run hack/gen.sh"

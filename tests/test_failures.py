@@ -22,7 +22,7 @@ from wanwide.core.errors import (
 from wanwide.core.lifecycle import INTERNAL
 from wanwide.core.lifecycle import crashed as internal_error
 from wanwide.providers.kubernetes.controller import phases, trialstate
-from wanwide.providers.kubernetes.kube.client import MissingSource
+from wanwide.providers.kubernetes.kube.client import MissingSource, ObjectRefused
 from wanwide.providers.kubernetes.kube.helm import HelmError
 
 AT = dt.datetime(2026, 11, 26, tzinfo=dt.UTC)
@@ -67,6 +67,15 @@ def test_a_bug_cleans_up_first_then_the_trial_fails_with_internal_error_and_the_
     patch = trialstate.trial_status(status, end.phase, end.reason, end.message, end.status, 1, AT)
     failed = next(c for c in patch["conditions"] if c["type"] == "Failed")
     assert failed["status"] == "True" and failed["reason"] == INTERNAL
+
+
+def test_an_object_the_api_server_refuses_fails_the_trial_saying_so_not_as_a_bug():
+    e = ObjectRefused("the API server refused Job b-t000-r1/rally: Job.batch \"rally\" is invalid: "
+                      "spec.template.spec.affinity.nodeAffinity...nodeSelectorTerms: Required value")
+    assert not transient(e), "refused again on every try: not retried until the phase times out"
+    d = internal_error("Loading", e)
+    assert (d.phase, d.reason, d.status) == ("CleaningUp", "ObjectRefused", {"outcome": "Failed"})
+    assert "nodeSelectorTerms: Required value" in d.message and "bug" not in d.message
 
 
 def test_a_bug_while_cleaning_up_fails_at_once_and_says_what_may_be_left():

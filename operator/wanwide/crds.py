@@ -9,7 +9,7 @@ import yaml
 
 from wanwide import API_GROUP, API_VERSION
 from wanwide.core.api.base import cel
-from wanwide.core.api.benchmark import BenchmarkSpec, BenchmarkStatus
+from wanwide.core.api.benchmark import BenchmarkSpec, BenchmarkStatus, RunnerPod
 from wanwide.core.api.topology import TopologySpec, TopologyStatus
 from wanwide.core.api.trial import TrialSpec, TrialStatus
 from wanwide.core.plan import names
@@ -77,6 +77,27 @@ def structural(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _schema(model: type) -> dict[str, Any]:
     return structural(model.model_json_schema(by_alias=True, mode="validation"))
+
+
+def runner_pod_values_schema() -> dict[str, Any]:
+    """The chart's ``runner.pod`` value, as values.schema.json checks it: ``spec.runner.pod``'s own schema
+    (the model is the one source), misspelt keys refused."""
+    return {**_schema(RunnerPod), "additionalProperties": False}
+
+
+def sync_values_schema(path: str) -> bool:
+    """Write :func:`runner_pod_values_schema` into the chart's values.schema.json; whether it changed."""
+    import json
+
+    with open(path) as fh:
+        text = fh.read()
+    doc = json.loads(text)
+    doc["properties"]["runner"]["properties"]["pod"] = runner_pod_values_schema()
+    new = json.dumps(doc, indent=2) + "\n"
+    if new != text:
+        with open(path, "w") as fh:
+            fh.write(new)
+    return new != text
 
 
 def _crd(

@@ -62,6 +62,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get]
+# spec.runner.pod.serviceAccountName: copied, with its annotations, into each region's namespace
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [get]
 # trial children kopf watches: clusterWide, a change wakes its Trial at once (not the kinds of
 # Chaos Mesh and mariadb-operator: their CRDs can be deleted, and kopf stops on a watch's 404;
 # their objects are polled instead)

@@ -95,6 +95,8 @@ class S3Target(_Model):
     region: str = "us-east-1"
     access_key_env: str = "AWS_ACCESS_KEY_ID"
     secret_key_env: str = "AWS_SECRET_ACCESS_KEY"
+    ambient: bool = Field(False, description="No keys of its own: the AWS SDK's default credential chain (the pod's "
+                                            "identity, the environment, a profile).")
     upload_deadline_s: float | None = Field(
         None, gt=0, description="Keep retrying the upload this long (storage down or refusing); "
                                 "unset: 5 attempts, a refusal is final.")
@@ -234,11 +236,15 @@ def load_config(path: str | Path) -> RunnerConfig:
 def s3_target(s3: Any, *, keys_from_secret_names: bool = False) -> S3Target | None:
     """``spec.results.s3`` as an upload target. The keys are read from environment variables: named
     ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY`` (a pod's env, filled from the Secret), or, with
-    ``keys_from_secret_names``, named like the Secret's keys (the lab: there is no Secret, the user exports them)."""
+    ``keys_from_secret_names``, named like the Secret's keys (the lab: there is no Secret, the user exports
+    them); without a ``secretRef``, none: the AWS SDK's default chain (``ambient``)."""
     if s3 is None:
         return None
-    keys = ({"access_key_env": s3.secret_ref.access_key_key, "secret_key_env": s3.secret_ref.secret_key_key}
-            if keys_from_secret_names else {})
+    if s3.secret_ref is None:
+        keys: dict[str, Any] = {"ambient": True}
+    else:
+        keys = ({"access_key_env": s3.secret_ref.access_key_key, "secret_key_env": s3.secret_ref.secret_key_key}
+                if keys_from_secret_names else {})
     return S3Target(endpoint=s3.endpoint, bucket=s3.bucket, prefix=s3.prefix, region=s3.region, **keys)
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from wanwide.core.errors import PermanentError
 from wanwide.core.plan.faults import FaultWindow, occurrences
 from wanwide.core.plan.links import LinkMap, OneWay, Pair
 from wanwide.core.plan.trial import TrialPlan
@@ -390,16 +391,21 @@ def fail(reason: str, message: str, status: Status | None = None, actions: list[
 
 
 def crashed(phase: str, e: BaseException) -> Step:
-    """A step that raised a bug (core/errors.py: neither transient nor a failure the lifecycle names): never
+    """A step that raised a bug (core/errors.py: neither transient nor a failure the lifecycle names), or a
+    permanent error that names its reason (``e.reason``, e.g. the API server refusing an object): never
     tried again; clean up (chaos first), then Failed; already cleaning up: Failed at once, saying what may
     be left."""
-    what = f"{type(e).__name__}: {e}".strip()
-    message = (f"{phase} step failed with {what[:500]}: a bug in wanwide, not in the Benchmark; the traceback is "
-               "in the operator's log (the lab's output) — please report it")
+    reason = getattr(e, "reason", None) if isinstance(e, PermanentError) else None
+    if isinstance(reason, str):  # a failure its layer names (e.g. ObjectRefused): its own message says why
+        message = f"{phase} step failed: {str(e)[:1000]}"
+    else:
+        reason, what = INTERNAL, f"{type(e).__name__}: {e}".strip()
+        message = (f"{phase} step failed with {what[:500]}: a bug in wanwide, not in the Benchmark; the traceback "
+                   "is in the operator's log (the lab's output) — please report it")
     if phase == "CleaningUp":
-        return Step("Failed", INTERNAL, message + "; chaos or namespaces of this trial may be left: deleting its "
-                                                  "Benchmark removes them")
-    return fail(INTERNAL, message)
+        return Step("Failed", reason, message + "; chaos or namespaces of this trial may be left: deleting its "
+                                                "Benchmark removes them")
+    return fail(reason, message)
 
 
 def needs_chaos(plan: TrialPlan) -> bool:

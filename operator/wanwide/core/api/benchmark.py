@@ -277,7 +277,10 @@ class S3(Model):
     bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
     prefix: str = Field("wanwide", max_length=200)
     region: str = "us-east-1"
-    secret_ref: SecretRef = Field(description="Secret in the Benchmark's namespace holding the access keys.")
+    secret_ref: SecretRef | None = Field(
+        None, description="Secret in the Benchmark's namespace holding the access keys. Absent: the pods' own "
+        "credentials (IRSA, workload identity, an instance profile): the runners, the probes and the operator use "
+        "the AWS SDK's default credential chain.")
 
 
 class Results(Model):
@@ -316,7 +319,65 @@ class Timeouts(Model):
     cleaning_up: Duration = "15m"
 
 
+# Kubernetes' quantity: 500m, 2Gi, 1.5, 1e3 (k8s.io/apimachinery resource.Quantity).
+QUANTITY_RE = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+Quantity = Annotated[str, Field(pattern=QUANTITY_RE, description="A Kubernetes quantity: 500m, 512Mi, 2Gi, 1.")]
+
+
+_TOL_EXISTS_RULE = "!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''"
+_TOL_EXISTS_MSG = "a toleration with operator Exists takes no value: remove value, or use operator Equal"
+_TOL_KEY_RULE = "(has(self.key) && self.key != '') || (has(self.operator) && self.operator == 'Exists')"
+_TOL_KEY_MSG = "a toleration without a key must have operator Exists (it then tolerates every taint): add a key"
+
+
+class Toleration(Model):
+    """A pod toleration, field for field as Kubernetes writes it."""
+
+    key: str | None = Field(None, max_length=316)
+    operator: Literal["Exists", "Equal"] | None = None
+    value: str | None = Field(None, max_length=63)
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: Annotated[int, WHOLE_NUMBER] | None = None
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        cel(_TOL_EXISTS_RULE, _TOL_EXISTS_MSG), cel(_TOL_KEY_RULE, _TOL_KEY_MSG)]})
+
+    @model_validator(mode="after")
+    def _rules(self) -> Toleration:
+        if self.operator == "Exists" and self.value:
+            raise ValueError(_TOL_EXISTS_MSG)
+        if not self.key and self.operator != "Exists":
+            raise ValueError(_TOL_KEY_MSG)
+        return self
+
+
+class Resources(Model):
+    """The runner container's resources, as Kubernetes writes them."""
+
+    requests: dict[str, Quantity] | None = None
+    limits: dict[str, Quantity] | None = None
+
+
+class RunnerPod(Model):
+    """Where and as whom the pods of the Rally and probe Jobs run on a real cluster. Unset fields take the
+    operator's defaults (the chart's ``runner.pod`` values); the region's placement always applies too."""
+
+    service_account_name: ObjectName | None = Field(None, description="ServiceAccount of the pods (e.g. one "
+                                                    "annotated for IRSA or workload identity, with results.s3 "
+                                                    "left without a secretRef).")
+    image_pull_secrets: list[ObjectName] | None = Field(None, max_length=10, description="Secrets to pull the "
+                                                        "runner image with.")
+    node_selector: dict[str, str] | None = Field(None, description="Added to the region's placement.")
+    tolerations: list[Toleration] | None = Field(None, max_length=20)
+    affinity: dict[str, Any] | None = Field(
+        None, json_schema_extra=_PRESERVE, description="Pod affinity, as Kubernetes writes it (the API server "
+        "checks it when the Jobs are created: a refused one fails the trial with reason ObjectRefused).")
+    resources: Resources | None = Field(None, description="The runner container's resources (default: requests "
+                                        "cpu 500m, memory 512Mi; limit memory 2Gi). The probes keep their own.")
+
+
 class Runner(Model):
+    pod: RunnerPod = Field(default_factory=RunnerPod)
     image: str | None = Field(
         None, description="Image of the Rally runner. Default: the image the operator runs (the chart's `image` "
         "value, passed as --runner-image), so one value sets both.")

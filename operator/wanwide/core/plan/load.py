@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from wanwide.core.api.base import DNS_LABEL_RE, DNS_SUBDOMAIN_RE
-from wanwide.core.api.benchmark import Benchmark
+from wanwide.core.api.benchmark import QUANTITY_RE, Benchmark
 from wanwide.core.api.topology import Topology, TopologySpec
 from wanwide.core.plan import names
 from wanwide.core.plan.errors import PlanError, Problem
@@ -34,6 +34,7 @@ PATTERN_HINTS = {
                       "ending with a letter or digit",
     r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "use a valid S3 bucket name: 3–63 lower-case letters, digits, '.' or '-'",
     r"^https?://": "use a URL starting with http:// or https://",
+    QUANTITY_RE: "use a Kubernetes quantity, quoted, such as \"500m\", \"512Mi\", \"2Gi\" or \"1\"",
 }
 
 

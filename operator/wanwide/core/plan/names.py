@@ -22,7 +22,9 @@ L_TRIAL = "wanwide.io/trial"
 L_REGION = "wanwide.io/region"
 L_ROLE = "wanwide.io/role"
 A_PARAMETERS = "wanwide.io/parameters"
-A_COPY_FROM = "wanwide.io/copy-from"
+A_COPY_FROM = "wanwide.io/copy-from"  # a Secret or ServiceAccount the apply layer fills from its source
+A_COPY_KEYS = "wanwide.io/copy-keys"  # a Secret copy's keys: source=copy,...; or COPY_ALL
+COPY_ALL = "*"  # every key of the source, and its type
 A_FAULT = "wanwide.io/fault"  # the fault window occurrence a chaos object carries out
 
 DNS_SUBDOMAIN_MAX = 253

@@ -67,7 +67,7 @@ def locate(kc: Kubectl, name: str, namespace: str | None) -> BenchmarkResults:
     results = (b.get("spec") or {}).get("results") or {}
     s3, obc = results.get("s3"), results.get("objectBucketClaim")
     if s3:
-        ref = s3.get("secretRef") or {}
+        ref = s3.get("secretRef") or {}  # absent: the default chain of whoever fetches
         return BenchmarkResults(name, ns, uri, s3.get("endpoint"), s3.get("region"),
                                 (ref["name"], ref.get("accessKeyKey", "AWS_ACCESS_KEY_ID"),
                                  ref.get("secretKeyKey", "AWS_SECRET_ACCESS_KEY")) if ref.get("name") else None)

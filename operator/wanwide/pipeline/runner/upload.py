@@ -28,8 +28,11 @@ class Credentials:
     secret_key: str
 
 
-def credentials(target: S3Target) -> Credentials:
-    """Read the keys from the env vars the config names; a clear error when absent."""
+def credentials(target: S3Target) -> Credentials | None:
+    """Read the keys from the env vars the config names (None: the target uses the SDK's own chain); a clear
+    error when absent."""
+    if target.ambient:
+        return None
     missing = [n for n in (target.access_key_env, target.secret_key_env) if not os.environ.get(n)]
     if missing:
         raise CredentialsMissing(

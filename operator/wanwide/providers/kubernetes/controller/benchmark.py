@@ -61,7 +61,7 @@ def validate(kube: Kube, bench: dict[str, Any]) -> tuple[Benchmark, TopologySpec
     plan(model, topo)  # raises PlanError
     s3 = model.spec.results.s3
     ns = bench["metadata"]["namespace"]
-    if s3 is not None:
+    if s3 is not None and s3.secret_ref is not None:
         secret = kube.get("v1", "Secret", s3.secret_ref.name, ns)
         if secret is None:
             raise PlanError([Problem("spec.results.s3.secretRef.name",
@@ -71,6 +71,17 @@ def validate(kube: Kube, bench: dict[str, Any]) -> tuple[Benchmark, TopologySpec
             if k not in (secret.get("data") or {}):
                 raise PlanError([Problem("spec.results.s3.secretRef",
                                          f"Secret {ns}/{s3.secret_ref.name} has no key {k!r}: add it")])
+    pod = model.spec.runner.pod  # copied into each region's namespace: they must exist here
+    if pod.service_account_name and kube.get("v1", "ServiceAccount", pod.service_account_name, ns) is None:
+        raise PlanError([Problem("spec.runner.pod.serviceAccountName",
+                                 f"ServiceAccount {ns}/{pod.service_account_name} not found: create it in the "
+                                 "Benchmark's namespace (wanwide copies it, with its annotations, into each "
+                                 "region's namespace), or check the chart's runner.pod value")])
+    for i, name in enumerate(pod.image_pull_secrets or []):
+        if kube.get("v1", "Secret", name, ns) is None:
+            raise PlanError([Problem(f"spec.runner.pod.imagePullSecrets[{i}]",
+                                     f"Secret {ns}/{name} not found: create it in the Benchmark's namespace "
+                                     "(wanwide copies it into each region's namespace)")])
     return model, topo
 
 
@@ -98,12 +109,15 @@ def benchmark_selector(bench: dict[str, Any]) -> dict[str, str]:
     return {names.L_BENCHMARK: names.label_value(bench["metadata"]["name"])}
 
 
-def with_runner_image(bench: dict[str, Any], image: str) -> dict[str, Any]:
-    """The Benchmark with ``spec.runner.image`` defaulted to the operator's image (a copy; set values win)."""
+def with_runner_image(bench: dict[str, Any], image: str, pod: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Benchmark with ``spec.runner.image`` defaulted to the operator's image and ``spec.runner.pod``'s unset
+    fields to the operator's (the chart's ``runner.pod``): a copy, the Benchmark's own values win."""
     runner = dict(bench["spec"].get("runner") or {})
-    if runner.get("image"):
-        return bench
-    return {**bench, "spec": {**bench["spec"], "runner": {**runner, "image": image}}}
+    if not runner.get("image"):
+        runner["image"] = image
+    if pod:
+        runner["pod"] = {**pod, **{k: v for k, v in (runner.get("pod") or {}).items() if v is not None}}
+    return {**bench, "spec": {**bench["spec"], "runner": runner}}
 
 
 def sync_trials(kube: Kube, bench: dict[str, Any], model: Benchmark, topo: TopologySpec) -> tuple[int, int]:

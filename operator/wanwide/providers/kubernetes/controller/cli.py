@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 
@@ -23,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     RUNTIME.metrics_port = args.metrics_port
     RUNTIME.trial_clusterrole = args.trial_clusterrole
     RUNTIME.runner_image = args.runner_image
+    RUNTIME.runner_pod = json.loads(args.runner_pod) if args.runner_pod else {}
     sa = os.environ.get("WANWIDE_SERVICE_ACCOUNT") or _in_cluster_sa()
     if sa:
         ns, name = sa.split("/", 1)
@@ -61,6 +63,9 @@ def add_operator_parser(sub: argparse._SubParsersAction) -> None:
                    help="ClusterRole bound to the operator in each trial namespace (the chart's <release>-trial)")
     p.add_argument("--runner-image", default=os.environ.get("WANWIDE_RUNNER_IMAGE") or DEFAULT_IMAGE,
                    help="image of the Rally Jobs when a Benchmark sets no spec.runner.image (the chart passes its own)")
+    p.add_argument("--runner-pod", default=os.environ.get("WANWIDE_RUNNER_POD") or "",
+                   help="JSON: defaults of spec.runner.pod for Benchmarks that leave a field unset (the chart passes "
+                        "its runner.pod value)")
     p.add_argument("--log-format", choices=["json", "plain", "full"], default="plain")
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=run)

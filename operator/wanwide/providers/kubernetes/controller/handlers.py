@@ -15,7 +15,7 @@ import kopf
 from wanwide import API_GROUP, API_VERSION
 from wanwide.core import timestamps as ts
 from wanwide.core.api.topology import TopologySpec
-from wanwide.core.errors import transient
+from wanwide.core.errors import PermanentError, transient
 from wanwide.core.lifecycle import crashed
 from wanwide.core.plan import topology as topo
 from wanwide.core.plan.errors import PlanError, Problems
@@ -87,7 +87,7 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
     kube = RUNTIME.kube
     gen = meta.get("generation")
     conds = list(status.get("conditions") or [])
-    bench = bm.with_runner_image(dict(body), RUNTIME.runner_image)  # frozen into the trials' plans
+    bench = bm.with_runner_image(dict(body), RUNTIME.runner_image, RUNTIME.runner_pod)  # frozen into the plans
     try:
         model, tp = bm.validate(kube, bench)
     except PlanError as e:
@@ -257,11 +257,12 @@ def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None
     except Exception as e:
         if transient(e):
             raise  # the loop tries again with back-off
-        log.error("trial %s/%s: %s step failed with a bug (%s: %s); the Trial fails", meta["namespace"],
-                  meta["name"], phase, type(e).__name__, e, exc_info=True)
+        bug = not isinstance(e, PermanentError)  # a permanent error names its reason; anything else is a bug
+        log.error("trial %s/%s: %s step failed%s (%s: %s); the Trial fails", meta["namespace"], meta["name"],
+                  phase, " with a bug" if bug else "", type(e).__name__, e, exc_info=bug)
         metrics.STEP_ERRORS.labels(phase).inc()
-        bug = crashed(phase, e)
-        d = Decision(bug.phase, bug.reason, bug.message, bug.status)
+        end = crashed(phase, e)
+        d = Decision(end.phase, end.reason, end.message, end.status)
     finally:
         metrics.RECONCILE.labels("trial").observe(time.monotonic() - t0)
     patch = trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, meta.get("generation"), ts.now())

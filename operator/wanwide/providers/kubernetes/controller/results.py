@@ -41,6 +41,8 @@ def _credentials(kube: Kube, plan: TrialPlan) -> tuple[str | None, str | None]:
     s3 = plan.spec.results.s3
     if s3 is not None:
         ref = s3.secret_ref
+        if ref is None:  # the operator's own identity
+            return None, None
         return (kube.secret_value(ref.name, plan.bench_namespace, ref.access_key_key),
                 kube.secret_value(ref.name, plan.bench_namespace, ref.secret_key_key))
     obc = plan.spec.results.object_bucket_claim

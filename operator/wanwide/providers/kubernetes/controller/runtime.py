@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from wanwide import DEFAULT_IMAGE
@@ -16,6 +16,7 @@ class Runtime:
     trial_clusterrole: str | None = None
     subject: dict[str, str] | None = None
     runner_image: str = DEFAULT_IMAGE  # spec.runner.image when a Benchmark leaves it unset
+    runner_pod: dict = field(default_factory=dict)  # spec.runner.pod's fields a Benchmark leaves unset
     clusterwide: bool = True  # children's events reach the operator only when it watches every namespace
 
     @property

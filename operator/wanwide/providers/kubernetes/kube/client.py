@@ -10,11 +10,16 @@ from typing import Any
 
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from kubernetes.dynamic.exceptions import (
+    BadRequestError,
+    NotFoundError,
+    ResourceNotFoundError,
+    UnprocessibleEntityError,
+)
 from prometheus_client import Counter
 
 from wanwide import FIELD_MANAGER
-from wanwide.core.errors import TransientError
+from wanwide.core.errors import PermanentError, TransientError
 from wanwide.core.plan import names
 
 log = logging.getLogger(__name__)
@@ -27,6 +32,21 @@ SOURCE_TTL_S = 10.0
 
 class MissingSource(TransientError, RuntimeError):
     """A Secret to copy from does not exist (or lacks a key)."""
+
+
+class ObjectRefused(PermanentError):
+    """The API server refused an object wanwide rendered (invalid, or denied by an admission webhook):
+    applying it again is refused again."""
+
+    reason = "ObjectRefused"
+
+
+def _refusal(e: Exception) -> str:
+    """The API server's own message for a refused request."""
+    try:
+        return json.loads(e.body).get("message") or str(e)  # type: ignore[attr-defined]
+    except (AttributeError, TypeError, ValueError):
+        return str(e)
 
 
 CONNECTIONS = 40
@@ -115,18 +135,26 @@ class Kube:
 
     def apply(self, obj: dict[str, Any]) -> None:
         """Server-side apply (forcing conflicts: wanwide owns what it renders); the answer is not read."""
-        if obj["kind"] == "Secret" and names.A_COPY_FROM in (obj["metadata"].get("annotations") or {}):
-            obj = self.materialise_secret(obj)
+        if names.A_COPY_FROM in (obj["metadata"].get("annotations") or {}):
+            if obj["kind"] == "Secret":
+                obj = self.materialise_secret(obj)
+            elif obj["kind"] == "ServiceAccount":
+                obj = self.materialise_service_account(obj)
         res = self.resource(obj["apiVersion"], obj["kind"])
         API_REQUESTS.labels("apply").inc()
-        _ = res.server_side_apply(  # read, so that the connection goes back to the pool
-            body=obj,
-            name=obj["metadata"]["name"],
-            namespace=obj["metadata"].get("namespace"),
-            field_manager=self.field_manager,
-            force_conflicts=True,
-            serialize=False,
-        ).data
+        try:
+            _ = res.server_side_apply(  # read, so that the connection goes back to the pool
+                body=obj,
+                name=obj["metadata"]["name"],
+                namespace=obj["metadata"].get("namespace"),
+                field_manager=self.field_manager,
+                force_conflicts=True,
+                serialize=False,
+            ).data
+        except (BadRequestError, UnprocessibleEntityError) as e:
+            m = obj["metadata"]
+            where = f"{m['namespace']}/{m['name']}" if m.get("namespace") else m["name"]
+            raise ObjectRefused(f"the API server refused {obj['kind']} {where}: {_refusal(e)}") from e
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         API_REQUESTS.labels("get").inc()
@@ -177,26 +205,44 @@ class Kube:
             name=name, namespace=namespace, body={"status": status}, content_type="application/merge-patch+json",
             serialize=False))
 
-    def materialise_secret(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """Fill a ``wanwide.io/copy-from`` Secret with the data of its source (read once for a burst of copies)."""
-        ann = obj["metadata"].get("annotations") or {}
-        src_ns, src_name = ann[names.A_COPY_FROM].split("/", 1)
-        at, src = self._sources.get((src_ns, src_name), (0.0, None))
+    def _source(self, kind: str, ref: str) -> dict[str, Any]:
+        """The object a copy names (``namespace/name``), read once for a burst of copies."""
+        src_ns, src_name = ref.split("/", 1)
+        at, src = self._sources.get((kind, ref), (0.0, None))
         if src is None or time.monotonic() - at > SOURCE_TTL_S:
-            src = self.get("v1", "Secret", src_name, src_ns)
-            self._sources[(src_ns, src_name)] = (time.monotonic(), src)
+            src = self.get("v1", kind, src_name, src_ns)
+            self._sources[(kind, ref)] = (time.monotonic(), src)
         if src is None:
-            raise MissingSource(f"Secret {src_ns}/{src_name} not found: create it (see the Benchmark's results.s3.secretRef)")
+            raise MissingSource(f"{kind} {ref} not found: create it (the Benchmark names it)")
+        return src
+
+    def materialise_secret(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Fill a ``wanwide.io/copy-from`` Secret with the data of its source: the keys ``wanwide.io/copy-keys``
+        names (renamed), or all of them and the source's type."""
+        ann = obj["metadata"].get("annotations") or {}
+        src = self._source("Secret", ann[names.A_COPY_FROM])
         data = src.get("data") or {}
+        keys = ann.get(names.A_COPY_KEYS, "")
+        if keys == names.COPY_ALL:
+            return {**obj, "type": src.get("type") or "Opaque", "data": dict(data)}
         out: dict[str, str] = {}
-        for pair in ann.get("wanwide.io/copy-keys", "").split(","):
+        for pair in keys.split(","):
             if not pair:
                 continue
             s, d = pair.split("=", 1)
             if s not in data:
-                raise MissingSource(f"Secret {src_ns}/{src_name} has no key {s!r}: add it")
+                raise MissingSource(f"Secret {ann[names.A_COPY_FROM]} has no key {s!r}: add it")
             out[d] = data[s]
         return {**obj, "data": out}
+
+    def materialise_service_account(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A ``wanwide.io/copy-from`` ServiceAccount with its source's annotations (the cloud identity it
+        carries, e.g. ``eks.amazonaws.com/role-arn``), kubectl's own left out."""
+        m = obj["metadata"]
+        src = self._source("ServiceAccount", m["annotations"][names.A_COPY_FROM])
+        copied = {k: v for k, v in (src["metadata"].get("annotations") or {}).items()
+                  if not k.startswith("kubectl.kubernetes.io/")}
+        return {**obj, "metadata": {**m, "annotations": {**copied, **m["annotations"]}}}
 
     def secret_value(self, name: str, namespace: str, key: str) -> str | None:
         s = self.get("v1", "Secret", name, namespace)

@@ -15,7 +15,7 @@ from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
 # Apply order; deletion goes the other way.
 KIND_ORDER = [
-    "Namespace", "Trial", "Secret", "ConfigMap", "Service", "MariaDB", "Database", "User", "Grant", "CrdbCluster",
+    "Namespace", "Trial", "ServiceAccount", "Secret", "ConfigMap", "Service", "MariaDB", "Database", "User", "Grant", "CrdbCluster",
     "Deployment", "Job", "PodMonitor", "ServiceMonitor", "NetworkChaos",
 ]
 

@@ -29,6 +29,7 @@ RESULTS_DIR = "/results"
 # state and the bundle under RESULTS_DIR (an emptyDir); RTTs are TCP connects (no raw sockets).
 POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 10001, "fsGroup": 10001,
                 "seccompProfile": {"type": "RuntimeDefault"}}
+RUNNER_RESOURCES = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
 CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": False,
                       "capabilities": {"drop": ["ALL"]}}
 
@@ -79,7 +80,10 @@ def _s3_env() -> list[dict[str, Any]]:
 
 def runner_pod(plan: TrialPlan, region: str, args: list[str], env: list[dict[str, Any]], config: str,
                resources: dict[str, Any]) -> dict[str, Any]:
-    """The pod of a Job in the runner's image (Rally, the network probe): restricted, the region's nodes."""
+    """The pod of a Job in the runner's image (Rally, the network probe): restricted, the region's nodes, and
+    what ``spec.runner.pod`` says (ServiceAccount, pull Secrets, nodeSelector added to the placement,
+    tolerations, affinity; resources: the runner's only, not the probe's)."""
+    want = plan.spec.runner.pod
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "securityContext": copy.deepcopy(POD_SECURITY),
@@ -95,9 +99,17 @@ def runner_pod(plan: TrialPlan, region: str, args: list[str], env: list[dict[str
         }],
         "volumes": [{"name": "config", "configMap": {"name": config}}, {"name": "results", "emptyDir": {}}],
     }
-    sel = plan.node_selector(region)
+    sel = {**(want.node_selector or {}), **(plan.node_selector(region) or {})}  # the region's placement wins
     if sel:
         pod["nodeSelector"] = sel
+    if want.service_account_name:
+        pod["serviceAccountName"] = want.service_account_name
+    if want.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": n} for n in want.image_pull_secrets]
+    if want.tolerations:
+        pod["tolerations"] = [t.wire() for t in want.tolerations]
+    if want.affinity:
+        pod["affinity"] = copy.deepcopy(dict(want.affinity))
     return pod
 
 
@@ -122,8 +134,8 @@ def probe_jobs(plan: TrialPlan, check: int, results: S3Target) -> list[dict[str,
                           results=results)
         out.append(obj("v1", "ConfigMap", meta(name, ns, labels),
                        data={"probe.json": cfg.model_dump_json(indent=2)}))
-        pod = runner_pod(plan, src, ["runner", "probe", "--config", PROBE_PATH], _s3_env(), name,
-                         {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}})
+        pod = runner_pod(plan, src, ["runner", "probe", "--config", PROBE_PATH], [] if results.ambient else _s3_env(),
+                         name, {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}})
         out.append(obj("batch/v1", "Job", meta(name, ns, labels), spec={
             "backoffLimit": 1, "activeDeadlineSeconds": 600, "ttlSecondsAfterFinished": 86400,
             "template": {"metadata": {"labels": labels}, "spec": pod}}))
@@ -156,9 +168,10 @@ def jobs(
         env = [
             _secret_env("OS_PASSWORD", CREDENTIALS, "admin-password"),
             _secret_env("DB_ROOT_PASSWORD", CREDENTIALS, "db-root-password"),
-        ] + (_s3_env() if res is not None else [])
+        ] + (_s3_env() if res is not None and not res.ambient else [])
         pod = runner_pod(plan, r, ["runner", "run", "--config", CONFIG_PATH], env, CONFIG,
-                         {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}})
+                         plan.spec.runner.pod.resources.wire() if plan.spec.runner.pod.resources
+                         else copy.deepcopy(RUNNER_RESOURCES))
         out.append(obj("batch/v1", "Job", meta(JOB, ns, labels, {"wanwide.io/attempt": str(attempt)}), spec={
             "backoffLimit": 0,
             # measured, not stored (the runner retried through the Collecting timeout): a failure of its own

@@ -30,21 +30,31 @@ def keys_secret_name(benchmark: str) -> str:
     return f"{benchmark}-wanwide-keys"
 
 
-def _copy(plan: TrialPlan, name: str, ns: str, region: str | None, source: str, keys: dict[str, str]) -> dict[str, Any]:
-    return obj(
-        "v1",
-        "Secret",
-        meta(
-            name,
-            ns,
-            plan.labels(region),
-            {
-                names.A_COPY_FROM: source,
-                "wanwide.io/copy-keys": ",".join(f"{s}={d}" for s, d in keys.items()),
-            },
-        ),
-        type="Opaque",
-    )
+def _copy(plan: TrialPlan, name: str, ns: str, region: str | None, source: str,
+          keys: dict[str, str] | None) -> dict[str, Any]:
+    """A Secret the apply layer fills from ``source``: ``keys`` renamed source → copy, or (None) all of its
+    keys and its type (a pull Secret)."""
+    copy_keys = names.COPY_ALL if keys is None else ",".join(f"{s}={d}" for s, d in keys.items())
+    body = {} if keys is None else {"type": "Opaque"}
+    return obj("v1", "Secret", meta(name, ns, plan.labels(region),
+                                    {names.A_COPY_FROM: source, names.A_COPY_KEYS: copy_keys}), **body)
+
+
+def runner_identity(plan: TrialPlan) -> list[dict[str, Any]]:
+    """``spec.runner.pod``'s ServiceAccount and pull Secrets, copied from the Benchmark's namespace into each
+    region's namespace (where the Rally and probe Jobs run): the ServiceAccount with its annotations (e.g.
+    ``eks.amazonaws.com/role-arn``), each Secret whole."""
+    want = plan.spec.runner.pod
+    out = []
+    for r in plan.region_names:
+        ns = plan.namespace(r)
+        if want.service_account_name:
+            out.append(obj("v1", "ServiceAccount", meta(
+                want.service_account_name, ns, plan.labels(r),
+                {names.A_COPY_FROM: f"{plan.bench_namespace}/{want.service_account_name}"})))
+        for name in want.image_pull_secrets or []:
+            out.append(_copy(plan, name, ns, r, f"{plan.bench_namespace}/{name}", None))
+    return out
 
 
 def render(plan: TrialPlan) -> list[dict[str, Any]]:
@@ -59,7 +69,7 @@ def render(plan: TrialPlan) -> list[dict[str, Any]]:
         out.append(_copy(plan, FERNET, ns, region, src, {"fernet-0": "0", "fernet-1": "1"}))
         out.append(_copy(plan, CREDENTIAL_KEYS, ns, region, src, {"credential-0": "0", "credential-1": "1"}))
     s3 = plan.spec.results.s3
-    if s3 is not None:
+    if s3 is not None and s3.secret_ref is not None:
         ref = s3.secret_ref
         for r in plan.region_names:  # the runners' regions, and every region's network probe
             out.append(
@@ -72,4 +82,4 @@ def render(plan: TrialPlan) -> list[dict[str, Any]]:
                     {ref.access_key_key: "AWS_ACCESS_KEY_ID", ref.secret_key_key: "AWS_SECRET_ACCESS_KEY"},
                 )
             )
-    return out
+    return out + runner_identity(plan)
