@@ -234,6 +234,8 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
         "operator_cpu_s_to_loading": round(marks.get("cpu_at_loading", sampler.cpu_s - cpu0), 1),
         "helm_cpu_s_to_loading": round(marks.get("helm_cpu_at_loading", sampler.children_cpu_s - children0), 1),
         "operator_cpu_s": round(sampler.cpu_s - cpu0, 1), "helm_cpu_s": round(sampler.children_cpu_s - children0, 1),
+        "operator_cpu_ms_per_region_to_loading": round(
+            1000 * marks.get("cpu_at_loading", sampler.cpu_s - cpu0) / a.regions, 1),
         "api_requests_to_loading": total, "api_requests_per_region": round(total / a.regions, 1),
         "api_requests_by_agent": dict(by_agent.most_common()), "api_requests_by_verb": dict(by_verb.most_common()),
         "cluster_cpu_s_to_loading": comp,
@@ -244,6 +246,7 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
           f"{marks.get('releases', -1):.1f}s, Loading {marks.get('loading', -1):.1f}s, final {marks.get('final', -1):.1f}s "
           f"({status.get('phase')} {status.get('reason') or ''})")
     print(f"operator: peak RSS {figures['operator_peak_rss_mb']} MB, CPU to Loading {figures['operator_cpu_s_to_loading']} s "
+          f"({figures['operator_cpu_ms_per_region_to_loading']} ms per region) "
           f"(+ children {figures['helm_cpu_s_to_loading']} s); kube-apiserver RSS {figures['apiserver_rss_mb']} MB, "
           f"etcd {figures['etcd_rss_mb']} MB")
     print("CPU seconds apply → Loading: " + ", ".join(f"{c} {v}" for c, v in comp.items()))

@@ -28,21 +28,26 @@ class LinkClass:
     dsts: tuple[str, ...]
 
 
+def classes_of(links: LinkMap, regions: list[str], src: str, include_noop: bool = False,
+               order: dict[str, int] | None = None) -> list[LinkClass]:
+    """``src``'s link classes (no-op links left out unless asked), in a stable order: the order of each
+    class's first destination in ``regions``."""
+    order = order if order is not None else {r: i for i, r in enumerate(regions)}
+    by_shape: dict[OneWay, list[str]] = defaultdict(list)
+    for dst in regions:
+        if dst == src:
+            continue
+        shaping = links[(src, dst)]
+        if include_noop or not shaping.is_noop:
+            by_shape[shaping].append(dst)
+    groups = sorted(by_shape.items(), key=lambda kv: order[kv[1][0]])
+    return [LinkClass(src, i, s, tuple(d)) for i, (s, d) in enumerate(groups)]
+
+
 def classes(links: LinkMap, regions: list[str], include_noop: bool = False) -> dict[str, list[LinkClass]]:
-    """Source region → its link classes (no-op links left out unless asked), in a stable order."""
+    """Source region → its link classes (:func:`classes_of`)."""
     order = {r: i for i, r in enumerate(regions)}
-    out: dict[str, list[LinkClass]] = {}
-    for src in regions:
-        by_shape: dict[OneWay, list[str]] = defaultdict(list)
-        for dst in regions:
-            if dst == src:
-                continue
-            shaping = links[(src, dst)]
-            if include_noop or not shaping.is_noop:
-                by_shape[shaping].append(dst)
-        groups = sorted(by_shape.items(), key=lambda kv: order[kv[1][0]])
-        out[src] = [LinkClass(src, i, s, tuple(d)) for i, (s, d) in enumerate(groups)]
-    return out
+    return {src: classes_of(links, regions, src, include_noop, order) for src in regions}
 
 
 def check_rule_budget(

@@ -12,6 +12,7 @@ from typing import Any
 from wanwide import __version__
 from wanwide.core.api.units import seconds
 from wanwide.core.contracts import RunnerConfig, S3Target
+from wanwide.core.plan.latency import classes_of
 from wanwide.core.plan.trial import TrialPlan
 
 PROBE_SAMPLES = 10
@@ -27,18 +28,37 @@ class Addresses:
     targets: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # (region, kind) → host, port
 
 
-def probe_targets(plan: TrialPlan, region: str) -> list[tuple[str, str]]:
-    """What the runner of ``region`` measures the RTT to: (region, "keystone" | "database").
+RTT_TARGETS_PER_CLASS = 8
+"""At most this many destinations of each of a region's link classes are gauged (all of them in a small
+trial): the gauge and its config stay the size of the WAN's distinct links, not of its regions (500
+regions: 998 targets and ~100 KB of config per runner otherwise, 500 times over)."""
 
-    Every other region's Keystone; with a database member per region (Galera,
-    CockroachDB), every other region's member too. A central MariaDB is the
-    same endpoint for all, so it is not a far target.
+
+def gauged_regions(plan: TrialPlan, region: str) -> list[str]:
+    """The regions whose RTT ``region``'s runner measures: up to :data:`RTT_TARGETS_PER_CLASS` of each
+    of its link classes (identical links are one class), spread evenly through the class and rotated by
+    the region's place, so that across runners every destination of a class is gauged by someone."""
+    names = plan.region_names
+    place = names.index(region)
+    out: list[str] = []
+    for c in classes_of(plan.links, names, region, include_noop=True):
+        k = min(RTT_TARGETS_PER_CLASS, len(c.dsts))
+        step = len(c.dsts) / k
+        out += [c.dsts[(int(i * step) + place) % len(c.dsts)] for i in range(k)]
+    order = {r: i for i, r in enumerate(names)}
+    return sorted(set(out), key=order.__getitem__)
+
+
+def probe_targets(plan: TrialPlan, region: str) -> list[tuple[str, str]]:
+    """What the runner of ``region`` measures the RTT to: (region, "keystone" | "database") for each
+    gauged region (:func:`gauged_regions`).
+
+    Each such region's Keystone; with a database member per region (Galera, CockroachDB), its member
+    too. A central MariaDB is the same endpoint for all, so it is not a far target.
     """
     per_region_db = plan.backend != "mariadb"
     out = []
-    for r in plan.region_names:
-        if r == region:
-            continue
+    for r in gauged_regions(plan, region):
         out.append((r, "keystone"))
         if per_region_db:
             out.append((r, "database"))
@@ -74,10 +94,9 @@ def warmup_task(plan: TrialPlan, region: str) -> dict[str, Any] | None:
 
 
 def network_requested(plan: TrialPlan, region: str) -> list[dict[str, Any]]:
-    """The one-way links from and to ``region``: what its RTT gauges compare with (every link of a trial
-    would be n(n-1) entries, 35 MB of JSON at 500 regions: more than a ConfigMap holds)."""
-    pairs = sorted([(region, r) for r in plan.region_names if r != region]
-                   + [(r, region) for r in plan.region_names if r != region])
+    """The one-way links between ``region`` and each region it gauges, both ways: what its RTT gauges
+    compare with (every link of a trial would be n(n-1) entries, 35 MB of JSON at 500 regions)."""
+    pairs = sorted([p for r in gauged_regions(plan, region) for p in ((region, r), (r, region))])
     return [{"src": a, "dst": b, "delay_ms": plan.links[(a, b)].delay_ms, "jitter_ms": plan.links[(a, b)].jitter_ms,
              "loss_pct": plan.links[(a, b)].loss_pct, "rate_mbit": plan.links[(a, b)].rate_mbit} for a, b in pairs]
 
