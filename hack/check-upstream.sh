@@ -17,7 +17,7 @@
 #   WORK        scratch dir (default /tmp/wanwide-upstream); never inside the repo
 #   MIRROR_DIR  dir holding bare clones named <owner>+<name>/repo (optional;
 #               used instead of cloning when present)
-#   HELM        helm binary (default: ~/.cache/wanwide/bin/helm-v3.22.0, else
+#   HELM        helm binary (default: ~/.cache/wanwide/bin/helm-v3.22.0-kube1.37, else
 #               built with `go install helm.sh/helm/v3/cmd/helm@v3.22.0`)
 #   *_REF       override a pinned ref, e.g. OSH_REF=master MARIADB_REF=v26.6.0
 #
@@ -177,7 +177,7 @@ header() { # header OWNER/NAME REF COMMIT FILES
 
 get_helm() {
   if [ -n "${HELM:-}" ]; then echo "$HELM"; return; fi
-  local cached=~/.cache/wanwide/bin/helm-$HELM_VERSION
+  local cached=~/.cache/wanwide/bin/helm-$HELM_VERSION-kube1.37  # hack/testcluster/build.sh
   if [ -x "$cached" ]; then echo "$cached"; return; fi
   GOBIN="$WORK/bin" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
   echo "$WORK/bin/helm"

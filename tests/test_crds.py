@@ -20,9 +20,9 @@ def test_crds_dir_is_up_to_date():
 
 
 def test_chart_crds_are_the_same_files():
-    chart = ROOT / "charts" / "wanwide" / "crds"
+    chart = ROOT / "charts" / "wanwide" / "files" / "crds"
     for name, text in crd_files().items():
-        assert (chart / name).read_text() == text, f"charts/wanwide/crds/{name} is stale: run hack/gen.sh"
+        assert (chart / name).read_text() == text, f"charts/wanwide/files/crds/{name} is stale: run hack/gen.sh"
 
 
 def _walk(node: dict, path: str = "schema") -> None:

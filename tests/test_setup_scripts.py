@@ -191,10 +191,13 @@ def test_testcluster_build_from_an_empty_cache(tmp_path):
     assert built == {"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
                      "k8s.io/kubernetes/cmd/kube-scheduler", "go.etcd.io/etcd/server/v3"}
     installed = {c.split()[-1] for c in calls if c.startswith("go install")}
+    helm_build = next(c for c in calls if c.startswith("go install") and "cmd/helm@" in c)
+    # helm assumes Kubernetes 1.37 without a cluster (as released binaries do), not 1.20 (the chart's kubeVersion)
+    assert "helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37" in helm_build, helm_build
     assert installed == {"sigs.k8s.io/kwok/cmd/kwok@v0.8.0", "helm.sh/helm/v3/cmd/helm@v3.22.0",
                          "github.com/versity/versitygw/cmd/versitygw@v1.8.0"}
     cached = sorted(p.name for p in (m.cache / "bin").iterdir())
-    assert cached == sorted(["etcd-v3.6.16", "helm-v3.22.0", "kube-apiserver-v1.34.4",
+    assert cached == sorted(["etcd-v3.6.16", "helm-v3.22.0-kube1.37", "kube-apiserver-v1.34.4",
                              "kube-controller-manager-v1.34.4", "kube-scheduler-v1.34.4", "kwok-v0.8.0",
                              "versitygw-v1.8.0"])
     # the version is stamped into the Kubernetes binaries (not v0.0.0-master)

@@ -76,11 +76,14 @@ def test_actions_pinned_to_a_major_and_permissions_minimal(path):
     doc = load(path.name)
     for s in steps(doc):
         if "uses" in s:
-            assert re.fullmatch(r"[\w.-]+/[\w.-]+@v\d+", s["uses"]), s["uses"]
+            # a major tag, or a release for an action that publishes no major tag (pypi-publish)
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@v\d+(\.\d+\.\d+)?", s["uses"]), s["uses"]
     assert doc["permissions"] == {"contents": "read"}
     for name, job in doc["jobs"].items():
         extra = {k: v for k, v in job.get("permissions", {}).items() if v != "read"}
-        assert extra in ({}, {"packages": "write"}), (name, extra)
+        assert extra in ({}, {"packages": "write"}, {"id-token": "write"}), (name, extra)
+        if "id-token" in extra:  # trusted publishing: only the PyPI job, in its own environment
+            assert name == "pypi" and job.get("environment") == "pypi", (name, job.get("environment"))
 
 
 def test_ci_lints_and_runs_the_unit_tier_on_every_push_and_pull_request():
@@ -88,6 +91,7 @@ def test_ci_lints_and_runs_the_unit_tier_on_every_push_and_pull_request():
     assert set(doc["on"]) == {"push", "pull_request"} and not any(doc["on"].values())
     runs = " ".join(s.get("run", "") for s in steps(doc))
     for cmd in ("ruff check operator tests bench", "shellcheck -x hack/*.sh", "hack/actionlint.sh",
+                "helm lint --strict charts/wanwide",
                 '-m "not lab and not cluster and not realnode and not images and not install"'):
         assert cmd in runs, cmd
     # the Python the package declares, the lock and the image are for

@@ -14,6 +14,9 @@ KUBE_VERSION=v1.34.4
 KUBE_STAGING_VERSION=v0.34.4
 KWOK_VERSION=v0.8.0
 HELM_VERSION=v3.22.0
+# the Kubernetes version helm assumes without a cluster (helm template, lint): helm's Makefile sets it
+# from its client-go (v0.37.0 -> 1.37); `go install` alone leaves 1.20, older than the chart's kubeVersion
+HELM_KUBE_MINOR=37
 VERSITYGW_VERSION=v1.8.0
 COREDNS_VERSION=v1.14.7
 
@@ -25,7 +28,7 @@ bin_path() {
     etcd) echo "$BIN/etcd-$ETCD_VERSION" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy) echo "$BIN/$1-$KUBE_VERSION" ;;
     kwok) echo "$BIN/kwok-$KWOK_VERSION" ;;
-    helm) echo "$BIN/helm-$HELM_VERSION" ;;
+    helm) echo "$BIN/helm-$HELM_VERSION-kube1.$HELM_KUBE_MINOR" ;;
     versitygw) echo "$BIN/versitygw-$VERSITYGW_VERSION" ;;
     coredns) echo "$BIN/coredns-$COREDNS_VERSION" ;;
     s3-forward) echo /usr/bin/socat ;;  # Debian's (the real node's packages)
@@ -107,8 +110,13 @@ build_goinstall() { # name hint module/pkg@version [ldflags]
 }
 
 build_kwok() { build_goinstall kwok 2 "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"; }
-build_helm() { build_goinstall helm 2 "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
-                 "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"; }
+build_helm() {
+  local ld="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" p
+  for p in pkg/lint/rules pkg/chartutil; do
+    ld+=" -X helm.sh/helm/v3/$p.k8sVersionMajor=1 -X helm.sh/helm/v3/$p.k8sVersionMinor=$HELM_KUBE_MINOR"
+  done
+  build_goinstall helm 2 "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "$ld"
+}
 build_versitygw() { build_goinstall versitygw 2 "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"; }
 build_coredns() { build_goinstall coredns 4 "github.com/coredns/coredns@$COREDNS_VERSION" \
                     "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"; }

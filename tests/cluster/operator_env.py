@@ -62,7 +62,8 @@ def install_crds(tc) -> None:
 def install_rbac(tc, watch: list[str]) -> Path:
     """The chart's ServiceAccount and RBAC (not its Deployment: the operator runs here as a process)."""
     tc.kubectl("create", "namespace", SYSTEM_NS, check=False)
-    args = ["template", RELEASE, str(REPO / "charts" / "wanwide"), "--namespace", SYSTEM_NS]
+    args = ["template", RELEASE, str(REPO / "charts" / "wanwide"), "--namespace", SYSTEM_NS,
+            "--set", "crds.enabled=false"]  # install_crds has them
     for i, ns in enumerate(watch):
         args += ["--set", f"watchNamespaces[{i}]={ns}"]
     out = tc.helm(*args).stdout

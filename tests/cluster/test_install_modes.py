@@ -8,6 +8,7 @@ what the ServiceAccount may do (``kubectl auth can-i``).
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -29,13 +30,13 @@ CHART = Path(__file__).resolve().parents[2] / "charts" / "wanwide"
 
 @pytest.fixture(scope="module")
 def crds(testcluster):
-    install_crds(testcluster)  # before any helm install: helm then leaves the CRDs alone
+    install_crds(testcluster)  # the shared cluster's CRDs: the releases below leave them alone (crds.enabled=false)
     return testcluster
 
 
-def install(tc, release: str, ns: str, *sets: str) -> dict:
-    args = ["upgrade", "--install", release, str(CHART), "-n", ns, "--create-namespace"]
-    for s in sets:
+def install(tc, release: str, ns: str, *sets: str, chart: Path = CHART) -> dict:
+    args = ["upgrade", "--install", release, str(chart), "-n", ns, "--create-namespace"]
+    for s in ("crds.enabled=false", *sets):
         args += ["--set", s]
     out = tc.helm(*args).stdout
     # the NOTES tell the user how to watch, wait for and fetch a run, with this install's names
@@ -43,6 +44,79 @@ def install(tc, release: str, ns: str, *sets: str) -> dict:
     assert "wanwide report s3://" in out
     dep = tc.kubectl_json("get", "deployment", f"{release}-wanwide", "-n", ns)
     return dep["spec"]["template"]["spec"]["containers"][0]
+
+
+CRDS = ["topologies.wanwide.io", "benchmarks.wanwide.io", "trials.wanwide.io"]
+
+
+def columns(tc, crd: str) -> list[str]:
+    return [c["name"] for c in tc.kubectl_json("get", "crd", crd)["spec"]["versions"][0].get("additionalPrinterColumns", [])]
+
+
+def adoption_commands(release: str, ns: str) -> list[list[str]]:
+    """The chart README's one-time step for CRDs installed before they were templates, for this release."""
+    text = (CHART / "README.md").read_text()
+    block = text[text.index("let the release adopt them once"):].split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip().startswith("kubectl ")]
+    assert len(lines) == 2, block
+    out = []
+    for crd in CRDS:
+        for ln in lines:
+            ln = ln.replace("$crd", crd).replace("release-name=wanwide", f"release-name={release}")
+            out.append(ln.replace("release-namespace=wanwide-system", f"release-namespace={ns}").split()[1:])
+    return out
+
+
+def test_helm_upgrade_upgrades_the_crds_and_uninstall_keeps_them(crds, tmp_path):
+    """The chart owns the CRDs (crds.enabled): CRDs from an older install are adopted as the chart's
+    README says, a newer chart's CRD change arrives with ``helm upgrade``, and ``helm uninstall``
+    leaves them and the objects of their kinds (crds.keep)."""
+    tc = crds
+    ns, release = tc.namespace("ww-crds"), "ww-crds"
+    try:
+        # CRDs that came from the old chart's crds/ folder (here: applied by the test cluster)
+        r = tc.helm("install", release, str(CHART), "-n", ns, "--set", "crds.enabled=true", check=False)
+        assert r.returncode != 0 and "invalid ownership metadata" in r.stderr, r.stderr
+        tc.helm("uninstall", release, "-n", ns, check=False)
+        for cmd in adoption_commands(release, ns):
+            tc.kubectl(*cmd)
+        install(tc, release, ns, "crds.enabled=true")
+        crd = tc.kubectl_json("get", "crd", "benchmarks.wanwide.io")["metadata"]
+        assert crd["annotations"]["helm.sh/resource-policy"] == "keep"
+        assert crd["labels"]["app.kubernetes.io/instance"] == release
+        before = columns(tc, "benchmarks.wanwide.io")
+
+        # the next version of the chart adds a column to the Benchmark CRD: helm upgrade applies it
+        newer = tmp_path / "wanwide"
+        shutil.copytree(CHART, newer)
+        path = newer / "files" / "crds" / "benchmarks.wanwide.io.yaml"
+        doc = yaml.safe_load(path.read_text())
+        doc["spec"]["versions"][0]["additionalPrinterColumns"].append(
+            {"name": "Topology", "type": "string", "jsonPath": ".spec.topologyRef"})
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        install(tc, release, ns, "crds.enabled=true", chart=newer)
+        assert columns(tc, "benchmarks.wanwide.io") == before + ["Topology"]
+        install(tc, release, ns, "crds.enabled=true")  # and back: the other tests run this version
+        assert columns(tc, "benchmarks.wanwide.io") == before
+
+        # an object of their kinds, then uninstall: both stay
+        topo = next(d for d in yaml.safe_load_all(example(tc, "uniform-9.yaml")) if d["kind"] == "Topology")
+        tc.apply(yaml.safe_dump(topo), ns)
+        out = tc.helm("uninstall", release, "-n", ns, "--wait")
+        assert "kept due to the resource policy" in out.stdout + out.stderr, out.stdout + out.stderr
+        for name in CRDS:
+            tc.kubectl_json("get", "crd", name)
+        assert tc.kubectl_json("get", "topology", topo["metadata"]["name"], "-n", ns)["metadata"]["name"]
+    finally:
+        tc.helm("uninstall", release, "-n", ns, check=False)
+        for name in CRDS:  # as the test cluster had them: no release owns them
+            tc.kubectl("label", "crd", name, "app.kubernetes.io/managed-by-", "app.kubernetes.io/instance-",
+                       "app.kubernetes.io/name-", "app.kubernetes.io/version-", "app.kubernetes.io/part-of-",
+                       "helm.sh/chart-", check=False)
+            tc.kubectl("annotate", "crd", name, "meta.helm.sh/release-name-", "meta.helm.sh/release-namespace-",
+                       "helm.sh/resource-policy-", check=False)
+        install_crds(tc)
+        tc.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 def can(tc, sa: str, *args: str) -> bool:
