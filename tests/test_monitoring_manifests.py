@@ -1,4 +1,5 @@
-"""manifests/monitoring: every metric the alert rules and the dashboard query is one something exports."""
+"""The chart's monitoring files: every metric the alert rules and the dashboard query is one something
+exports; every alert has its runbook."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from prometheus_client import REGISTRY
 import wanwide.providers.kubernetes.controller.handlers  # noqa: F401 - registers every metric the operator exports
 
 ROOT = Path(__file__).resolve().parents[1]
-RULES = ROOT / "manifests" / "monitoring" / "prometheusrule.yaml"
-DASHBOARD = ROOT / "manifests" / "monitoring" / "grafana-dashboard.json"
+RULES = ROOT / "charts" / "wanwide" / "files" / "monitoring" / "rules.yaml"
+DASHBOARD = ROOT / "charts" / "wanwide" / "files" / "monitoring" / "grafana-dashboard.json"
 # Not the operator's: documented in docs/operations.md ("Metrics from elsewhere").
 EXTERNAL = {"up"}  # Prometheus, one series per scrape target
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
@@ -47,7 +48,7 @@ def metric_names(expr: str) -> set[str]:
 
 def rule_exprs() -> Iterator[tuple[str, str]]:
     doc = yaml.safe_load(RULES.read_text())
-    for group in doc["spec"]["groups"]:
+    for group in doc["groups"]:
         for rule in group["rules"]:
             yield rule.get("alert") or rule["record"], rule["expr"]
 
@@ -100,5 +101,19 @@ def test_prometheusrule_is_valid_against_the_real_crd():
     from tests.plan.test_upstream_schemas import upstream_crds
 
     schema = upstream_crds("prometheus-operator")[("monitoring.coreos.com/v1", "PrometheusRule")]
-    body = yaml.safe_load(RULES.read_text())
-    jsonschema.Draft4Validator(schema).validate({k: v for k, v in body.items() if k != "metadata"})
+    jsonschema.Draft4Validator(schema).validate({"spec": yaml.safe_load(RULES.read_text())})
+
+
+def test_every_alert_has_a_runbook_section():
+    """The chart links each alert to docs/runbooks.md#<its name in lower case>: that section exists
+    and says what it means, how to check and how to fix."""
+    page = (ROOT / "docs" / "runbooks.md").read_text()
+    sections = {m.group(1).lower(): m.end() for m in re.finditer(r"(?m)^## (\w+)$", page)}
+    alerts = [name for name, _ in rule_exprs()]
+    assert alerts
+    for alert in alerts:
+        assert alert.lower() in sections, f"docs/runbooks.md has no section '## {alert}'"
+        body = page[sections[alert.lower()]:].split("\n## ", 1)[0]
+        for part in ("**Means**", "**Check**", "**Fix**"):
+            assert part in body, f"{alert}: no {part}"
+    assert set(sections) == {a.lower() for a in alerts}, "runbooks for alerts that do not exist"
