@@ -42,7 +42,7 @@ def test_version_script_checks_a_tag(tmp_path):
     ok = subprocess.run([script, "--check", __version__], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run([script, "--check", "99.0.0"], capture_output=True, text=True)
-    assert bad.returncode == 1 and f"hack/version.sh 99.0.0" in bad.stderr, bad.stderr
+    assert bad.returncode == 1 and "hack/version.sh 99.0.0" in bad.stderr, bad.stderr
     assert subprocess.run([script], capture_output=True, text=True).stdout.strip() == __version__
 
 
