@@ -7,7 +7,12 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 ARG GO_IMAGE=golang:1.26-bookworm
 
 FROM ${GO_IMAGE} AS helm
-RUN GOBIN=/out go install -trimpath -ldflags="-s -w" helm.sh/helm/v3/cmd/helm@v3.22.0
+# the Kubernetes version helm assumes for `helm template` (1.37, from its client-go, as its Makefile
+# and hack/testcluster/build.sh set it; `go install` alone leaves 1.20)
+RUN GOBIN=/out go install -trimpath -ldflags="-s -w \
+      -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 \
+      -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37" \
+      helm.sh/helm/v3/cmd/helm@v3.22.0
 
 FROM ${PYTHON_IMAGE} AS base
 ENV PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1

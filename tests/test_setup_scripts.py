@@ -307,3 +307,15 @@ def test_the_real_node_gate_on_a_cold_machine_says_what_is_not_built_and_skips(t
             "the image tools (mmdebstrap, buildah)") in r.stderr
     assert "CI's 90 minutes" in r.stderr and "hack/e2e-real.sh once" in r.stderr
     assert m.calls() == []  # nothing installed, nothing built
+
+
+def test_the_image_builds_the_same_helm_as_the_test_cluster():
+    """One helm: the version and the Kubernetes version it assumes without a cluster (helm template of a
+    chart with a kubeVersion) are the same in the image and in hack/testcluster/build.sh."""
+    build = (REPO / "hack" / "testcluster" / "build.sh").read_text()
+    docker = (REPO / "Dockerfile").read_text()
+    version = re.search(r"(?m)^HELM_VERSION=(\S+)$", build).group(1)
+    minor = re.search(r"(?m)^HELM_KUBE_MINOR=(\d+)$", build).group(1)
+    assert f"helm.sh/helm/v3/cmd/helm@{version}" in docker
+    for pkg in ("pkg/chartutil", "pkg/lint/rules"):
+        assert f"-X helm.sh/helm/v3/{pkg}.k8sVersionMinor={minor}" in docker, pkg
