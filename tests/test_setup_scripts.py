@@ -9,6 +9,7 @@ what a real install would leave behind. The scripts themselves run unmodified.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import textwrap
