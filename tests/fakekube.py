@@ -143,6 +143,8 @@ class FakeKube:
         if kind == "Pod":  # a running pod in every namespace that has a Deployment
             out += [{"metadata": {"namespace": ns}, "status": {"phase": "Running"}}
                     for (k, ns, _) in list(self.objects) if k == "Deployment" and (namespace in (None, ns))]
+        if fields and "status.phase" in fields:  # the one field selector the operator uses
+            out = [o for o in out if (o.get("status") or {}).get("phase") == fields["status.phase"]]
         return out
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,

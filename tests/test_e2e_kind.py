@@ -74,18 +74,18 @@ def test_the_kind_benchmark_plans_one_trial_that_fits_the_workers():
     assert unschedulable(docs, workers()) == []
 
 
-def test_a_region_without_a_worker_is_caught(tmp_path):
-    """The previous default (uniform-9 on 3 workers) leaves r4..r9 with nowhere to run."""
+def test_the_examples_fit_three_workers_as_written_and_a_region_without_a_worker_is_caught(tmp_path):
+    """uniform-9 as written (placement none, the default) runs on 3 workers; pinned by the region
+    label, r4..r9 would have nowhere to run."""
     _, docs = wanwide_plan(REPO / "manifests" / "examples" / "uniform-9.yaml")
+    assert not [s for s in selectors(docs) if "wanwide.io/region" in s]
+    assert unschedulable(docs, workers()) == []
+    text = (REPO / "manifests" / "examples" / "uniform-9.yaml").read_text()
+    f = tmp_path / "pinned.yaml"
+    f.write_text(text.replace("  network:", "  placement: {mode: regionLabel}\n  network:", 1))
+    _, docs = wanwide_plan(f)
     missing = {v for s in unschedulable(docs, workers()) for v in s.values()}
     assert missing == {f"r{i}" for i in range(4, 10)}
-    # with placement none nothing is pinned, so it fits any worker count
-    text = (REPO / "manifests" / "examples" / "uniform-9.yaml").read_text()
-    f = tmp_path / "none.yaml"
-    f.write_text(text.replace("  network:", "  placement: {mode: none}\n  network:", 1))
-    _, docs = wanwide_plan(f)
-    assert not [s for s in selectors(docs) if "topology.kubernetes.io/region" in s]
-    assert unschedulable(docs, workers()) == []
 
 
 def test_results_target_keys_and_bucket_are_what_the_script_sets_up():

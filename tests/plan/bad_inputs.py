@@ -136,6 +136,13 @@ CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
      "spec.runner.pod.resources.limits.memory", "Kubernetes quantity", True),
     ("runner-service-account-name", _b(runner={"pod": {"serviceAccountName": "Rally_SA"}}),
      "spec.runner.pod.serviceAccountName", "Kubernetes object name", True),
+    # spec.placement: each mode with what it needs
+    ("placement-nodes-without-a-list", _topo(placement={"mode": "nodes"}), "spec.topology.placement",
+     "list the node names there", True),
+    ("placement-list-without-its-mode", _topo(placement={"mode": "none", "nodes": ["node-a"]}),
+     "spec.topology.placement", "set mode: nodes", True),
+    ("placement-label-not-a-label-key", _topo(placement={"mode": "regionLabel", "label": "region name"}),
+     "spec.topology.placement.label", "such as wanwide.io/region", True),
     ("duration-as-number", _net(rtt=20), "spec.topology.network.default.rtt", "write it as text", True),
     ("matrix-axis-not-a-list", _b(matrix={"regions": 3}), "spec.matrix.regions", "write a list, such as [3]", True),
     ("fractional-times", _b(workload__times=10.5), "spec.workload.times", "write a whole number", True),

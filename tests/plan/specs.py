@@ -7,12 +7,14 @@ from typing import Any
 
 TOPOLOGIES: dict[str, dict[str, Any]] = {
     "uniform": {"generate": {"count": 3}, "network": {"default": {"rtt": "100ms"}}},
-    "hierarchical": {
+    "hierarchical": {  # pinned by the project's node label
         "generate": {"count": 6, "groups": 2},
+        "placement": {"mode": "regionLabel"},
         "network": {"default": {"rtt": "150ms"}, "intraGroup": {"rtt": "20ms"}, "interGroup": {"rtt": "150ms", "loss": "0.5%"}},
     },
-    "explicit": {
+    "explicit": {  # mapped onto two named nodes
         "regions": [{"name": "paris", "group": "eu"}, {"name": "rennes", "group": "eu"}, {"name": "chicago", "group": "us"}],
+        "placement": {"mode": "nodes", "nodes": ["node-a", "node-b"]},
         "network": {
             "default": {"rtt": "10ms", "rate": "1gbit"},
             "overrides": [

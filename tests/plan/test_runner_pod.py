@@ -17,7 +17,7 @@ from wanwide.providers.kubernetes.render.rally import JOB, RUNNER_RESOURCES, pro
 POD = {
     "serviceAccountName": "rally",
     "imagePullSecrets": ["registry-keys"],
-    "nodeSelector": {"pool": "bench", "topology.kubernetes.io/region": "elsewhere"},
+    "nodeSelector": {"pool": "bench", "wanwide.io/region": "elsewhere"},
     "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "bench", "effect": "NoSchedule"}],
     "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 50, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
@@ -44,6 +44,7 @@ def _pods(p, kind: str = "runner") -> list[dict]:
 def test_runner_and_probe_pods_run_as_and_where_spec_runner_pod_says():
     doc = benchmark("mariadb", "uniform", runner={"pod": POD}, workload={
         "load": "high", "scenarios": [{"name": "authenticate_user_and_validate_token"}]})
+    doc["spec"]["topology"]["placement"] = {"mode": "regionLabel"}  # pinned by wanwide.io/region
     (p, *_) = _plans(doc)
     for kind in ("runner", "probe"):
         for pod in _pods(p, kind):
@@ -55,7 +56,7 @@ def test_runner_and_probe_pods_run_as_and_where_spec_runner_pod_says():
             # the security context is not the user's to loosen
             assert pod["securityContext"]["runAsNonRoot"] is True
     # the region's placement wins over the extra selector: a runner stays in its region
-    regions = sorted(pod["nodeSelector"]["topology.kubernetes.io/region"] for pod in _pods(p))
+    regions = sorted(pod["nodeSelector"]["wanwide.io/region"] for pod in _pods(p))
     assert regions == sorted(p.load_regions) and "elsewhere" not in regions, regions
     # resources: the runner's only; a probe keeps its small ones
     runner = _pods(p)[0]["containers"][0]

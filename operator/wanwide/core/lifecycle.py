@@ -32,7 +32,7 @@ What lives here, and nowhere else:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -284,6 +284,19 @@ class Progress:
     wake_s: float | None = None  # look again after this long at the latest
 
 
+UNSCHEDULABLE_AFTER_S = 60.0  # a pod the scheduler cannot place for this long fails the trial
+
+
+@dataclass(frozen=True)
+class Unschedulable:
+    """A pod of the trial the scheduler has not placed (the one waiting longest)."""
+
+    pod: str  # namespace/name
+    waited_s: float
+    scheduler: str  # the scheduler's message (e.g. "0/3 nodes are available: …")
+    node_selector: dict[str, str] = field(default_factory=dict)  # what it asks of a node
+
+
 @dataclass(frozen=True)
 class Seen:
     """What a provider observed, in the lifecycle's words; each phase reads its own part."""
@@ -300,6 +313,7 @@ class Seen:
     bundles: tuple[list[str], list[str], str] | None = None  # Collecting: (found, missing, URI)
     cleaned: Progress = Progress()  # CleaningUp: chaos and, as spec.cleanup says, the deployment gone
     chaos_left: int = 0  # chaos objects still there (CleaningUp)
+    unschedulable: Unschedulable | None = None  # any phase before CleaningUp: a pod nobody can run
 
 
 @dataclass(frozen=True)
@@ -603,7 +617,24 @@ def decide(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
                                                        "clean-up timeout: check Chaos Mesh; namespaces kept for inspection")
         if not seen.cleaned.done:
             return timed_out_cleaning(status, seen)
-    return PHASE_STEPS[phase](plan, status, seen, now)
+    u = seen.unschedulable if phase != "CleaningUp" else None
+    if u and u.waited_s >= UNSCHEDULABLE_AFTER_S:
+        return fail("Unschedulable", unschedulable_message(u))
+    step = PHASE_STEPS[phase](plan, status, seen, now)
+    if u:  # look again when it would have waited long enough
+        left = max(1.0, UNSCHEDULABLE_AFTER_S - u.waited_s)
+        step = replace(step, wake_s=left if step.wake_s is None else min(step.wake_s, left))
+    return step
+
+
+def unschedulable_message(u: Unschedulable) -> str:
+    """What the user reads: which pod, what it needs of a node, what the scheduler said, how to fix it."""
+    needs = ", ".join(f"{k}={v}" for k, v in sorted(u.node_selector.items()))
+    fix = (f"it needs a node labelled {needs}: label nodes (kubectl label node NODE {needs.split(', ')[0]}) or change "
+           "the Topology's spec.placement (mode: none runs anywhere; mode: nodes names the nodes)"
+           if needs else "check its requests, tolerations and affinity against the nodes")
+    return (f"pod {u.pod} could not be scheduled for {u.waited_s:.0f} s; {fix}; the scheduler said: "
+            f"{u.scheduler.strip() or 'nothing'}")
 
 
 def timed_out_cleaning(status: Status, seen: Seen) -> Step:

@@ -11,6 +11,9 @@ DNS_LABEL_RE = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 REGION_NAME_MAX = 20
 # Kubernetes' own rule for an object's name (a DNS-1123 subdomain): what a reference to one may be.
 DNS_SUBDOMAIN_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+# a label's key ([prefix/]name) and value, as the API server checks them
+LABEL_KEY_RE = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE_RE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 ObjectName = Annotated[
     str,
     Field(pattern=DNS_SUBDOMAIN_RE, max_length=253,

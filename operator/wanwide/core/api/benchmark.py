@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from wanwide.core.api.base import (
+    LABEL_KEY_RE,
+    LABEL_VALUE_RE,
     WHOLE_NUMBER,
     Bool,
     Int,
@@ -391,8 +393,6 @@ class Runner(Model):
     )
 
 
-LABEL_KEY_RE = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-LABEL_VALUE_RE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 _OWN_LABELS = "wanwide.io/"
 _OWN_LABELS_MSG = "monitoring.labels: keys under wanwide.io/ are wanwide's own; use another prefix"
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from wanwide.core.api.base import Bool, Int, Model, ObjectMeta, Observed, RegionName, cel
+from wanwide.core.api.base import (
+    DNS_SUBDOMAIN_RE,
+    LABEL_KEY_RE,
+    Bool,
+    Int,
+    Model,
+    ObjectMeta,
+    Observed,
+    RegionName,
+    cel,
+)
 from wanwide.core.api.units import Duration, Percent, Rate
 
 
@@ -85,15 +95,43 @@ class Network(Model):
     overrides: list[LinkOverride] = Field(default_factory=list, max_length=2000)
 
 
-class Placement(Model):
-    """Where a region's pods run."""
+REGION_LABEL = "wanwide.io/region"  # the project's own node label (cloud clusters keep topology.kubernetes.io/region)
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
-    mode: Literal["regionLabel", "none"] = Field(
-        "regionLabel",
-        description="regionLabel: pin each region's pods to nodes labelled <label>=<region> "
-        "(or the region's nodeSelector); none: anywhere (delay still comes from Chaos Mesh).",
+
+class Placement(Model):
+    """Where a region's pods run (a region's own ``nodeSelector`` wins over all three)."""
+
+    mode: Literal["none", "regionLabel", "nodes"] = Field(
+        "none",
+        description="none: anywhere the scheduler puts them (delay still comes from Chaos Mesh; a small cluster); "
+        "regionLabel: on nodes labelled <label>=<region name>; nodes: region i on nodes[i mod len(nodes)] "
+        "(by kubernetes.io/hostname).",
     )
-    label: str = Field("topology.kubernetes.io/region", max_length=253)
+    label: str = Field(
+        REGION_LABEL, max_length=316, pattern=LABEL_KEY_RE,
+        description="regionLabel: the node label whose value is the region's name "
+        "(kubectl label node NODE wanwide.io/region=r1).",
+    )
+    nodes: list[Annotated[str, Field(max_length=253, pattern=DNS_SUBDOMAIN_RE)]] | None = Field(
+        None, min_length=1, max_length=1000,
+        description="nodes: node names, taken in turn by the regions in order (fewer nodes than regions: they share).",
+    )
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel("self.mode == 'nodes' ? has(self.nodes) : !has(self.nodes)",
+                    "placement.nodes goes with mode: nodes: list the node names there, or set mode: nodes"),
+            ]
+        }
+    )
+
+    @model_validator(mode="after")
+    def _nodes_with_mode(self) -> Placement:
+        if (self.mode == "nodes") != (self.nodes is not None):
+            raise ValueError("placement.nodes goes with mode: nodes: list the node names there, or set mode: nodes")
+        return self
 
 
 class TopologySpec(Model):

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from wanwide.core.api.base import DNS_LABEL_RE, DNS_SUBDOMAIN_RE
+from wanwide.core.api.base import DNS_LABEL_RE, DNS_SUBDOMAIN_RE, LABEL_KEY_RE
 from wanwide.core.api.benchmark import QUANTITY_RE, Benchmark
 from wanwide.core.api.topology import Topology, TopologySpec
 from wanwide.core.plan import names
@@ -34,6 +34,8 @@ PATTERN_HINTS = {
                       "ending with a letter or digit",
     r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$": "use a valid S3 bucket name: 3–63 lower-case letters, digits, '.' or '-'",
     r"^https?://": "use a URL starting with http:// or https://",
+    LABEL_KEY_RE: "use a label key: [prefix/]name, the name 1–63 letters, digits, '-', '_' or '.' "
+                  "(such as wanwide.io/region)",
     QUANTITY_RE: "use a Kubernetes quantity, quoted, such as \"500m\", \"512Mi\", \"2Gi\" or \"1\"",
 }
 

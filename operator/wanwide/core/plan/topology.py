@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wanwide.core.api.topology import Link, Network, Region, TopologySpec
+from wanwide.core.api.topology import HOSTNAME_LABEL, Link, Network, Region, TopologySpec
 from wanwide.core.api.units import mbit, ms, pct
 from wanwide.core.plan.errors import Problems
 from wanwide.core.plan.links import LinkMap, OneWay
@@ -17,12 +17,21 @@ class ResolvedRegion:
     node_selector: dict[str, str] | None
 
 
-def _selector(spec: TopologySpec, name: str, explicit: dict[str, str] | None) -> dict[str, str] | None:
+def _selector(spec: TopologySpec, index: int, name: str, explicit: dict[str, str] | None) -> dict[str, str] | None:
+    """The nodes region ``index`` (named ``name``) runs on: its own nodeSelector, else the placement's."""
     if explicit:
         return dict(explicit)
-    if spec.placement.mode == "regionLabel":
-        return {spec.placement.label: name}
+    p = spec.placement
+    if p.mode == "regionLabel":
+        return {p.label: name}
+    if p.mode == "nodes" and p.nodes:
+        return {HOSTNAME_LABEL: p.nodes[index % len(p.nodes)]}
     return None
+
+
+def spread_key(spec: TopologySpec) -> str:
+    """The node label a replicated database spreads its members over (one per region where it can)."""
+    return spec.placement.label if spec.placement.mode == "regionLabel" else HOSTNAME_LABEL
 
 
 def regions(spec: TopologySpec, count: int | None = None, problems: Problems | None = None) -> list[ResolvedRegion]:
@@ -36,7 +45,7 @@ def regions(spec: TopologySpec, count: int | None = None, problems: Problems | N
         n = count if count is not None else g.count
         k = min(g.groups, n)
         return [
-            ResolvedRegion(name, f"{g.group_prefix}{(i * k) // n + 1}", _selector(spec, name, None))
+            ResolvedRegion(name, f"{g.group_prefix}{(i * k) // n + 1}", _selector(spec, i, name, None))
             for i, name in ((i, f"{g.prefix}{i + 1}") for i in range(n))
         ]
     listed: list[Region] = list(spec.regions or [])
@@ -49,7 +58,8 @@ def regions(spec: TopologySpec, count: int | None = None, problems: Problems | N
             )
             return []
         listed = listed[:count]
-    return [ResolvedRegion(r.name, r.group or r.name, _selector(spec, r.name, r.node_selector)) for r in listed]
+    return [ResolvedRegion(r.name, r.group or r.name, _selector(spec, i, r.name, r.node_selector))
+            for i, r in enumerate(listed)]
 
 
 def _overlay(base: Link, top: Link | None) -> Link:

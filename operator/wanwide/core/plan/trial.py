@@ -56,6 +56,7 @@ class TrialPlan:
     faults: list[FaultWindow]
     monitoring: MonitoringConfig
     spec: BenchmarkSpec = field(repr=False)
+    spread_key: str = "kubernetes.io/hostname"  # the node label a replicated database spreads over
     position: int | None = None  # place in the Benchmark's run order (core/plan/matrix.py)
     seed: int | None = None  # seed of that order
 
@@ -277,6 +278,7 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         faults=timeline(spec.faults, region_names, primary, lm),
         monitoring=monitoring_config(spec),
         spec=spec,
+        spread_key=topo.spread_key(topology),
         position=point.position,
         seed=point.seed,
     )

@@ -224,10 +224,19 @@ OBSERVERS = {
 }
 
 
+def pending_pods(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
+    """The trial's pods not yet running (one list across namespaces, from the API server's cache)."""
+    mine = set(plan.namespaces)
+    return [p for p in w.kube.list("v1", "Pod", None, cached=True, fields={"status.phase": "Pending"})
+            if p["metadata"].get("namespace") in mine]
+
+
 def observe(w: Where, plan: TrialPlan, status: dict[str, Any]) -> Obs:
     """The observation for the Trial's current phase."""
     obs: Obs = {"plan_generation": w.plan_generation}
     phase = status.get("phase") or "Pending"
     if phase in OBSERVERS:
         OBSERVERS[phase](w, plan, status, obs)
+    if phase in ("Provisioning", "Injecting", "VerifyingNetwork", "Loading"):
+        obs["pending_pods"] = pending_pods(w, plan)
     return obs

@@ -284,6 +284,8 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
         seen |= {"bundles": (found, missing, uri), "store_error": error}
     elif phase == "CleaningUp":
         seen["cleaned"], cleanup = cleanup_progress(plan, status, obs, now)
+    if (u := readiness.unschedulable(obs.get("pending_pods") or [], now)) is not None:
+        seen["unschedulable"] = lc.Unschedulable(*u)
     step = lc.decide(plan, status, lc.Seen(**seen), now)
     out = Decision(step.phase, step.reason, step.message, dict(step.status), wake_s=step.wake_s)
     for a in step.actions:

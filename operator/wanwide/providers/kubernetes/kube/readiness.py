@@ -87,3 +87,22 @@ def terminating_why(ns: dict[str, Any]) -> str:
 
 REMAINING = ("NamespaceContentRemaining", "NamespaceFinalizersRemaining", "NamespaceDeletionContentFailure",
              "NamespaceDeletionDiscoveryFailure")
+
+
+def unschedulable(pods: list[dict[str, Any]], now: Any) -> tuple[str, float, str, dict[str, str]] | None:
+    """The pod the scheduler has refused longest (PodScheduled False, reason Unschedulable): its
+    ``namespace/name``, seconds since it was refused, the scheduler's message and its nodeSelector."""
+    from wanwide.core.timestamps import parse
+
+    worst: tuple[str, float, str, dict[str, str]] | None = None
+    for p in pods:
+        c = next((c for c in (p.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+        if not c or c.get("status") != "False" or c.get("reason") != "Unschedulable":
+            continue
+        m = p.get("metadata") or {}
+        since = c.get("lastTransitionTime") or m.get("creationTimestamp")
+        waited = max(0.0, (now - parse(since)).total_seconds()) if since else 0.0
+        if worst is None or waited > worst[1]:
+            sel = (p.get("spec") or {}).get("nodeSelector") or {}
+            worst = (f"{m.get('namespace')}/{m.get('name')}", waited, c.get("message") or "", dict(sel))
+    return worst

@@ -159,11 +159,11 @@ def _galera(plan: TrialPlan) -> list[dict[str, Any]]:
                      "podRecoveryTimeout": "5m", "podSyncTimeout": "5m"},
     }
     spec["podMetadata"]["annotations"] = {"wanwide.io/wsrep-provider-options": opts}
-    # One member per region: spread over the region label where nodes carry it.
+    # One member per region: spread over the placement's label (or nodes) where nodes carry it.
     spec["topologySpreadConstraints"] = [
         {
             "maxSkew": 1,
-            "topologyKey": "topology.kubernetes.io/region",
+            "topologyKey": plan.spread_key,
             "whenUnsatisfiable": "ScheduleAnyway",
             "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": GALERA_NAME}},
         }
