@@ -29,7 +29,8 @@ def _bench(tc, name: str, pod: dict) -> str:
     b = next(d for d in docs if d["kind"] == "Benchmark")
     b["metadata"]["name"] = name
     del b["spec"]["topologyRef"]
-    b["spec"]["topology"] = {"generate": {"count": 3}, "network": {"default": {"rtt": "20ms"}}}
+    b["spec"]["topology"] = {"generate": {"count": 3}, "network": {"default": {"rtt": "20ms"}},
+                             "placement": {"mode": "regionLabel"}}  # the kwok nodes carry wanwide.io/region
     b["spec"]["runner"] = {"pod": pod}
     return yaml.safe_dump(b)
 
@@ -69,7 +70,7 @@ def test_runner_pods_run_as_and_where_spec_runner_pod_says(env):
         assert pod["serviceAccountName"] == "rally" and pod["imagePullSecrets"] == [{"name": "registry-keys"}]
         assert pod["tolerations"] == POD["tolerations"]
         assert pod["nodeSelector"]["wanwide.test/pool"] == "bench"
-        assert pod["nodeSelector"]["topology.kubernetes.io/region"] == where.rsplit("-", 1)[1]
+        assert pod["nodeSelector"]["wanwide.io/region"] == where.rsplit("-", 1)[1]
         sa = tc.kubectl_json("get", "serviceaccount", "rally", "-n", where)
         assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == ROLE
         keys = tc.kubectl_json("get", "secret", "registry-keys", "-n", where)
