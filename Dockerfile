@@ -17,7 +17,7 @@ RUN GOBIN=/out go install -trimpath -ldflags="-s -w \
 FROM ${PYTHON_IMAGE} AS base
 ENV PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates iputils-ping \
+ && apt-get install -y --no-install-recommends ca-certificates iputils-ping iproute2 \
  && rm -rf /var/lib/apt/lists/*
 # Rally lives in its own virtualenv (its pins clash with the operator's); the same
 # pins and lock as the lab's (requirements/rally.txt, requirements/rally.lock).

@@ -131,6 +131,8 @@ class Command:
 
 COMMANDS = (
     Command("operator", "wanwide.providers.kubernetes.controller.cli", "add_operator_parser", "operator", "run the Kubernetes operator (kopf)"),
+    Command("doctor", "wanwide.providers.kubernetes.doctor.cli", "add_doctor_parser", "operator",
+            "check that the cluster can run a Benchmark (a table with a fix per line)"),
     Command("runner", "wanwide.pipeline.runner.cli", "add_runner_parser", "operator",
             "run one Rally benchmark run and write/upload its result bundle"),
     Command("report", "wanwide.pipeline.results.cli", "add_report_parser", "report",

@@ -1,0 +1,126 @@
+"""What ``wanwide doctor`` reads from the cluster, and its probes: a netem qdisc added inside a pod's own
+network namespace on each node that will host a region, and one object written to the results bucket."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from wanwide import DEFAULT_IMAGE
+from wanwide.providers.kubernetes.doctor.checks import CHAOS_DAEMON, WANWIDE_CRDS, Observed, hosts
+from wanwide.providers.kubernetes.kube.client import Kube
+
+CHAOS_API, MARIADB_API, CRDB_API = "chaos-mesh.org/v1alpha1", "k8s.mariadb.com/v1alpha1", "crdb.cockroachlabs.com/v1alpha1"
+NETEM_SCRIPT = "tc qdisc add dev lo root netem delay 1ms && tc qdisc show dev lo"
+PROBE_LABEL = "wanwide.io/doctor"
+
+
+def cluster(kube: Kube) -> Observed:
+    """The CRDs, operators, dependencies, nodes and storage, as served."""
+    from wanwide.crds import crds
+
+    o = Observed()
+    for name in WANWIDE_CRDS:
+        crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+        if crd:
+            o.crds[name] = crd
+    o.expected_crds = {c["metadata"]["name"]: c for c in crds()}
+    o.served = {"NetworkChaos": kube.serves(CHAOS_API, "NetworkChaos"), "MariaDB": kube.serves(MARIADB_API, "MariaDB"),
+                "CrdbCluster": kube.serves(CRDB_API, "CrdbCluster")}
+    o.operators = kube.list("apps/v1", "Deployment", {"app.kubernetes.io/name": "wanwide"})
+    deployments = kube.list("apps/v1", "Deployment")
+    o.dependency_deployments = {
+        name: [d for d in deployments if d["metadata"]["name"].startswith(name)]
+        for name in ("mariadb-operator", "cockroach-operator")}
+    o.nodes = kube.list("v1", "Node")
+    o.chaos_daemons = [p for p in kube.list("v1", "Pod", {"app.kubernetes.io/component": CHAOS_DAEMON})]
+    o.storage_classes = kube.list("storage.k8s.io/v1", "StorageClass")
+    o.volumes = kube.list("v1", "PersistentVolume")
+    return o
+
+
+def netem_job(node: str, namespace: str, image: str, run: str) -> dict[str, Any]:
+    """A one-shot pod on ``node`` that adds a netem qdisc to its own loopback (NET_ADMIN in its own netns)."""
+    name = f"netem-{run}-{abs(hash(node)) % 10**8}"
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": {PROBE_LABEL: run}},
+        "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 600, "template": {
+            "metadata": {"labels": {PROBE_LABEL: run}},
+            "spec": {"restartPolicy": "Never", "nodeName": node,
+                     "tolerations": [{"operator": "Exists"}],  # also on tainted nodes a region may use
+                     "containers": [{"name": "netem", "image": image, "command": ["sh", "-c", NETEM_SCRIPT],
+                                     "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]}}},
+    }
+
+
+def netem(kube: Kube, o: Observed, namespace: str, image: str = DEFAULT_IMAGE, timeout_s: float = 180,
+          logs: Callable[[str, str], str] | None = None, progress: Callable[[str], None] = print) -> None:
+    """Run the netem probe on every node that will host a region; record (usable, why) per node."""
+    run = uuid.uuid4().hex[:6]
+    nodes = [n["metadata"]["name"] for n in hosts(o)]
+    if kube.get("v1", "Namespace", namespace) is None:
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": {
+            "pod-security.kubernetes.io/enforce": "privileged"}}})  # NET_ADMIN: not allowed by baseline
+    for node in nodes:
+        kube.apply(netem_job(node, namespace, image, run))
+    progress(f"netem probe on {len(nodes)} node(s) (namespace {namespace}, image {image})")
+    results: dict[str, tuple[bool | None, str]] = {}
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and len(results) < len(nodes):
+        for p in kube.list("v1", "Pod", {PROBE_LABEL: run}, namespace):
+            node = (p.get("spec") or {}).get("nodeName")
+            phase = (p.get("status") or {}).get("phase")
+            if node in results or phase not in ("Succeeded", "Failed"):
+                continue
+            said = logs(namespace, p["metadata"]["name"]) if logs else ""
+            results[node] = (phase == "Succeeded", said or _terminated(p))
+        time.sleep(2)
+    for node in nodes:
+        results.setdefault(node, (None, f"the probe pod did not finish within {timeout_s:.0f} s"))
+    for j in kube.list("batch/v1", "Job", {PROBE_LABEL: run}, namespace):
+        kube.delete("batch/v1", "Job", j["metadata"]["name"], namespace)
+    o.netem = results
+
+
+def _terminated(pod: dict[str, Any]) -> str:
+    for c in (pod.get("status") or {}).get("containerStatuses") or []:
+        t = (c.get("state") or {}).get("terminated") or {}
+        if t:
+            return f"exit {t.get('exitCode')}: {t.get('message') or t.get('reason') or ''}"
+    return (pod.get("status") or {}).get("message") or ""
+
+
+def bucket(kube: Kube, bench: dict[str, Any]) -> tuple[bool, str]:
+    """Write and delete one object in the Benchmark's results bucket, with its credentials."""
+    from wanwide.core.api.benchmark import Benchmark
+    from wanwide.pipeline.runner.upload import Credentials, s3_client
+
+    model = Benchmark.model_validate({**bench, "status": None})
+    s3 = model.spec.results.s3
+    if s3 is None:
+        return True, "results.objectBucketClaim: the claim's bucket (not probed)"
+    creds = None  # none: the SDK's own chain, as the pods' ambient credentials
+    if s3.secret_ref is not None:
+        import base64
+
+        ns = bench["metadata"].get("namespace") or "default"
+        secret = kube.get("v1", "Secret", s3.secret_ref.name, ns)
+        if secret is None:
+            return False, f"Secret {ns}/{s3.secret_ref.name} not found"
+        data = secret.get("data") or {}
+        try:
+            creds = Credentials(*(base64.b64decode(data[k]).decode()
+                                  for k in (s3.secret_ref.access_key_key, s3.secret_ref.secret_key_key)))
+        except KeyError as e:
+            return False, f"Secret {ns}/{s3.secret_ref.name} has no key {e}"
+    client = s3_client(s3.endpoint, s3.region, creds, connect_timeout=5)
+    key = f"{s3.prefix.strip('/')}/.wanwide-doctor-{uuid.uuid4().hex[:8]}".lstrip("/")
+    try:
+        client.put_object(Bucket=s3.bucket, Key=key, Body=b"wanwide doctor")
+        client.delete_object(Bucket=s3.bucket, Key=key)
+    except Exception as e:  # noqa: BLE001 - any refusal is the answer
+        return False, f"{s3.endpoint} bucket {s3.bucket}: {type(e).__name__}: {str(e)[:200]}"
+    return True, f"{s3.endpoint} bucket {s3.bucket} writable"
