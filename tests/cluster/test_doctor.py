@@ -71,8 +71,11 @@ def test_doctor_on_a_prepared_cluster_then_on_what_is_missing(testcluster, tmp_p
     for n in ("chaos-mesh", "mariadb-operator"):
         tc.kubectl("create", "namespace", n, check=False)
     tc.apply(STAND_INS)
-    tc.helm("install", "wanwide", str(REPO / "charts" / "wanwide"), "-n", sys_ns, "--set", "crds.enabled=false",
-            "--set", f"watchNamespaces={{{ns}}}", "--wait", "--timeout", "3m")
+    tc.helm("install", "doc", str(REPO / "charts" / "wanwide"), "-n", sys_ns, "--set", "crds.enabled=false",
+            "--set", f"watchNamespaces={{{ns}}}")
+    r = tc.kubectl("rollout", "status", "deployment/doc-wanwide", "-n", sys_ns, "--timeout=240s", check=False,
+                   timeout=260)
+    assert r.returncode == 0, r.stdout + r.stderr + tc.kubectl("describe", "pods", "-n", sys_ns).stdout[-3000:]
     try:
         bench = _bench(tc, tmp_path, {"mode": "regionLabel"})
         r = doctor(tc, "-f", str(bench), "-n", ns, "--probe-namespace", tc.namespace("doc-probe"))
@@ -94,5 +97,5 @@ def test_doctor_on_a_prepared_cluster_then_on_what_is_missing(testcluster, tmp_p
         assert "fix: label nodes (kubectl label node NODE wanwide.test/site=r1)" in r.stdout
         assert "FAIL  results store" in r.stdout and "no-such-bucket" in r.stdout
     finally:
-        tc.helm("uninstall", "wanwide", "-n", sys_ns, check=False)
+        tc.helm("uninstall", "doc", "-n", sys_ns, check=False)
         tc.kubectl("delete", "-f", "-", "--ignore-not-found", input=STAND_INS, check=False)
