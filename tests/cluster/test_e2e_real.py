@@ -245,3 +245,21 @@ def test_a_delay_the_node_cannot_inject_fails_the_trial_saying_why(stack):
         tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=600s", check=False)
         subprocess.run([str(REPO / "hack" / "chaos-mesh.sh"), "uninstall"], capture_output=True, text=True,
                        timeout=600, env=env)
+
+
+def test_doctor_names_the_missing_netem_on_the_real_node(stack):
+    """wanwide doctor's probe pod, run for real on the real node (the project's image, with tc), cannot add a
+    netem qdisc in its own network namespace on this kernel: the table says so, naming the node, what tc
+    said and the kernel module to install; exit code 1."""
+    import sys
+
+    tc = stack["tc"]
+    r = subprocess.run([sys.executable, "-m", "wanwide.cli", "doctor", "--kubeconfig", str(tc.kubeconfig),
+                        "--image", _ref("wanwide"), "--probe-namespace", tc.namespace("doctor"), "--timeout", "300"],
+                       capture_output=True, text=True, timeout=600, env=tc.env)
+    print(r.stdout, r.stderr[-2000:])
+    assert r.returncode == 1, r.stdout + r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if "netem on every region node" in ln)
+    assert line.startswith("FAIL") and NODE in line, line
+    assert "qdisc kind is unknown" in line or "netem" in line.lower(), line
+    assert "fix: the kernel needs the sch_netem module" in r.stdout
