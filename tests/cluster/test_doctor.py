@@ -73,9 +73,11 @@ def test_doctor_on_a_prepared_cluster_then_on_what_is_missing(testcluster, tmp_p
     tc.apply(STAND_INS)
     tc.helm("install", "doc", str(REPO / "charts" / "wanwide"), "-n", sys_ns, "--set", "crds.enabled=false",
             "--set", f"watchNamespaces={{{ns}}}")
-    r = tc.kubectl("rollout", "status", "deployment/doc-wanwide", "-n", sys_ns, "--timeout=240s", check=False,
-                   timeout=260)
-    assert r.returncode == 0, r.stdout + r.stderr + tc.kubectl("describe", "pods", "-n", sys_ns).stdout[-3000:]
+    # everything running before the doctor looks (kwok starts each pod after a moment)
+    for what, where in (("deployment/doc-wanwide", sys_ns), ("daemonset/chaos-daemon", "chaos-mesh"),
+                        ("deployment/mariadb-operator", "mariadb-operator")):
+        r = tc.kubectl("rollout", "status", what, "-n", where, "--timeout=240s", check=False, timeout=260)
+        assert r.returncode == 0, r.stdout + r.stderr + tc.kubectl("describe", "pods", "-n", where).stdout[-3000:]
     try:
         bench = _bench(tc, tmp_path, {"mode": "regionLabel"})
         r = doctor(tc, "-f", str(bench), "-n", ns, "--probe-namespace", tc.namespace("doc-probe"))
