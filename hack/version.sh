@@ -24,7 +24,8 @@ case "${1:-}" in
     sed -i "s/^__version__ = \".*\"$/__version__ = \"$new\"/" "$init"
     sed -i -e "s/^version: .*/version: $new/" -e "s/^appVersion: .*/appVersion: \"$new\"/" \
       "$root/charts/wanwide/Chart.yaml"
-    grep -rlF "ghcr.io/wanwide/wanwide:$current" "$root/README.md" "$root/Dockerfile" "$root/docs" "$root/hack" |
+    # grep finds nothing (exit 1) once no file shows the old tag: not a failure under pipefail
+    { grep -rlF "ghcr.io/wanwide/wanwide:$current" "$root/README.md" "$root/Dockerfile" "$root/docs" "$root/hack" || true; } |
       while read -r f; do sed -i "s|ghcr.io/wanwide/wanwide:$current|ghcr.io/wanwide/wanwide:$new|g" "$f"; done
     "$root/.venv/bin/python" "$root/hack/chart_readme.py" >/dev/null
     echo "version $current -> $new"

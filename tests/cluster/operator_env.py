@@ -297,3 +297,16 @@ def session_events(state: Path, since: datetime) -> Iterator[dict[str, Any]]:
                 continue
             seen.add(e["auditID"])
             yield e
+
+
+def three_regions(tc, name: str, placement: dict, **spec: object) -> str:
+    """uniform-9's Benchmark as ``name`` on 3 inline regions at 20 ms, placed as ``placement``, namespaces kept
+    (cleanup Never); ``spec`` entries replace the Benchmark's."""
+    docs = list(yaml.safe_load_all(example(tc, "uniform-9.yaml", cleanup="Never")))
+    b = next(d for d in docs if d["kind"] == "Benchmark")
+    b["metadata"]["name"] = name
+    del b["spec"]["topologyRef"]
+    b["spec"]["topology"] = {"generate": {"count": 3}, "network": {"default": {"rtt": "20ms"}},
+                             "placement": placement}
+    b["spec"].update(spec)
+    return yaml.safe_dump(b)

@@ -8,9 +8,8 @@ from __future__ import annotations
 import time
 
 import pytest
-import yaml
 
-from tests.cluster.operator_env import example
+from tests.cluster.operator_env import three_regions
 from tests.cluster.test_operator import wait_phase
 
 pytestmark = pytest.mark.cluster
@@ -25,14 +24,8 @@ POD = {
 
 
 def _bench(tc, name: str, pod: dict) -> str:
-    docs = list(yaml.safe_load_all(example(tc, "uniform-9.yaml", cleanup="Never")))
-    b = next(d for d in docs if d["kind"] == "Benchmark")
-    b["metadata"]["name"] = name
-    del b["spec"]["topologyRef"]
-    b["spec"]["topology"] = {"generate": {"count": 3}, "network": {"default": {"rtt": "20ms"}},
-                             "placement": {"mode": "regionLabel"}}  # the kwok nodes carry wanwide.io/region
-    b["spec"]["runner"] = {"pod": pod}
-    return yaml.safe_dump(b)
+    # pinned by wanwide.io/region: the kwok nodes carry it
+    return three_regions(tc, name, {"mode": "regionLabel"}, runner={"pod": pod})
 
 
 def _jobs(tc, bench: str, role: str) -> list[dict]:

@@ -29,21 +29,21 @@ def cluster(kube: Kube) -> Observed:
     o.expected_crds = {c["metadata"]["name"]: c for c in crds()}
     o.served = {"NetworkChaos": kube.serves(CHAOS_API, "NetworkChaos"), "MariaDB": kube.serves(MARIADB_API, "MariaDB"),
                 "CrdbCluster": kube.serves(CRDB_API, "CrdbCluster")}
-    o.operators = kube.list("apps/v1", "Deployment", {"app.kubernetes.io/name": "wanwide"})
-    deployments = kube.list("apps/v1", "Deployment")
+    deployments = kube.list("apps/v1", "Deployment")  # one list: the operator's and the database operators'
+    o.operators = [d for d in deployments if (d["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == "wanwide"]
     o.dependency_deployments = {
         name: [d for d in deployments if d["metadata"]["name"].startswith(name)]
         for name in ("mariadb-operator", "cockroach-operator")}
     o.nodes = kube.list("v1", "Node")
-    o.chaos_daemons = [p for p in kube.list("v1", "Pod", {"app.kubernetes.io/component": CHAOS_DAEMON})]
+    o.chaos_daemons = kube.list("v1", "Pod", {"app.kubernetes.io/component": CHAOS_DAEMON})
     o.storage_classes = kube.list("storage.k8s.io/v1", "StorageClass")
     o.volumes = kube.list("v1", "PersistentVolume")
     return o
 
 
-def netem_job(node: str, namespace: str, image: str, run: str) -> dict[str, Any]:
+def netem_job(node: str, index: int, namespace: str, image: str, run: str) -> dict[str, Any]:
     """A one-shot pod on ``node`` that adds a netem qdisc to its own loopback (NET_ADMIN in its own netns)."""
-    name = f"netem-{run}-{abs(hash(node)) % 10**8}"
+    name = f"netem-{run}-{index}"
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": {PROBE_LABEL: run}},
@@ -64,8 +64,8 @@ def netem(kube: Kube, o: Observed, namespace: str, image: str = DEFAULT_IMAGE, t
     if kube.get("v1", "Namespace", namespace) is None:
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": {
             "pod-security.kubernetes.io/enforce": "privileged"}}})  # NET_ADMIN: not allowed by baseline
-    for node in nodes:
-        kube.apply(netem_job(node, namespace, image, run))
+    for i, node in enumerate(nodes):
+        kube.apply(netem_job(node, i, namespace, image, run))
     progress(f"netem probe on {len(nodes)} node(s) (namespace {namespace}, image {image})")
     results: dict[str, tuple[bool | None, str]] = {}
     deadline = time.time() + timeout_s
