@@ -141,3 +141,18 @@ def test_a_deleted_trials_loop_is_told_to_end_by_uid_and_its_benchmark_sees_it_u
         assert w.is_gone("u3") and not w.is_gone("u1")
 
     asyncio.run(main())
+
+
+def test_a_trial_of_many_regions_steps_less_often_on_events_but_keeps_the_lifecycles_times():
+    """Each step observes every region: under a stream of events (regions provisioning for a time that grows
+    with the regions) the steps of a 500-region trial must not grow with its regions too, or the operator's
+    CPU per region grows with the regions (issue 25, item 8). A wake the lifecycle asked for is not delayed."""
+    from wanwide.providers.kubernetes.controller.handlers import MIN_STEP_GAP_S, step_gap
+
+    def steps(regions: int, provisioning_s: float) -> float:  # each costs O(regions): steps are CPU per region
+        return provisioning_s / step_gap(regions, poked=True)
+
+    # the test cluster's provisioning: 148 s at 45 regions, 624 s at 500 (bench/README.md)
+    assert steps(500, 624) <= 1.5 * steps(45, 148)
+    assert step_gap(45, poked=True) == MIN_STEP_GAP_S  # small trials react as before
+    assert step_gap(500, poked=False) == MIN_STEP_GAP_S  # a fault's start is not late
