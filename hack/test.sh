@@ -57,10 +57,10 @@ set +e
 "$py" -m pytest -m "install" -q -p no:cacheprovider "$@"
 install=$?
 log "lab tests (real MariaDB/Galera/Keystone/Rally in network namespaces)"
-"$py" -m pytest -m "lab" -q -p no:cacheprovider "$@"
+"$py" -m pytest -m "lab" -q -p no:cacheprovider --durations=10 "$@"
 lab=$?
 log "cluster tests (real kube-apiserver, kwok nodes)"
-"$py" -m pytest -m "cluster" -q -p no:cacheprovider "$@"
+"$py" -m pytest -m "cluster" -q -p no:cacheprovider --durations=30 "$@"
 cluster=$?
 # Real pods gate landing (issue 24): the MariaDB Benchmark on the real node. Run when its inputs are
 # built (their cold build does not fit CI's 90 minutes beside the rest; hack/e2e-real.sh says so);
