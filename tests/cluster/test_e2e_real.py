@@ -230,12 +230,15 @@ def test_a_delay_the_node_cannot_inject_fails_the_trial_saying_why(stack):
     try:
         topo, bench = yaml.safe_load_all(benchmark(stack, name, "mariadb"))
         topo["spec"]["generate"]["count"] = 2
+        bench["spec"]["workload"]["loadRegion"] = "r2"  # of the two
         topo["spec"]["network"] = {"default": {"rtt": "50ms"}}
         bench["spec"]["cleanup"] = "Always"
         bench["spec"]["timeouts"]["cleaningUp"] = "4m"
         tc.apply(yaml.safe_dump_all([topo, bench]), ns)
         b = _wait_done(tc, ns, name, 3600)
-        (t,) = _trials(tc, ns).values()
+        trials = _trials(tc, ns)
+        assert len(trials) == 1, b.get("status")
+        (t,) = trials.values()
         assert (b["status"]["phase"], t["phase"], t["reason"]) == ("Failed", "Failed", "ChaosFailed"), t
         msg = t.get("outcomeMessage") or t["message"]
         assert "Chaos Mesh could not inject" in msg and "netem" in msg, msg
