@@ -146,13 +146,16 @@ def test_a_deleted_trials_loop_is_told_to_end_by_uid_and_its_benchmark_sees_it_u
 def test_a_trial_of_many_regions_steps_less_often_on_events_but_keeps_the_lifecycles_times():
     """Each step observes every region: under a stream of events (regions provisioning for a time that grows
     with the regions) the steps of a 500-region trial must not grow with its regions too, or the operator's
-    CPU per region grows with the regions (issue 25, item 8). A wake the lifecycle asked for is not delayed."""
-    from wanwide.providers.kubernetes.controller.handlers import MIN_STEP_GAP_S, step_gap
+    CPU per region grows with the regions (issue 25, item 8). The lifecycle's times in Loading are kept."""
+    from wanwide.providers.kubernetes.controller.handlers import MIN_STEP_GAP_S, event_gap
 
     def steps(regions: int, provisioning_s: float) -> float:  # each costs O(regions): steps are CPU per region
-        return provisioning_s / step_gap(regions, poked=True)
+        return provisioning_s / event_gap(regions, "Provisioning", wake_s=5.0)  # a wave polls its hooks every 5 s
 
     # the test cluster's provisioning: 148 s at 45 regions, 624 s at 500 (bench/README.md)
     assert steps(500, 624) <= 1.5 * steps(45, 148)
-    assert step_gap(45, poked=True) == MIN_STEP_GAP_S  # small trials react as before
-    assert step_gap(500, poked=False) == MIN_STEP_GAP_S  # a fault's start is not late
+    assert event_gap(45, "Provisioning", wake_s=30.0) == MIN_STEP_GAP_S  # small trials react as before
+    # woken by an event 3 s before a fault window opens: the step still comes when the window opens
+    assert event_gap(500, "Loading", wake_s=3.0) == 3.0
+    assert event_gap(500, "Loading", wake_s=0.0) == MIN_STEP_GAP_S
+    assert event_gap(500, "Loading", wake_s=30.0) == 10.0

@@ -36,12 +36,14 @@ MIN_STEP_GAP_S = 2.0  # at most one Trial step per 2 s, however many events arri
 GAP_PER_REGION_S = 0.02  # and, woken by events, one per 20 ms of regions (10 s at 500)
 
 
-def step_gap(regions: int, poked: bool) -> float:
-    """The least time between two steps of a Trial. Every step observes and decides over all its regions,
-    and events stream in while they provision: woken by an event, a trial of many regions waits longer, so
-    its steps (and the operator's CPU) grow with the trial's length, not with length × regions. A wake the
-    lifecycle asked for (a fault's start, the load's) keeps the short gap."""
-    return max(MIN_STEP_GAP_S, GAP_PER_REGION_S * regions) if poked else MIN_STEP_GAP_S
+def event_gap(regions: int, phase: str, wake_s: float) -> float:
+    """The least time between two steps of a Trial when an event woke it. Every step observes and decides over
+    all its regions, and events stream in while they provision: a trial of many regions waits longer, so its
+    steps (and the operator's CPU) grow with the trial's length, not with length × regions. In Loading the
+    time the lifecycle asked to look again at (``wake_s``: a fault window's start or end, the load's start) is
+    kept; elsewhere it is a poll, and the longer gap wins. A wake that is not an event keeps the 2 s gap."""
+    gap = max(MIN_STEP_GAP_S, GAP_PER_REGION_S * regions)
+    return min(gap, max(MIN_STEP_GAP_S, wake_s)) if phase == "Loading" else gap
 
 
 @kopf.on.startup()
@@ -213,11 +215,11 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
             phase = (snapshot.get("status") or {}).get("phase") or "Pending"
             if phase in trialstate.TERMINAL:
                 return
-            wait_s, regions = RUNTIME.safety_net_s, 0
+            wait_s, poked_gap = RUNTIME.safety_net_s, MIN_STEP_GAP_S
             if phase != "Pending":
                 try:
-                    wait_s, wrote, regions = await asyncio.to_thread(contextvars.copy_context().run, reconcile_trial,
-                                                                     snapshot)
+                    wait_s, wrote, poked_gap = await asyncio.to_thread(contextvars.copy_context().run,
+                                                                       reconcile_trial, snapshot)
                     written = wrote or written
                     failed_steps = 0
                 except Exception as e:  # transient (API, network): again with backoff
@@ -230,7 +232,7 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
                     # a bug here is in writing the status itself (the step's own bugs end the Trial): say where
                     log.warning("trial %s: %s step failed (%s: %s); again in %.0fs", key, phase, type(e).__name__, e,
                                 wait_s, exc_info=not transient(e))
-            gap = step_gap(regions, await sleep(wake, wait_s))
+            gap = poked_gap if await sleep(wake, wait_s) else MIN_STEP_GAP_S
     finally:
         WAKEUPS.forget(key, uid)
         metrics.forget_trial(namespace, name)
@@ -244,9 +246,9 @@ def _trial_gone(namespace: str, name: str, uid: str) -> bool:
         return False
 
 
-def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None, int]:
+def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float]:
     """One step, its status patch and events; how long to wait at most before the next, the Trial as
-    the status patch left it (None: nothing patched) and its number of regions (0: no plan)."""
+    the status patch left it (None: nothing patched) and the least gap before the next when an event wakes it."""
     t0 = time.monotonic()
     kube = RUNTIME.kube
     meta, status = trial["metadata"], trial.get("status") or {}
@@ -291,7 +293,8 @@ def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None
     now_phase = patch.get("phase") or phase
     metrics.record_phase(meta["namespace"], meta["name"], now_phase,
                          metrics.deadline(now_phase, patch.get("phaseStartTime") or status.get("phaseStartTime"), timeouts))
-    return (min(d.wake_s, RUNTIME.safety_net_s) if d.wake_s is not None else RUNTIME.safety_net_s), written, regions
+    wait_s = min(d.wake_s, RUNTIME.safety_net_s) if d.wake_s is not None else RUNTIME.safety_net_s
+    return wait_s, written, event_gap(regions, now_phase, wait_s)
 
 
 @kopf.on.event(GROUP, VERSION, "trials")
