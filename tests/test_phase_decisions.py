@@ -572,3 +572,47 @@ def test_chaos_mesh_never_injected_keeps_its_finalizer_so_the_clean_up_releases_
         {"type": "Succeeded", "operation": "Apply"}]}]}}}
     d = phases.decide(P, st, {"chaos": [injected]}, T0 + dt.timedelta(seconds=31))
     assert not [a for a in d.actions if isinstance(a, DropFinalizer)]  # injected once: its recovery is Chaos Mesh's
+
+
+def test_two_chaos_objects_sharing_pods_on_a_node_without_netem_are_released_through_the_pods_sync():
+    """Seen on the real node (two regions at 50 ms, no netem): each region's NetworkChaos has the other's pods as
+    targets; Chaos Mesh wrote both into those pods' PodNetworkChaos (Apply Succeeded), and after the deletion each
+    recovery waits on a sync that keeps failing on the other's netem entry. 30 s after the deletion the
+    PodNetworkChaos whose sync failed is deleted, so Chaos Mesh records the pods recovered and drops its finalizer;
+    a pod whose sync works is left to Chaos Mesh."""
+    st = _status("CleaningUp", outcome="Failed", reason="ChaosFailed", outcomeMessage="no netem")
+
+    def chaos(name: str, ns: str, waiting: list[str]) -> dict:
+        return {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos",
+                "metadata": {"name": name, "namespace": ns, "finalizers": ["chaos-mesh/records"] * 4,
+                             "deletionTimestamp": ts.iso(T0), "resourceVersion": "7"},
+                "status": {"conditions": [{"type": "AllInjected", "status": "False"}],
+                           "experiment": {"containerRecords": [
+                               {"id": f"{ns}/db-0", "phase": "Not Injected/Wait", "events": [
+                                   {"type": "Failed", "operation": "Apply", "message": "unable to set tcs for pod db-0"}]},
+                               *({"id": pid, "phase": "Injected/Wait", "events": [
+                                   {"type": "Succeeded", "operation": "Apply"},
+                                   {"type": "Failed", "operation": "Recover", "message": "unable to set tcs"}]}
+                                 for pid in waiting)]}}}
+
+    def pnc(pid: str, failed: str) -> dict:
+        ns, _, name = pid.partition("/")
+        return {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "PodNetworkChaos",
+                "metadata": {"name": name, "namespace": ns}, "status": {"failedMessage": failed}}
+
+    a = chaos("wan-r1", "t-r1", ["t-r2/keystone-api-1", "t-r2/memcached-1"])
+    b = chaos("wan-r2", "t-r2", ["t-r1/keystone-api-2"])
+    pods = {"t-r2/keystone-api-1": pnc("t-r2/keystone-api-1", "unable to set tcs for pod keystone-api-1"),
+            "t-r2/memcached-1": pnc("t-r2/memcached-1", ""),  # this one syncs: Chaos Mesh's to recover
+            "t-r1/keystone-api-2": pnc("t-r1/keystone-api-2", "unable to set tcs for pod keystone-api-2")}
+    obs = {"chaos": [a, b], "pod_chaos": pods}
+
+    def deleted(d) -> list[str]:
+        return sorted(f"{x.namespace}/{x.name}" for x in d.actions if isinstance(x, Delete) and x.kind == "PodNetworkChaos")
+
+    assert deleted(phases.decide(P, st, obs, T0 + dt.timedelta(seconds=10))) == []  # Chaos Mesh may still sync them
+    d = phases.decide(P, st, obs, T0 + dt.timedelta(seconds=31))
+    assert deleted(d) == ["t-r1/keystone-api-2", "t-r2/keystone-api-1"]
+    assert "cannot sync 2 pod(s)" in d.message and "unable to set tcs" in d.message
+    assert not [x for x in d.actions if isinstance(x, DropFinalizer)]  # injected somewhere: not released by force
+    assert deleted(phases.decide(P, st, {"chaos": [a, b]}, T0 + dt.timedelta(seconds=31))) == []  # none observed

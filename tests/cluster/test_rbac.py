@@ -33,6 +33,10 @@ UNEXERCISED: list[tuple[str, list[str], list[str], list[str], str]] = [
      "the same (RBAC escalation check)"),
     ("trial", ["crdb.cockroachlabs.com", "monitoring.coreos.com"], ["crdbclusters", "servicemonitors"],
      ["get", "create", "patch"], "the cockroachdb backend; the cluster tests run mariadb and galera"),
+    ("trial", ["chaos-mesh.org"], ["podnetworkchaos"], ["get", "delete"],
+     "a pod Chaos Mesh cannot sync blocks the recovery of deleted chaos (a node without netem); only real Chaos "
+     "Mesh on the real node does that (tests/cluster/test_e2e_real.py::test_a_delay_the_node_cannot_inject_fails_"
+     "the_trial_saying_why; decisions in tests/test_phase_decisions.py)"),
     ("trial", ["batch"], ["jobs"], ["delete"],
      "a failed Keystone hook Job is deleted to run again (ChartRetry); kwok completes every Job, so no "
      "cluster test fails one (tests/test_phase_decisions.py::test_a_failed_hook_job_is_deleted_to_run_again_"

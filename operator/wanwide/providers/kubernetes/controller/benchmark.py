@@ -21,7 +21,9 @@ from wanwide.providers.kubernetes.controller.trial import A_PLAN_INPUT, plan_inp
 from wanwide.providers.kubernetes.kube.client import Kube
 from wanwide.providers.kubernetes.kube.readiness import (
     CHAOS_FINALIZER,
+    blocked_recovery,
     chaos_stuck,
+    recovery_waits_on,
     terminating_why,
 )
 from wanwide.providers.kubernetes.render import trial_object
@@ -171,15 +173,24 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
         return left, []
     tag = "-" + names.short_hash(f"{bench['metadata']['namespace']}/{bench['metadata']['name']}") + "-t"
     namespaces = [n for n in kube.list("v1", "Namespace", sel) if tag in n["metadata"]["name"]]
+    mine = {n["metadata"]["name"] for n in namespaces}
     for ns in namespaces:
         if not kube.serves(CHAOS_API, "NetworkChaos"):
             continue
-        for c in kube.list(CHAOS_API, "NetworkChaos", sel, ns["metadata"]["name"]):
+        chaos = kube.list(CHAOS_API, "NetworkChaos", sel, ns["metadata"]["name"])
+        for c in chaos:
             left.append(f"NetworkChaos/{c['metadata']['name']}")
             if not c["metadata"].get("deletionTimestamp"):
                 kube.delete(CHAOS_API, "NetworkChaos", c["metadata"]["name"], ns["metadata"]["name"])
             elif chaos_stuck(c, at):  # never injected: Chaos Mesh keeps its finalizer (an upstream bug)
                 kube.drop_finalizer(c, CHAOS_FINALIZER)
+        waits = {p for c in chaos for p in recovery_waits_on(c) if p.partition("/")[0] in mine}
+        if not waits or not kube.serves(CHAOS_API, "PodNetworkChaos"):
+            continue
+        pods = {p: o for p in sorted(waits)
+                if (o := kube.get(CHAOS_API, "PodNetworkChaos", p.partition("/")[2], p.partition("/")[0]))}
+        for pnc in blocked_recovery(chaos, pods, at):  # a pod Chaos Mesh cannot sync: its recovery waits forever
+            kube.delete(CHAOS_API, "PodNetworkChaos", pnc["metadata"]["name"], pnc["metadata"]["namespace"])
     if left:
         return left, []
     limit = seconds(Timeouts.model_validate((bench.get("spec") or {}).get("timeouts") or {}).cleaning_up)

@@ -204,9 +204,23 @@ def collecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> N
     obs["bundles"] = results.bundles(w.kube, plan, attempt(status), w.instance)
 
 
+def pod_chaos(w: Where, plan: TrialPlan, chaos: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The PodNetworkChaos of each pod (in the trial's namespaces) a deleted chaos object's recovery waits on."""
+    mine, out = set(plan.namespaces), {}
+    waits = sorted({p for c in chaos for p in readiness.recovery_waits_on(c)})
+    if not waits or not w.kube.serves(CHAOS_API, "PodNetworkChaos"):
+        return out
+    for pid in waits:
+        ns, _, name = pid.partition("/")
+        if ns in mine and (o := w.kube.get(CHAOS_API, "PodNetworkChaos", name, ns)) is not None:
+            out[pid] = o
+    return out
+
+
 def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     obs["chaos"] = chaos_children(w, plan)
     if obs["chaos"]:
+        obs["pod_chaos"] = pod_chaos(w, plan, obs["chaos"])
         return
     live = {ns: w.kube.get("v1", "Namespace", ns) for ns in plan.namespaces}
     obs["namespaces"] = {ns: bool(o["metadata"].get("deletionTimestamp")) for ns, o in live.items() if o is not None}

@@ -238,11 +238,17 @@ def cleanup_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs,
     left_chaos = obs.get("chaos", [])
     if left_chaos:
         stuck = [c for c in left_chaos if readiness.chaos_stuck(c, now)]
+        blocked = readiness.blocked_recovery(left_chaos, obs.get("pod_chaos", {}), now)
         said = (f"; Chaos Mesh keeps {len(stuck)} it never injected (its finalizer {readiness.CHAOS_FINALIZER}): "
                 "released") if stuck else ""
+        if blocked:
+            why = (blocked[0].get("status") or {}).get("failedMessage")
+            said += (f"; Chaos Mesh cannot sync {len(blocked)} pod(s) their recovery waits on ({why}): "
+                     "their PodNetworkChaos deleted")
         return (lc.Progress(waiting=f"removing chaos: {len(left_chaos)} object(s) not yet recovered{said}", wake_s=5),
                 [*(Delete.of(c) for c in left_chaos if not c["metadata"].get("deletionTimestamp")),
-                 *(DropFinalizer(c, readiness.CHAOS_FINALIZER) for c in stuck)])
+                 *(DropFinalizer(c, readiness.CHAOS_FINALIZER) for c in stuck),
+                 *(Delete.of(p) for p in blocked)])
     outcome = status.get("outcome") or "Failed"
     policy = plan.spec.cleanup
     left = obs.get("namespaces", {}) if policy == "Always" or (policy == "OnSuccess" and outcome == "Succeeded") else {}

@@ -51,21 +51,57 @@ CHAOS_FINALIZER = "chaos-mesh/records"
 STUCK_AFTER_S = 30.0
 
 
-def chaos_stuck(obj: dict[str, Any], now: Any) -> bool:
-    """A chaos object Chaos Mesh will not release: deleted more than STUCK_AFTER_S ago, still holding its
-    ``chaos-mesh/records`` finalizer, and never injected anywhere (Chaos Mesh v2.8 keeps that finalizer on an
-    object whose injection only ever failed, e.g. on a node without netem; nothing is there to recover)."""
+RECOVER_WAIT = "Injected/Wait"  # a record whose recovery waits for its pod's PodNetworkChaos to sync
+
+
+def _held(obj: dict[str, Any], now: Any) -> bool:
+    """Deleted more than STUCK_AFTER_S ago and still holding Chaos Mesh's ``chaos-mesh/records`` finalizer."""
     from wanwide.core.timestamps import parse
 
     m = obj.get("metadata") or {}
     if CHAOS_FINALIZER not in (m.get("finalizers") or []) or not m.get("deletionTimestamp"):
         return False
-    if (now - parse(m["deletionTimestamp"])).total_seconds() < STUCK_AFTER_S:
-        return False
-    records = (((obj.get("status") or {}).get("experiment") or {}).get("containerRecords")) or []
+    return (now - parse(m["deletionTimestamp"])).total_seconds() >= STUCK_AFTER_S
+
+
+def _records(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return (((obj.get("status") or {}).get("experiment") or {}).get("containerRecords")) or []
+
+
+def chaos_stuck(obj: dict[str, Any], now: Any) -> bool:
+    """A chaos object Chaos Mesh will not release: held (see :func:`_held`) and never injected anywhere
+    (Chaos Mesh v2.8 keeps that finalizer on an object whose injection only ever failed, e.g. on a node
+    without netem; nothing is there to recover)."""
+    records = _records(obj)
     injected = any(ev.get("type") == "Succeeded" and ev.get("operation") == "Apply"
                    for rec in records for ev in rec.get("events") or [])
-    return bool(records) and not injected and condition(obj, "AllInjected") != "True"
+    return _held(obj, now) and bool(records) and not injected and condition(obj, "AllInjected") != "True"
+
+
+def recovery_waits_on(obj: dict[str, Any]) -> list[str]:
+    """The pods (``namespace/name``) whose PodNetworkChaos must sync before Chaos Mesh recovers a deleted
+    chaos object (its records in Injected/Wait)."""
+    if not (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return []
+    return sorted({r["id"] for r in _records(obj) if r.get("phase") == RECOVER_WAIT and r.get("id")})
+
+
+def blocked_recovery(chaos: list[dict[str, Any]], pod_chaos: dict[str, dict[str, Any]], now: Any
+                     ) -> list[dict[str, Any]]:
+    """The PodNetworkChaos objects that keep held chaos objects from being recovered: Chaos Mesh's last sync of
+    the pod failed (``status.failedMessage``), so the recovery waits forever — e.g. two objects sharing a pod on
+    a node without netem, each one's recovery re-syncing the other's delay. Deleting such a PodNetworkChaos
+    (per pod, ours in a trial namespace) lets Chaos Mesh record the pod recovered and drop its finalizer; the
+    pod's last sync failed, so the rules it would remove were not set by it. ``pod_chaos``: by pod id."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in chaos:
+        if not _held(c, now):
+            continue
+        for pid in recovery_waits_on(c):
+            pnc = pod_chaos.get(pid)
+            if pnc is not None and ((pnc.get("status") or {}).get("failedMessage")):
+                out[pid] = pnc
+    return [out[k] for k in sorted(out)]
 
 
 def chaos_failed(obj: dict[str, Any] | None) -> str | None:
