@@ -28,8 +28,14 @@ CACHE=${WANWIDE_CACHE:-$HOME/.cache/wanwide}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 gorun() { GOFLAGS=-buildvcs=false GOTOOLCHAIN=local CGO_ENABLED=0 "$GO" "$@"; }
 
+need_go() {
+  command -v "$GO" >/dev/null 2>&1 || {
+    log "ERROR: Go is needed to build $1 from the Go module proxy (GO=$GO not found): install Go or set GO"; exit 1; }
+}
+
 module_dir() { # MODULE VERSION: its directory in the Go module cache (downloaded if need be)
   local mod=$1 ver=$2 dir json
+  need_go "$mod"
   dir=$(GOFLAGS="" GOTOOLCHAIN=local "$GO" env GOMODCACHE)/$mod@$ver
   if [[ ! -d $dir ]]; then
     json=$(cd "${TMPDIR:-/tmp}" && GOFLAGS="" GOTOOLCHAIN=local "$GO" mod download -json "$mod@$ver") || {

@@ -20,9 +20,15 @@ CACHE=${WANWIDE_CACHE:-$HOME/.cache/wanwide}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 chart=$root/charts/wanwide
 
+need_go() {
+  command -v "$GO" >/dev/null 2>&1 || {
+    log "ERROR: Go is needed to build $1 from the Go module proxy (GO=$GO not found): install Go or set GO"; exit 1; }
+}
+
 build() {
   local out=$CACHE/bin/helm-docs-$HELM_DOCS_VERSION gobin
   if [[ ! -x $out ]]; then
+    need_go helm-docs
     gobin=$CACHE/build/gobin-helm-docs
     mkdir -p "$CACHE/bin" "$gobin"
     log "building helm-docs $HELM_DOCS_VERSION (Go module proxy; about a minute)"
