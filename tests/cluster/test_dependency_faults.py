@@ -195,8 +195,13 @@ def test_helm_template_failing_transiently_is_retried_and_counted(env, tmp_path)
 def test_chaos_mesh_crds_removed_mid_run_fail_clearly_and_delete_completes(env):
     tc, ns, standin = env["tc"], env["ns"], env["standin"]
     name = "chaos-gone"
-    standin.hold.add(name)  # Rally never delivers: the trial stays in Loading, the WAN injected
-    tc.apply(bench(tc, name), ns)
+    standin.hold.add(name)  # Rally never delivers
+    # and its pods wait for a node none has (the stand-in answers the probes from their Jobs): the load is
+    # still running when the CRDs go, under the 60 s after which an unschedulable pod fails the trial. (On
+    # kwok a runner pod that runs completes in 1-6 s, before the operator's discovery (10 s) sees them go.)
+    topo, b = yaml.safe_load_all(bench(tc, name))
+    b["spec"].setdefault("runner", {}).setdefault("pod", {})["nodeSelector"] = {"wanwide.io/test": "no-such-node"}
+    tc.apply(yaml.safe_dump_all([topo, b]), ns)
     wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") == "Loading", 300, "Loading")
     assert owned(tc, "networkchaos", ns, name)
     try:
