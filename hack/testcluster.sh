@@ -21,7 +21,10 @@
 #                                  stop or start the S3 server (fault tests; same port)
 #
 # Environment: WANWIDE_CACHE (default ~/.cache/wanwide), WANWIDE_TEST_NODES
-# (default 3), WANWIDE_TESTCLUSTER_DIR (default <repo>/.testcluster).
+# (default 3), WANWIDE_TESTCLUSTER_DIR (default <repo>/.testcluster),
+# WANWIDE_KWOK_POD_DELAY_MS (default 200/800: each simulated pod step waits 200 ms
+# plus up to 800 ms; kwok's own general stages wait 1000/5000, which bench/scale.py
+# keeps for its figures; a pod's kwok delay annotations still win).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -282,6 +285,13 @@ options:
 EOF2
   # The Stage objects shipped in the kwok module, then ours. Each document is
   # separated by '---' (concatenating without separators silently merges them).
+  # The general pod stages' delays are rewritten to WANWIDE_KWOK_POD_DELAY_MS: with
+  # kwok's 1-6 s per step a keystone chart took ~2 min to come up, most of the
+  # cluster tier's time, spent waiting on the simulation rather than the operator.
+  local delay=${WANWIDE_KWOK_POD_DELAY_MS:-200/800}
+  [[ $delay =~ ^([0-9]+)/([0-9]+)$ ]] ||
+    die "WANWIDE_KWOK_POD_DELAY_MS=$delay: give base/jitter in milliseconds, e.g. 200/800 (kwok's own: 1000/5000)"
+  local base=${BASH_REMATCH[1]} jitter=${BASH_REMATCH[2]}
   for f in "$k/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
            "$k/kustomize/stage/node/fast/node-initialize.yaml" \
            "$k"/kustomize/stage/pod/general/pod-*.yaml \
@@ -290,11 +300,18 @@ EOF2
       ((first)) || echo "---"
       rel=${f#"$k/"}
       echo "# from ${rel#"$REPO/"}"  # no absolute path: the same file from every checkout (no kwok restart)
-      cat "$f"
+      case $f in
+        */stage/pod/general/*)
+          sed -e "s/^    durationMilliseconds: 1000$/    durationMilliseconds: $base/" \
+              -e "s/^    jitterDurationMilliseconds: 5000$/    jitterDurationMilliseconds: $jitter/" "$f" ;;
+        *) cat "$f" ;;
+      esac
       echo
     } >>"$out.tmp"
     first=0
   done
+  grep -q "^    jitterDurationMilliseconds: $jitter$" "$out.tmp" ||
+    die "kwok $KWOK_VERSION's general pod stages no longer wait 1000/5000 ms: update write_kwok_config"
   mv "$out.tmp" "$out"
 }
 
