@@ -359,6 +359,11 @@ install_crds() {
   echo "$sum" >"$STATE/crds.sha256"
 }
 
+install_standins() { # the chaos-daemon and database operators the preflight looks for (kwok nodes)
+  kc apply --server-side --force-conflicts --field-manager=wanwide-testcluster \
+    -f "$HERE/standins.yaml" >/dev/null
+}
+
 # ---------------------------------------------------------------- nodes
 ensure_nodes() { # N
   local n=${1:-${WANWIDE_TEST_NODES:-3}} i docs=""
@@ -445,6 +450,7 @@ cmd_up() { # [--real-node]
   install_crds
   start_kwok
   ensure_nodes "${WANWIDE_TEST_NODES:-3}"
+  install_standins
   log "waiting for the default ServiceAccount"
   wait_for "serviceaccount default" 60 kc get serviceaccount default -n default
   # shellcheck source=/dev/null

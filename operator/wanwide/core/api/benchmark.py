@@ -311,8 +311,10 @@ class Results(Model):
 
 
 class Timeouts(Model):
-    """Per-phase timeouts of a trial."""
+    """Per-phase timeouts of a trial, and of the Benchmark's preflight."""
 
+    preflight: Duration = Field("10m", description="How long failing preflight checks (spec.preflight, mode Enforce) "
+                                "hold the Benchmark before it fails (reason PreflightFailed); no trial has started.")
     provisioning: Duration = "30m"
     verifying_network: Duration = "5m"
     injecting: Duration = "5m"
@@ -427,6 +429,23 @@ class Monitoring(Model):
         return self
 
 
+class Preflight(Model):
+    """The checks of ``wanwide doctor`` the operator runs before a Benchmark's first trial (Kubernetes only)."""
+
+    mode: Literal["Enforce", "Warn", "Skip"] = Field(
+        "Enforce",
+        description="Enforce: a failing check holds every trial (condition Preflight False, its message names each "
+        "failure and its fix); checked again every minute, the trials start once all pass. Warn: failures are "
+        "reported (condition, event) and the trials start anyway. Skip: no checks.",
+    )
+    netem_probe: Bool = Field(
+        True,
+        description="When the plan shapes links: a short pod on every node that will host a region adds a netem "
+        "qdisc in its own network namespace (NET_ADMIN, in a namespace of the Benchmark's labelled for the "
+        "privileged Pod Security level), so a kernel without sch_netem is found before the trials start.",
+    )
+
+
 class BenchmarkSpec(Model):
     topology_ref: ObjectName | None = Field(None, description="Topology in the same namespace.")
     topology: TopologySpec | None = Field(None, description="Inline topology instead of topologyRef.")
@@ -440,6 +459,7 @@ class BenchmarkSpec(Model):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     runner: Runner = Field(default_factory=Runner)
     monitoring: Monitoring = Field(default_factory=Monitoring)
+    preflight: Preflight = Field(default_factory=Preflight)
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -467,6 +487,23 @@ class TrialCounts(Observed):
     failed: int = 0
 
 
+class PreflightCheck(Observed):
+    what: str
+    state: str = Field(description="ok, FAIL or warn.")
+    detail: str = ""
+    fix: str = ""
+
+
+class PreflightStatus(Observed):
+    generation: int | None = Field(None, description="The spec generation checked.")
+    since: str | None = Field(None, description="The first check of that generation (timeouts.preflight runs from it).")
+    gave_up: bool | None = Field(None, description="Failing past timeouts.preflight: the Benchmark failed.")
+    run: str | None = Field(None, description="The netem probe in flight (its Jobs' wanwide.io/doctor label).")
+    start_time: str | None = None
+    checked_time: str | None = None
+    checks: list[PreflightCheck] = Field(default_factory=list, description="The last verdict, one line per check.")
+
+
 class BenchmarkStatus(Observed):
     phase: str | None = None
     progress: str | None = None
@@ -477,6 +514,7 @@ class BenchmarkStatus(Observed):
     results_uri: str | None = Field(None, alias="resultsURI")
     start_time: str | None = None
     completion_time: str | None = None
+    preflight: PreflightStatus | None = None
 
 
 class Benchmark(Observed):

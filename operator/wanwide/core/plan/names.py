@@ -105,6 +105,13 @@ def namespace(bench_namespace: str, benchmark: str, index: int, region: str) -> 
     return f"{head}{suffix}"
 
 
+def preflight_namespace(bench_namespace: str, benchmark: str) -> str:
+    """Namespace of a Benchmark's netem probe pods (the operator's preflight)."""
+    suffix = f"-{short_hash(f'{bench_namespace}/{benchmark}')}-preflight"
+    head = re.sub(r"[^a-z0-9-]+", "-", benchmark.lower())[: LABEL_MAX - len(suffix)].strip("-")
+    return f"{head}{suffix}"
+
+
 def db_namespace(bench_namespace: str, benchmark: str, index: int) -> str:
     """Namespace of a trial's multi-member database (Galera, CockroachDB)."""
     return namespace(bench_namespace, benchmark, index, "db")

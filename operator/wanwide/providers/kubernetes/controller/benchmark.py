@@ -172,7 +172,9 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
     if left:
         return left, []
     tag = "-" + names.short_hash(f"{bench['metadata']['namespace']}/{bench['metadata']['name']}") + "-t"
-    namespaces = [n for n in kube.list("v1", "Namespace", sel) if tag in n["metadata"]["name"]]
+    probes = names.preflight_namespace(bench["metadata"]["namespace"], bench["metadata"]["name"])
+    namespaces = [n for n in kube.list("v1", "Namespace", sel)
+                  if tag in n["metadata"]["name"] or n["metadata"]["name"] == probes]
     mine = {n["metadata"]["name"] for n in namespaces}
     for ns in namespaces:
         if not kube.serves(CHAOS_API, "NetworkChaos"):
@@ -207,27 +209,34 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
     return left, stuck
 
 
-def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime) -> tuple[list[str], dict[str, Any]]:
-    """Start pending trials within parallelism; the Benchmark's status fields that changed.
+def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime, start: bool = True,
+             ts: list[dict[str, Any]] | None = None, failed: str | None = None) -> tuple[list[str], dict[str, Any]]:
+    """Start pending trials within parallelism (none unless ``start``: the preflight holds them); the
+    Benchmark's status fields that changed. ``ts``: its Trials, when already listed; ``failed``: the
+    preflight gave up, saying this (the Benchmark fails, no trial having started).
 
     Returns (names of the trials started, status patch).
     """
     status = bench.get("status") or {}
-    ts = trials(kube, bench)
+    ts = trials(kube, bench) if ts is None else ts
     parallelism = int((bench["spec"].get("matrix") or {}).get("parallelism", 1))
     started = []
-    for t in trialstate.to_start(ts, parallelism):
+    for t in trialstate.to_start(ts, parallelism) if start else []:
         kube.patch_status(API, "Trial", t["metadata"]["name"], t["metadata"]["namespace"],
                           {"phase": "Provisioning", "phaseStartTime": iso(at), "startTime": iso(at), "attempt": 1})
         t.setdefault("status", {})["phase"] = "Provisioning"
         started.append(t["metadata"]["name"])
     s = summary(bench, ts)
+    reason, message = s["phase"], f"{s['progress']} trials done, {s['trials']['failed']} failed"
+    if failed and not started and s["phase"] == "Pending":
+        s["phase"], reason, message = "Failed", "PreflightFailed", failed
     patch = {k: v for k, v in s.items() if status.get(k) != v}
     final = s["phase"] in ("Succeeded", "Failed")
     if final and not status.get("completionTime"):
         patch["completionTime"] = iso(at)
-    message = f"{s['progress']} trials done, {s['trials']['failed']} failed"
-    conds = trialstate.outcome_conditions(list(status.get("conditions") or []), s["phase"], s["phase"], message,
+    elif not final and status.get("completionTime"):  # failed by its preflight, then its spec fixed
+        patch["completionTime"] = None
+    conds = trialstate.outcome_conditions(list(status.get("conditions") or []), s["phase"], reason, message,
                                           bench["metadata"].get("generation"), at)
     if conds != (status.get("conditions") or []):
         patch["conditions"] = conds

@@ -20,8 +20,9 @@ from wanwide.core.lifecycle import crashed
 from wanwide.core.plan import topology as topo
 from wanwide.core.plan.errors import PlanError, Problems
 from wanwide.core.plan.links import LinkMap
+from wanwide.core.plan.trial import plan as plan_trials
 from wanwide.providers.kubernetes.controller import benchmark as bm
-from wanwide.providers.kubernetes.controller import metrics, monitoring, trialstate
+from wanwide.providers.kubernetes.controller import metrics, monitoring, preflight, trialstate
 from wanwide.providers.kubernetes.controller.actions import Decision, Executor
 from wanwide.providers.kubernetes.controller.runtime import RUNTIME
 from wanwide.providers.kubernetes.controller.trial import InvalidPlan, step, trial_plan, where
@@ -147,16 +148,28 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
     """Start trials and write the Benchmark's status; ``planned``: the spec handler's fields, written with it."""
     key = f"{bench['metadata']['namespace']}/{bench['metadata']['name']}"
     with _SCHEDULING.setdefault(key, threading.Lock()):
-        if planned:
-            bench = {**bench, "status": {**(bench.get("status") or {}), **planned}}
+        if planned:  # the preflight's fields as last written (the handler's body may predate a pass's write)
+            fresh = RUNTIME.kube.get(bm.API, "Benchmark", bench["metadata"]["name"], bench["metadata"]["namespace"])
+            fs = (fresh or {}).get("status") or {}
+            conds = [c for c in planned.get("conditions") or [] if c.get("type") != preflight.CONDITION]
+            conds += [c for c in fs.get("conditions") or [] if c.get("type") == preflight.CONDITION]
+            planned = {**planned, "conditions": conds}
+            bench = {**bench, "status": {**(bench.get("status") or {}), "preflight": fs.get("preflight"), **planned}}
         else:  # the status as written last (a timer's body can predate the spec handler's write)
             fresh = RUNTIME.kube.get(bm.API, "Benchmark", bench["metadata"]["name"], bench["metadata"]["namespace"])
             if (fresh is None or (fresh.get("status") or {}).get("phase") == "Invalid"
                     or fresh["metadata"].get("deletionTimestamp")):  # being deleted: start nothing more
                 return
             bench = fresh
-        started, patch = bm.schedule(RUNTIME.kube, bench, ts.now())
-        patch = {**(planned or {}), **patch}
+        now = ts.now()
+        trials = bm.trials(RUNTIME.kube, bench)
+        pre = _preflight(bench, trials, now)
+        if pre.status:
+            bench = {**bench, "status": {**(bench.get("status") or {}), **pre.status}}
+        for kind, reason, message in pre.events:
+            kopf.event(bench, type=kind, reason=reason, message=message[:1000])
+        started, patch = bm.schedule(RUNTIME.kube, bench, now, start=pre.passed, ts=trials, failed=pre.failed)
+        patch = {**(planned or {}), **pre.status, **patch}
         for name in started:
             WAKEUPS.poke(f"{bench['metadata']['namespace']}/{name}")
             kopf.info(bench, reason="TrialStarted", message=f"{name} started")
@@ -167,6 +180,24 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
         if patch.get("completionTime"):
             c = patch.get("trials", counts)
             kopf.info(bench, reason=patch["phase"], message=f"{patch['progress']} trials done, {c.get('failed', 0)} failed")
+
+
+def _preflight(bench: dict[str, Any], trials: list[dict[str, Any]], now: Any) -> preflight.Outcome:
+    """The preflight's pass for ``bench`` (its status as last written): passed, or what it found."""
+    status = bench.get("status") or {}
+    started = any((t.get("status") or {}).get("phase") not in (None, "Pending") for t in trials)
+    conds, gen = list(status.get("conditions") or []), bench["metadata"].get("generation")
+    if preflight.passed_before(conds, gen, started):
+        return preflight.Outcome(True)
+    if preflight.current(status, gen).get("gaveUp"):  # failed for this spec: nothing to check again
+        return preflight.Outcome(False, failed=preflight.message_of(conds))
+    full = bm.with_runner_image(bench, RUNTIME.runner_image, RUNTIME.runner_pod)
+    try:
+        model, spec = bm.validate(RUNTIME.kube, full)
+    except PlanError:
+        return preflight.Outcome(False)  # the spec handler says why
+    return preflight.step(RUNTIME.kube, full, model, plan_trials(model, spec), started, now,
+                          RUNTIME.subject, RUNTIME.trial_clusterrole)
 
 
 @kopf.on.delete(GROUP, VERSION, "benchmarks")

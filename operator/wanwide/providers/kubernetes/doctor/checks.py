@@ -6,7 +6,7 @@ cluster is ready for a Benchmark, and if not, how to fix it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wanwide import __version__
@@ -43,6 +43,8 @@ class Observed:
     s3: tuple[bool, str] | None = None  # (bucket writable, detail); None: no Benchmark given
     backend: str | None = None  # the Benchmark's, when one is given
     regions: dict[str, dict[str, str] | None] = field(default_factory=dict)  # region → node selector (plan)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)  # the region pods' (spec.runner.pod)
+    netem_off: tuple[str, str] = ("not probed (--no-netem)", "run without --no-netem")  # (why, fix) when None
 
 
 def _ready(d: dict[str, Any]) -> bool:
@@ -84,12 +86,28 @@ def operator(o: Observed) -> Check:
 
 
 def hosts(o: Observed) -> list[dict[str, Any]]:
-    """The nodes that will host a region: those the placement selects, else every schedulable node."""
-    usable = [n for n in o.nodes if not (n.get("spec") or {}).get("unschedulable")]
+    """The nodes that will host a region: those the placement selects, else every schedulable node
+    (cordoned ones and those with a NoSchedule/NoExecute taint the region pods do not tolerate are not)."""
+    usable = [n for n in o.nodes if not (n.get("spec") or {}).get("unschedulable")
+              and all(_tolerated(t, o.tolerations) for t in (n.get("spec") or {}).get("taints") or []
+                      if t.get("effect") in ("NoSchedule", "NoExecute"))]
     selectors = [s for s in o.regions.values() if s]
     if not selectors:
         return usable
     return [n for n in usable if any(_matches(n, s) for s in selectors)]
+
+
+def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
+    """Whether one of ``tolerations`` tolerates ``taint`` (Kubernetes' rules)."""
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint.get("effect"):
+            continue
+        if t.get("operator") == "Exists":
+            if not t.get("key") or t["key"] == taint.get("key"):
+                return True
+        elif t.get("key") == taint.get("key") and (t.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
 
 
 def _matches(node: dict[str, Any], selector: dict[str, str]) -> bool:
@@ -134,7 +152,7 @@ def chaos_mesh(o: Observed) -> list[Check]:
 
 def netem(o: Observed) -> Check:
     if o.netem is None:
-        return Check("netem on every region node", WARN, "not probed (--no-netem)", "run without --no-netem")
+        return Check("netem on every region node", WARN, *o.netem_off)
     no_tc = {n for n, (ok, why) in o.netem.items() if ok is False and "tc: not found" in why}
     if no_tc:
         return Check("netem on every region node", WARN, f"the probe image has no tc ({', '.join(sorted(no_tc))})",
@@ -205,6 +223,21 @@ def all_checks(o: Observed) -> list[Check]:
     """The table, in the order a user fixes things."""
     out = [crds(o), operator(o), *chaos_mesh(o), netem(o), *database_operator(o), storage(o), placement(o), s3(o)]
     return [c for c in out if c is not None]
+
+
+def for_benchmark(o: Observed, backends: list[str], shapes: bool) -> list[Check]:
+    """What the operator checks before a Benchmark's first trial: not its own CRDs and Deployment (it is
+    running), Chaos Mesh and netem only when the plan shapes links, the database operators of ``backends``."""
+    out: list[Check] = []
+    if shapes:
+        out += [*chaos_mesh(o), netem(o)]
+    seen: set[str] = set()
+    for b in backends:
+        for c in [*database_operator(replace(o, backend=b)), storage(replace(o, backend=b))]:
+            if c is not None and c.what not in seen:
+                seen.add(c.what)
+                out.append(c)
+    return [*out, placement(o), *([c] if (c := s3(o)) else [])]
 
 
 def table(checks: list[Check]) -> str:

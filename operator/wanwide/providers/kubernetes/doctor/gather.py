@@ -27,13 +27,10 @@ def cluster(kube: Kube) -> Observed:
         if crd:
             o.crds[name] = crd
     o.expected_crds = {c["metadata"]["name"]: c for c in crds()}
-    o.served = {"NetworkChaos": kube.serves(CHAOS_API, "NetworkChaos"), "MariaDB": kube.serves(MARIADB_API, "MariaDB"),
-                "CrdbCluster": kube.serves(CRDB_API, "CrdbCluster")}
+    o.served = served(kube)
     deployments = kube.list("apps/v1", "Deployment")  # one list: the operator's and the database operators'
     o.operators = [d for d in deployments if (d["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == "wanwide"]
-    o.dependency_deployments = {
-        name: [d for d in deployments if d["metadata"]["name"].startswith(name)]
-        for name in ("mariadb-operator", "cockroach-operator")}
+    o.dependency_deployments = dependencies(deployments)
     o.nodes = kube.list("v1", "Node")
     o.chaos_daemons = kube.list("v1", "Pod", {"app.kubernetes.io/component": CHAOS_DAEMON})
     o.storage_classes = kube.list("storage.k8s.io/v1", "StorageClass")
@@ -41,8 +38,22 @@ def cluster(kube: Kube) -> Observed:
     return o
 
 
+def served(kube: Kube) -> dict[str, bool]:
+    """Whether the kinds of the dependencies are served (NetworkChaos, MariaDB, CrdbCluster)."""
+    return {"NetworkChaos": kube.serves(CHAOS_API, "NetworkChaos"), "MariaDB": kube.serves(MARIADB_API, "MariaDB"),
+            "CrdbCluster": kube.serves(CRDB_API, "CrdbCluster")}
+
+
+def dependencies(deployments: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The database operators' Deployments among ``deployments`` (by name, as their charts call them)."""
+    return {name: [d for d in deployments if d["metadata"]["name"].startswith(name)]
+            for name in ("mariadb-operator", "cockroach-operator")}
+
+
 def netem_job(node: str, index: int, namespace: str, image: str, run: str) -> dict[str, Any]:
-    """A one-shot pod on ``node`` that adds a netem qdisc to its own loopback (NET_ADMIN in its own netns)."""
+    """A one-shot pod on ``node`` that adds a netem qdisc to its own loopback: root with NET_ADMIN in its own
+    network namespace (a non-root user does not get the added capability: tc would say "Operation not
+    permitted" whatever the kernel); the last lines it prints become its termination message."""
     name = f"netem-{run}-{index}"
     return {
         "apiVersion": "batch/v1", "kind": "Job",
@@ -51,7 +62,9 @@ def netem_job(node: str, index: int, namespace: str, image: str, run: str) -> di
             "metadata": {"labels": {PROBE_LABEL: run}},
             "spec": {"restartPolicy": "Never", "nodeName": node,
                      "tolerations": [{"operator": "Exists"}],  # also on tainted nodes a region may use
+                     "securityContext": {"runAsUser": 0, "runAsNonRoot": False},
                      "containers": [{"name": "netem", "image": image, "command": ["sh", "-c", NETEM_SCRIPT],
+                                     "terminationMessagePolicy": "FallbackToLogsOnError",
                                      "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]}}},
     }
 
@@ -76,7 +89,7 @@ def netem(kube: Kube, o: Observed, namespace: str, image: str = DEFAULT_IMAGE, t
             if node in results or phase not in ("Succeeded", "Failed"):
                 continue
             said = logs(namespace, p["metadata"]["name"]) if logs else ""
-            results[node] = (phase == "Succeeded", said or _terminated(p))
+            results[node] = (phase == "Succeeded", said or terminated(p))
         time.sleep(2)
     for node in nodes:
         results.setdefault(node, (None, f"the probe pod did not finish within {timeout_s:.0f} s"))
@@ -85,7 +98,7 @@ def netem(kube: Kube, o: Observed, namespace: str, image: str = DEFAULT_IMAGE, t
     o.netem = results
 
 
-def _terminated(pod: dict[str, Any]) -> str:
+def terminated(pod: dict[str, Any]) -> str:
     for c in (pod.get("status") or {}).get("containerStatuses") or []:
         t = (c.get("state") or {}).get("terminated") or {}
         if t:
