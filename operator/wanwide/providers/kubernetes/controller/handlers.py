@@ -33,6 +33,7 @@ GROUP, VERSION = API_GROUP, API_VERSION
 SAFETY_NET_S = 30.0  # the Benchmarks' slow timer behind the trials' phase events
 _SCHEDULING: dict[str, threading.Lock] = {}
 _PHASES_SEEN: dict[str, str] = {}
+_WAKES: dict[str, tuple[float, threading.Timer]] = {}  # Benchmark → its preflight's next look
 MIN_STEP_GAP_S = 2.0  # at most one Trial step per 2 s, however many events arrive
 GAP_PER_REGION_S = 0.02  # and, woken by events, one per 20 ms of regions (10 s at 500)
 
@@ -168,6 +169,8 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
             bench = {**bench, "status": {**(bench.get("status") or {}), **pre.status}}
         for kind, reason, message in pre.events:
             kopf.event(bench, type=kind, reason=reason, message=message[:1000])
+        if pre.wake_s is not None:
+            _wake_later(bench["metadata"]["namespace"], bench["metadata"]["name"], pre.wake_s)
         started, patch = bm.schedule(RUNTIME.kube, bench, now, start=pre.passed, ts=trials, failed=pre.failed)
         patch = {**(planned or {}), **pre.status, **patch}
         for name in started:
@@ -180,6 +183,23 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
         if patch.get("completionTime"):
             c = patch.get("trials", counts)
             kopf.info(bench, reason=patch["phase"], message=f"{patch['progress']} trials done, {c.get('failed', 0)} failed")
+
+
+def _wake_later(namespace: str, name: str, after_s: float) -> None:
+    """Schedule the Benchmark again in ``after_s`` (its preflight's probe pods are running; the timer is
+    slower): one pending wake per Benchmark, the sooner wins."""
+    key = f"{namespace}/{name}"
+    due = time.monotonic() + max(0.5, after_s)
+    old = _WAKES.get(key)
+    if old is not None and old[0] <= due and old[1].is_alive():
+        return
+    if old is not None:
+        old[1].cancel()
+    # in a copy of this context: kopf posts events only from its own (as trial_changed does)
+    t = threading.Timer(max(0.5, after_s), contextvars.copy_context().run, (_schedule_owner, namespace, name))
+    t.daemon = True
+    _WAKES[key] = (due, t)
+    t.start()
 
 
 def _preflight(bench: dict[str, Any], trials: list[dict[str, Any]], now: Any) -> preflight.Outcome:

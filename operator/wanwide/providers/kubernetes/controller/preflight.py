@@ -20,6 +20,7 @@ from wanwide.providers.kubernetes.kube.client import Kube
 
 CONDITION = "Preflight"
 PROBE_TIMEOUT_S = 120.0  # a probe pod not finished by then is reported, not waited for
+PROBE_POLL_S = 3.0  # how often the probe pods are read while they run
 RECHECK_S = 60.0  # a held Benchmark is checked again this long after its last verdict
 ROLE = "preflight"
 
@@ -32,6 +33,7 @@ class Outcome:
     status: dict[str, Any] = field(default_factory=dict)  # conditions and/or preflight
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
     failed: str | None = None  # failing past timeouts.preflight: the Benchmark fails, saying this
+    wake_s: float | None = None  # look again this soon (the probe pods are running)
 
 
 # ---- pure -------------------------------------------------------------------------------------
@@ -145,7 +147,7 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
     ns = names.preflight_namespace(bench["metadata"]["namespace"], bench["metadata"]["name"])
     if not pre.get("run"):
         if not due(pre, at):
-            return Outcome(False)
+            return Outcome(False, wake_s=RECHECK_S - (at - parse(pre["checkedTime"])).total_seconds())
         pre.setdefault("since", iso(at))
         o = observe(kube, bench, model, plans)
         nodes = [n["metadata"]["name"] for n in checks.hosts(o)]
@@ -165,7 +167,7 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
             if first:
                 conds = trialstate.set_condition(conds, CONDITION, "Unknown", "Checking", why, gen, at)
             return Outcome(False, {"conditions": conds, "preflight": {**pre, "run": run, "startTime": iso(at)}},
-                           [("Normal", "PreflightChecking", why)] if first else [])
+                           [("Normal", "PreflightChecking", why)] if first else [], wake_s=PROBE_POLL_S)
         return _decide(kube, bench, model, plans, o, conds, pre, at, ns)
     run = pre["run"]
     jobs = kube.list("batch/v1", "Job", {gather.PROBE_LABEL: run}, ns)
@@ -173,7 +175,7 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
     timed_out = (at - parse(pre["startTime"])).total_seconds() >= PROBE_TIMEOUT_S
     results = probe_results(jobs, pods, timed_out)
     if results is None:
-        return Outcome(False)
+        return Outcome(False, wake_s=PROBE_POLL_S)
     o = observe(kube, bench, model, plans)
     o.netem = results
     for j in jobs:
@@ -217,4 +219,4 @@ def _decide(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[Tri
     return Outcome(ok, {"conditions": conds,
                         "preflight": {**pre, "run": None, "checkedTime": iso(at), "checks": lines,
                                       **({"gaveUp": True} if final else {})}},
-                   events, failed=message if final else None)
+                   events, failed=message if final else None, wake_s=None if ok or final else RECHECK_S)
