@@ -37,10 +37,6 @@ UNEXERCISED: list[tuple[str, list[str], list[str], list[str], str]] = [
      "a pod Chaos Mesh cannot sync blocks the recovery of deleted chaos (a node without netem); only real Chaos "
      "Mesh on the real node does that (tests/cluster/test_e2e_real.py::test_a_delay_the_node_cannot_inject_fails_"
      "the_trial_saying_why; decisions in tests/test_phase_decisions.py)"),
-    ("trial", ["batch"], ["jobs"], ["delete"],
-     "a failed Keystone hook Job is deleted to run again (ChartRetry); kwok completes every Job, so no "
-     "cluster test fails one (tests/test_phase_decisions.py::test_a_failed_hook_job_is_deleted_to_run_again_"
-     "then_fails_the_trial)"),
     ("watch", [""], ["configmaps"], ["get"],
      "results.objectBucketClaim: the bucket's ConfigMap (providers/kubernetes/controller/results.py); the tests use results.s3"),
 ]
