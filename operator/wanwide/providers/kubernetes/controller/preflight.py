@@ -5,9 +5,12 @@ a later one reads their pods and decides; the verdict is kept in ``status.prefli
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from kubernetes.dynamic.exceptions import ForbiddenError
 
 from wanwide.core.api.benchmark import Benchmark
 from wanwide.core.lifecycle import needs_chaos
@@ -15,6 +18,7 @@ from wanwide.core.plan import names
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.core.timestamps import iso, parse
 from wanwide.providers.kubernetes.controller import trialstate
+from wanwide.providers.kubernetes.controller.actions import RBAC_LAG_S
 from wanwide.providers.kubernetes.doctor import checks, gather
 from wanwide.providers.kubernetes.kube.client import Kube
 
@@ -160,8 +164,8 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
             for obj in namespace_objects(bench, ns, subject, trial_clusterrole):
                 kube.apply(obj)
             for i, node in enumerate(nodes):
-                kube.apply(probe_job(bench, node, i, ns, model.spec.runner.image or "", run,
-                                     list(model.spec.runner.pod.image_pull_secrets or [])))
+                _apply(kube, probe_job(bench, node, i, ns, model.spec.runner.image or "", run,
+                                       list(model.spec.runner.pod.image_pull_secrets or [])))
             why = f"netem probe on {len(nodes)} node(s) in namespace {ns}"
             first = "checkedTime" not in pre  # checked again: the failing verdict stands meanwhile
             if first:
@@ -181,6 +185,18 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
     for j in jobs:
         kube.delete("batch/v1", "Job", j["metadata"]["name"], ns)
     return _decide(kube, bench, model, plans, o, conds, pre, at, ns)
+
+
+def _apply(kube: Kube, obj: dict[str, Any]) -> None:
+    """Apply, waiting out the authorizer's cache trailing the namespace's new RoleBinding."""
+    for delay in RBAC_LAG_S:
+        try:
+            kube.apply(obj)
+            return
+        except ForbiddenError:
+            if delay is None:
+                raise
+            time.sleep(delay)
 
 
 def current(status: dict[str, Any], generation: int | None) -> dict[str, Any]:
