@@ -87,13 +87,21 @@ def _params(plan: TrialPlan) -> str:
     return ",".join(f"{k}={v}" for k, v in plan.parameters.items())
 
 
+# Pod Security Admission on the trial namespaces: what runs there (the keystone chart, memcached, the
+# database operators' pods, Rally and probe Jobs) is admitted at baseline; what would not pass restricted is
+# reported (kubectl warnings, the audit log), not refused. Chaos Mesh injects from its own namespace.
+POD_SECURITY_LABELS = {"pod-security.kubernetes.io/enforce": "baseline",
+                       "pod-security.kubernetes.io/warn": "restricted",
+                       "pod-security.kubernetes.io/audit": "restricted"}
+
+
 def namespaces(plan: TrialPlan) -> list[dict[str, Any]]:
     out = []
     region_of = {plan.namespace(r): r for r in plan.region_names}
     for ns in plan.namespaces:
         region = region_of.get(ns)
-        out.append(obj("v1", "Namespace", meta(ns, None, plan.labels(region, None if region else "database"),
-                                               {names.A_PARAMETERS: _params(plan)})))
+        labels = {**plan.labels(region, None if region else "database"), **POD_SECURITY_LABELS}
+        out.append(obj("v1", "Namespace", meta(ns, None, labels, {names.A_PARAMETERS: _params(plan)})))
     return out
 
 
