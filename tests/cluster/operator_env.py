@@ -54,7 +54,7 @@ def free_port() -> int:
 
 
 def install_crds(tc) -> None:
-    tc.kubectl("apply", "--server-side", "--field-manager=wanwide-test", "-f", str(REPO / "crds"))
+    tc.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=wanwide-test", "-f", str(REPO / "crds"))
     for name in ("topologies", "benchmarks", "trials"):
         tc.kubectl("wait", "--for=condition=Established", f"crd/{name}.wanwide.io", "--timeout=60s")
 

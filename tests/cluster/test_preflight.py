@@ -105,6 +105,12 @@ def test_failing_past_timeouts_preflight_fails_the_benchmark_naming_the_label(en
     assert f"kubectl label node NODE {LABEL}=r1" in failed["message"], failed["message"]
     assert cond(b["status"], "Complete")["status"] == "False"
     assert set(trial_phases(tc, ns, name)) == {"Pending"} and not owned(tc, "namespaces", ns, name)
+    deadline, said = time.time() + 20, {}
+    while time.time() < deadline and "Failed" not in said:  # kopf posts events after the status write
+        said = {e["reason"]: e["message"] for e in tc.kubectl_json("get", "events", "-n", ns, "--field-selector",
+                f"involvedObject.name={name},involvedObject.kind=Benchmark")["items"]}
+        time.sleep(1)
+    assert said.get("Failed", "").startswith("no trial started: gave up after timeouts.preflight"), said
     print(f"failed {took:.0f} s after it was applied")
     t1 = time.time()
     tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=60s")

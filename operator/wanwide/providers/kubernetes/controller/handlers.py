@@ -181,8 +181,11 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
         if patch:
             RUNTIME.kube.patch_status(bm.API, "Benchmark", bench["metadata"]["name"], bench["metadata"]["namespace"], patch)
         if patch.get("completionTime"):
-            c = patch.get("trials", counts)
-            kopf.info(bench, reason=patch["phase"], message=f"{patch['progress']} trials done, {c.get('failed', 0)} failed")
+            now_status = {**(bench.get("status") or {}), **patch}
+            c = now_status.get("trials") or counts
+            said = (f"no trial started: {pre.failed}" if pre.failed else
+                    f"{now_status.get('progress')} trials done, {c.get('failed', 0)} failed")
+            kopf.info(bench, reason=now_status["phase"], message=said[:1000])
 
 
 def _wake_later(namespace: str, name: str, after_s: float) -> None:
