@@ -106,6 +106,16 @@ def test_benchmark_invalid():
     assert health(edited) == ("Degraded", "invalid spec: spec.matrix: bad")
 
 
+def test_benchmark_held_by_its_preflight_then_failed_by_it():
+    held = bench("Pending", "0/1", conditions=[cond("Preflight", "False", "1 of 5 check(s) failed: netem …"),
+                                               cond("Progressing", "False")])
+    assert health(held) == ("Degraded", "held by its preflight: 1 of 5 check(s) failed: netem …")
+    checking = bench("Pending", "0/1", conditions=[cond("Preflight", "Unknown", "netem probe on 3 node(s)")])
+    assert health(checking)[0] == "Progressing"
+    gave_up = bench("Failed", "0/1", conditions=[cond("Preflight", "False", "gave up …"), *operator_conditions("Failed")])
+    assert health(gave_up) == ("Degraded", "phase Failed, trials 0/1")
+
+
 def test_benchmark_succeeded_but_an_edit_only_reached_pending_trials():
     applied = cond("SpecApplied", "True", "generation 2 applies to trials not yet started; 4 started trial(s) keep their plan")
     assert health(bench("Succeeded", "4/4", conditions=[*operator_conditions("Succeeded"), applied])) == (
