@@ -5,8 +5,8 @@
 #   hack/e2e-kind.sh            everything below, in order
 #   hack/e2e-kind.sh cluster    kind cluster from hack/e2e-kind/kind.yaml (kept if it exists)
 #   hack/e2e-kind.sh image      docker build of the Dockerfile, kind load docker-image
-#   hack/e2e-kind.sh deps       Chaos Mesh, mariadb-operator, prometheus-operator
-#   hack/e2e-kind.sh results    S3 server, its bucket and the key Secret (hack/e2e-kind/results.yaml)
+#   hack/e2e-kind.sh deps       Chaos Mesh, mariadb-operator, prometheus-operator (hack/deps.sh)
+#   hack/e2e-kind.sh results    S3 server, its bucket and the key Secret (hack/deps.sh: manifests/deps/s3.yaml)
 #   hack/e2e-kind.sh operator   the wanwide chart, watching $E2E_NAMESPACE
 #   hack/e2e-kind.sh run        apply hack/e2e-kind/benchmark.yaml, then `wait`
 #   hack/e2e-kind.sh wait NAME  until Benchmark NAME is Complete (exit 0) or Failed, or
@@ -31,9 +31,6 @@ poll=${E2E_POLL:-10}
 system_ns=wanwide-system
 app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$root/charts/wanwide/Chart.yaml")
 img=ghcr.io/wanwide/wanwide:$app_version  # the chart's default image and the runner's
-CHAOS_MESH_CHART=2.8.3
-MARIADB_OPERATOR_CHART=26.6.0
-KUBE_PROMETHEUS_STACK_CHART=83.4.3
 
 cmd_cluster() {
   if kind get clusters 2>/dev/null | grep -qx "$cluster"; then
@@ -48,34 +45,13 @@ cmd_image() {
   kind load docker-image "$img" --name "$cluster"
 }
 
-cmd_deps() {
-  helm repo add chaos-mesh https://charts.chaos-mesh.org --force-update
-  helm repo add mariadb-operator https://mariadb-operator.github.io/mariadb-operator --force-update
-  helm repo add prometheus-community https://prometheus-community.github.io/helm-charts --force-update
-  helm repo update
-  helm upgrade --install chaos-mesh chaos-mesh/chaos-mesh -n chaos-mesh --create-namespace \
-    --version "$CHAOS_MESH_CHART" --wait --timeout 10m \
-    --set chaosDaemon.runtime=containerd --set chaosDaemon.socketPath=/run/containerd/containerd.sock \
-    --set dashboard.create=false
-  helm upgrade --install mariadb-operator-crds mariadb-operator/mariadb-operator-crds \
-    -n mariadb-operator --create-namespace --version "$MARIADB_OPERATOR_CHART" --wait
-  helm upgrade --install mariadb-operator mariadb-operator/mariadb-operator -n mariadb-operator \
-    --version "$MARIADB_OPERATOR_CHART" --wait --timeout 10m
-  # the operator and one Prometheus that scrapes the PodMonitors; nothing else of the stack
-  helm upgrade --install prom prometheus-community/kube-prometheus-stack -n monitoring --create-namespace \
-    --version "$KUBE_PROMETHEUS_STACK_CHART" --wait --timeout 10m \
-    --set grafana.enabled=false --set alertmanager.enabled=false \
-    --set nodeExporter.enabled=false --set kubeStateMetrics.enabled=false \
-    --set prometheus.prometheusSpec.podMonitorSelectorNilUsesHelmValues=false
+cmd_deps() { # what a user installs (hack/deps.sh), and prometheus-operator for the monitors
+  "$root/hack/deps.sh" install --only chaos-mesh,mariadb-operator,monitoring
 }
 
-cmd_results() {
-  kubectl create namespace "$system_ns" --dry-run=client -o yaml | kubectl apply -f -
-  kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f -
+cmd_results() { # the S3 server, its bucket and the key Secret in the Benchmark's namespace
   kubectl -n "$system_ns" delete job s3-bucket --ignore-not-found
-  kubectl apply -f "$here/results.yaml"
-  kubectl -n "$system_ns" rollout status deployment/s3 --timeout=5m
-  kubectl -n "$system_ns" wait --for=condition=complete job/s3-bucket --timeout=5m
+  "$root/hack/deps.sh" install --only s3 -n "$ns"
   kubectl -n "$system_ns" logs job/s3-bucket
 }
 

@@ -25,7 +25,7 @@ case "${1:-}" in
     sed -i -e "s/^version: .*/version: $new/" -e "s/^appVersion: .*/appVersion: \"$new\"/" \
       "$root/charts/wanwide/Chart.yaml"
     # grep finds nothing (exit 1) once no file shows the old tag: not a failure under pipefail
-    { grep -rlF "ghcr.io/wanwide/wanwide:$current" "$root/README.md" "$root/Dockerfile" "$root/docs" "$root/hack" || true; } |
+    { grep -rlF "ghcr.io/wanwide/wanwide:$current" "$root/README.md" "$root/Dockerfile" "$root/docs" "$root/hack" "$root/manifests" || true; } |
       while read -r f; do sed -i "s|ghcr.io/wanwide/wanwide:$current|ghcr.io/wanwide/wanwide:$new|g" "$f"; done
     "$root/hack/chart-docs.sh"  # the chart README shows the version
     echo "version $current -> $new"

@@ -1,7 +1,7 @@
 """hack/e2e-kind.sh's parts that need no kind, run for real: ``run``/``wait`` against a real
 kube-apiserver (the Benchmark's conditions set as the operator sets them: no operator
 runs here), and its results set-up (the S3 server's arguments and the bucket Job's script
-from hack/e2e-kind/results.yaml) with the real versitygw."""
+from manifests/deps/s3.yaml) with the real versitygw."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_complete_ends_the_wait(bench):
 def test_results_server_and_bucket_job_as_written(testcluster, tmp_path):
     """versitygw with the Deployment's arguments and keys; the Job's script makes the
     bucket (and is idempotent); a client with the Secret's keys sees it."""
-    docs = {d["kind"]: d for d in yaml.safe_load_all((KIND / "results.yaml").read_text())}
+    docs = {d["kind"]: d for d in yaml.safe_load_all((REPO / "manifests" / "deps" / "s3.yaml").read_text())}
     pod = docs["Deployment"]["spec"]["template"]["spec"]
     server = pod["containers"][0]
     port = free_port()

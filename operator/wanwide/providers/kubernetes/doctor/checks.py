@@ -135,7 +135,7 @@ def placement(o: Observed) -> Check:
 def chaos_mesh(o: Observed) -> list[Check]:
     if not o.served.get("NetworkChaos"):
         return [Check("Chaos Mesh", FAIL, "NetworkChaos is not served",
-                      "install Chaos Mesh ≥ 2.8 (hack/e2e-kind.sh deps does, or its chart: docs/chameleon.md)")]
+                      "install Chaos Mesh ≥ 2.8 (hack/deps.sh install --only chaos-mesh; docs/chameleon.md)")]
     out = [Check("Chaos Mesh", OK, "NetworkChaos served")]
     running = {(p.get("spec") or {}).get("nodeName") for p in o.chaos_daemons
                if (p.get("status") or {}).get("phase") == "Running"}
@@ -182,7 +182,7 @@ def database_operator(o: Observed) -> list[Check]:
         deps = o.dependency_deployments.get(name, [])
         if not o.served.get(kind):
             out.append(Check(name, FAIL if backend else WARN, f"{kind} is not served",
-                             f"install {name} (hack/e2e-kind.sh deps installs mariadb-operator; docs/chameleon.md)"
+                             f"install {name} (hack/deps.sh installs mariadb-operator: --only mariadb-operator; docs/chameleon.md)"
                              + ("" if name == "mariadb-operator" else ": no source usable here, bring your own")))
         elif not any(_ready(d) for d in deps):
             out.append(Check(name, FAIL, f"{kind} served but no {name} Deployment is available",
