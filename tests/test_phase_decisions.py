@@ -437,6 +437,9 @@ def test_a_silent_results_store_is_said_once_and_its_return_too():
     assert not phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0).actions
     d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", None)}, T0)  # back
     assert [a.reason for a in d.actions] == ["ResultsStoreAvailable"] and "results store" not in d.message
+    # back, and the bundles arrived before the next step: said all the same (a CI run saw it unsaid)
+    d = phases.decide(P, st, {"bundles": (P.load_regions, [], "s3://b/p/", None)}, T0)
+    assert d.phase == "CleaningUp" and [a.reason for a in d.actions if isinstance(a, Emit)] == ["ResultsStoreAvailable"]
     # a runner still uploading in Loading: the same words
     ld = _loading("load-1")
     d = phases.decide(P, ld, {"jobs": dict.fromkeys(P.load_regions, "running"), "store": down}, T0)

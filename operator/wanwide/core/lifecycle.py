@@ -580,7 +580,9 @@ def collecting(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> St
         message, said = store_said(f"waiting for result bundles of {', '.join(missing)} in {uri}", status,
                                    seen.store_error)
         return Step(message=message, actions=said, wake_s=5)
-    return Step("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}", {"resultsURI": uri, "outcome": "Succeeded"})
+    _, back = store_said("", status, None)  # the store came back and the bundles arrived between two steps
+    return Step("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}", {"resultsURI": uri, "outcome": "Succeeded"},
+                actions=back)
 
 
 def cleaning_up(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
