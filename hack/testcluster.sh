@@ -364,6 +364,29 @@ install_standins() { # the chaos-daemon and database operators the preflight loo
     -f "$HERE/standins.yaml" >/dev/null
 }
 
+settle_standins() { # every stand-in pod running: kwok never plays a pod bound to a node in the
+  # instant the node is created (seen: a chaos-daemon pod Pending for good on a new kwok-r6, which
+  # held every Benchmark at its preflight); a pod Pending for 30 s is deleted and its controller makes
+  # another (with hundreds of new nodes kwok's queue alone keeps pods Pending for a while: not those)
+  kc get namespace wanwide-standins >/dev/null 2>&1 || return 0
+  local end=$((SECONDS + 300)) now name created stale pending
+  while ((SECONDS < end)); do
+    pending=$(kc get pods -n wanwide-standins --field-selector=status.phase=Pending \
+      -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.creationTimestamp}{"\n"}{end}' 2>/dev/null)
+    [[ -z $pending ]] && return 0
+    now=$(date +%s) stale=()
+    while read -r name created; do
+      [[ -n $name ]] && (( now - $(date -d "$created" +%s) >= 30 )) && stale+=("$name")
+    done <<<"$pending"
+    if ((${#stale[@]})); then
+      log "stand-in pods Pending for 30 s, made again: ${stale[*]}"
+      kc delete pod -n wanwide-standins "${stale[@]}" --wait=false >/dev/null 2>&1 || true
+    fi
+    sleep 2
+  done
+  die "stand-in pods still Pending after 300 s: $(echo "$pending" | cut -d' ' -f1 | tr '\n' ' ')"
+}
+
 # ---------------------------------------------------------------- nodes
 ensure_nodes() { # N
   local n=${1:-${WANWIDE_TEST_NODES:-3}} i docs=""
@@ -451,6 +474,7 @@ cmd_up() { # [--real-node]
   start_kwok
   ensure_nodes "${WANWIDE_TEST_NODES:-3}"
   install_standins
+  settle_standins
   log "waiting for the default ServiceAccount"
   wait_for "serviceaccount default" 60 kc get serviceaccount default -n default
   # shellcheck source=/dev/null
@@ -593,7 +617,7 @@ main() {
     nodes)
       resolve_kubectl
       ensure_ports
-      ensure_nodes "${1:?usage: $0 nodes N}" ;;
+      ensure_nodes "${1:?usage: $0 nodes N}"; settle_standins ;;
     restart-apiserver) cmd_restart_apiserver ;;
     s3) cmd_s3 "${1:-}" ;;
     bin) bin_path "${1:?usage: $0 bin NAME}" ;;
