@@ -11,6 +11,7 @@
 #   hack/chaos-mesh.sh uninstall   # helm uninstall, wait for the pods to go
 #   hack/chaos-mesh.sh ref NAME    # image reference of NAME (chaos-mesh | chaos-probe)
 #   hack/chaos-mesh.sh address     # the containerd socket import/install use
+#   hack/chaos-mesh.sh chart       # the module's own chart directory (what install installs)
 #   hack/chaos-mesh.sh status      # what is cached / imported / installed
 #
 # What is built (docs/chaos-mesh.md says why):
@@ -335,6 +336,7 @@ case $cmd in
   uninstall) cmd_uninstall ;;
   ref) cmd_ref "${ARG:?usage: ref NAME}" ;;
   address) containerd_address ;;
+  chart) echo "$(module_dir)/helm/chaos-mesh" ;;
   status) cmd_status ;;
   *) usage; exit 2 ;;
 esac

@@ -133,6 +133,8 @@ cmd_install() {
   fi
   if wants s3; then
     step "S3 server, bucket wanwide-results, Secret wanwide-results in $ns (for trying it out)"
+    # the namespace the chart's README install uses too (helm install --create-namespace takes it as is)
+    run kubectl create namespace "$SYSTEM_NS" --dry-run=client -o yaml | run kubectl apply -f -
     s3_manifest | run kubectl apply -f -
     if [[ $ns != default ]]; then  # the manifest's Secret is for the default namespace
       run kubectl create namespace "$ns" --dry-run=client -o yaml | run kubectl apply -f -

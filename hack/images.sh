@@ -12,7 +12,7 @@
 #   hack/images.sh key NAME               the content key (what the cache is named by)
 #   hack/images.sh path NAME              the archive (docker-archive tar) for NAME
 #
-# NAMEs: pause keystone mariadb memcached dep-check mariadb-operator wanwide.
+# NAMEs: pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide.
 # Cache: $WANWIDE_CACHE/images (default ~/.cache/wanwide/images): NAME-KEY.tar + .json.
 # The key hashes everything that defines an image: the build function's text, the
 # shared helpers, the files copied in, the pins, the Debian suite and mirror, the
@@ -49,7 +49,7 @@ REGISTRY=${WANWIDE_IMAGE_REGISTRY:-wanwide.local}
 SUITE=bookworm
 MIRROR=${WANWIDE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${WANWIDE_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
-NAMES=(pause keystone mariadb memcached dep-check mariadb-operator wanwide)
+NAMES=(pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide)
 
 # upstream sources: dir under $WANWIDE_UPSTREAM_DIR | git remote | commit
 # (read through a nameref in upstream_dir)
@@ -319,6 +319,20 @@ build_mariadb_operator() {
     --dir /tmp:1777 --dir /home/nonroot:0700 --dir /root:0700 \
     --entrypoint '["/bin/mariadb-operator"]' --user 65532:65532 --workdir / \
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+}
+
+# s3: the S3 server hack/deps.sh starts to try wanwide with (manifests/deps/s3.yaml names
+# versity/versitygw at this version): the same module the test cluster runs on the host,
+# `go install`ed from the module proxy (CGO off), alone in its image at /app/versitygw
+# (upstream's path) with a writable /tmp; root, as upstream's image runs.
+VERSITYGW_VERSION=v1.8.0
+inputs_s3() { echo "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"; "$GO" version; }
+build_s3() {
+  local w=$1
+  (cd "$w" && GOBIN="$w/bin" CGO_ENABLED=0 GOOS=linux GOARCH=amd64 GOTOOLCHAIN=local \
+    "$GO" install -trimpath -ldflags='-s -w' "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION")
+  mkimage s3 --add "$w/bin/versitygw:/app/versitygw:0755" --dir /tmp:1777 \
+    --entrypoint '["/app/versitygw"]' --workdir /app
 }
 
 # python-base: what the Dockerfile's PYTHON_IMAGE (python:3.11-slim-bookworm) gives it:

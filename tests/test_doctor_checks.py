@@ -109,3 +109,30 @@ def test_an_unwritable_bucket_fails():
     o.s3 = (False, "http://s3:7070 bucket results: ClientError: NoSuchBucket")
     c = _by_what(o)["results store"]
     assert c.state == FAIL and "NoSuchBucket" in c.detail and "spec.results.s3" in c.fix
+
+
+def test_a_bucket_behind_a_cluster_name_is_written_from_a_pod_as_the_runner_would(monkeypatch):
+    """From a laptop, s3.wanwide-system.svc does not resolve: the doctor writes from a pod in the
+    Benchmark's namespace, with the Secret's keys, under restricted Pod Security."""
+    from wanwide.providers.kubernetes.doctor import gather
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert gather.cluster_only("http://s3.wanwide-system.svc:7070")
+    assert gather.cluster_only("http://minio:9000")
+    assert gather.cluster_only("http://s3.x.svc.cluster.local")
+    assert not gather.cluster_only("https://s3.eu-west-1.amazonaws.com")
+    assert not gather.cluster_only("http://localhost:9000")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")  # the operator's preflight: in the cluster
+    assert not gather.cluster_only("http://s3.wanwide-system.svc:7070")
+    bench = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "b", "namespace": "lab"},
+             "spec": {"topologyRef": "t", "results": {"s3": {"endpoint": "http://s3.wanwide-system.svc:7070",
+                                                             "bucket": "res", "secretRef": {"name": "keys"}}},
+                      "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token"}]}}}
+    job = gather.bucket_job(bench, "p/.wanwide-doctor-x", "img", "abc")
+    assert job["metadata"]["namespace"] == "lab"
+    pod = job["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") or e["valueFrom"]["secretKeyRef"] for e in pod["containers"][0]["env"]}
+    assert env["S3_ENDPOINT"] == "http://s3.wanwide-system.svc:7070" and env["BUCKET"] == "res"
+    assert env["AWS_ACCESS_KEY_ID"] == {"name": "keys", "key": "AWS_ACCESS_KEY_ID"}
+    assert pod["securityContext"]["runAsNonRoot"] and pod["containers"][0]["securityContext"]["capabilities"] == {
+        "drop": ["ALL"]}

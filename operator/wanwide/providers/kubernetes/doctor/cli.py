@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         gather.netem(kube, o, args.probe_namespace, args.image, args.timeout, logs=_logs(kube), progress=say)
     if bench_doc is not None:
         say("writing to the results bucket …")
-        o.s3 = gather.bucket(kube, bench_doc)
+        o.s3 = gather.bucket(kube, bench_doc, pod={"image": args.image, "timeout_s": args.timeout, "progress": say})
     table = checks.all_checks(o)
     print(checks.table(table))
     return 1 if any(c.state == checks.FAIL for c in table) else 0
@@ -64,7 +64,7 @@ def add_doctor_parser(sub: argparse._SubParsersAction) -> None:
                    help="namespace the Benchmark will be applied in (its results Secret is read there)")
     p.add_argument("--probe-namespace", default="wanwide-doctor",
                    help="namespace of the netem probe pods (created, labelled privileged: they need NET_ADMIN)")
-    p.add_argument("--image", default=DEFAULT_IMAGE, help="image of the netem probe (needs tc: the wanwide image)")
+    p.add_argument("--image", default=DEFAULT_IMAGE, help="image of the probe pods (netem needs tc, the bucket boto3: the wanwide image)")
     p.add_argument("--timeout", type=float, default=180, help="seconds to wait for the probe pods")
     p.add_argument("--no-netem", action="store_true", help="skip the netem probe pods")
     p.add_argument("-q", "--quiet", action="store_true", help="only the table")

@@ -1,8 +1,10 @@
 """What ``wanwide doctor`` reads from the cluster, and its probes: a netem qdisc added inside a pod's own
-network namespace on each node that will host a region, and one object written to the results bucket."""
+network namespace on each node that will host a region, and one object written to the results bucket
+(from a pod in the Benchmark's namespace when the endpoint is a name only the cluster resolves)."""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -15,6 +17,18 @@ from wanwide.providers.kubernetes.kube.client import Kube
 CHAOS_API, MARIADB_API, CRDB_API = "chaos-mesh.org/v1alpha1", "k8s.mariadb.com/v1alpha1", "crdb.cockroachlabs.com/v1alpha1"
 NETEM_SCRIPT = "tc qdisc add dev lo root netem delay 1ms && tc qdisc show dev lo"
 PROBE_LABEL = "wanwide.io/doctor"
+# one object written and deleted, with the runner's own client (env: the Benchmark's endpoint and keys)
+BUCKET_SCRIPT = """
+import os, sys
+from wanwide.pipeline.runner.upload import s3_client
+c = s3_client(os.environ["S3_ENDPOINT"], os.environ["S3_REGION"], None, connect_timeout=5)
+try:
+    c.put_object(Bucket=os.environ["BUCKET"], Key=os.environ["KEY"], Body=b"wanwide doctor")
+    c.delete_object(Bucket=os.environ["BUCKET"], Key=os.environ["KEY"])
+except Exception as e:
+    sys.exit(f"{type(e).__name__}: {str(e)[:200]}")
+print("writable")
+"""
 
 
 def cluster(kube: Kube) -> Observed:
@@ -106,8 +120,9 @@ def terminated(pod: dict[str, Any]) -> str:
     return (pod.get("status") or {}).get("message") or ""
 
 
-def bucket(kube: Kube, bench: dict[str, Any]) -> tuple[bool, str]:
-    """Write and delete one object in the Benchmark's results bucket, with its credentials."""
+def bucket(kube: Kube, bench: dict[str, Any], pod: dict[str, Any] | None = None) -> tuple[bool, str]:
+    """Write and delete one object in the Benchmark's results bucket, with its credentials; with ``pod``
+    (image, timeout_s, progress) from a pod when only the cluster resolves the endpoint."""
     from wanwide.core.api.benchmark import Benchmark
     from wanwide.pipeline.runner.upload import Credentials, s3_client
 
@@ -129,11 +144,75 @@ def bucket(kube: Kube, bench: dict[str, Any]) -> tuple[bool, str]:
                                   for k in (s3.secret_ref.access_key_key, s3.secret_ref.secret_key_key)))
         except KeyError as e:
             return False, f"Secret {ns}/{s3.secret_ref.name} has no key {e}"
-    client = s3_client(s3.endpoint, s3.region, creds, connect_timeout=5)
     key = f"{s3.prefix.strip('/')}/.wanwide-doctor-{uuid.uuid4().hex[:8]}".lstrip("/")
+    if pod is not None and cluster_only(s3.endpoint):
+        return _bucket_from_a_pod(kube, bench, key, **pod)
+    client = s3_client(s3.endpoint, s3.region, creds, connect_timeout=5)
     try:
         client.put_object(Bucket=s3.bucket, Key=key, Body=b"wanwide doctor")
         client.delete_object(Bucket=s3.bucket, Key=key)
     except Exception as e:  # noqa: BLE001 - any refusal is the answer
         return False, f"{s3.endpoint} bucket {s3.bucket}: {type(e).__name__}: {str(e)[:200]}"
     return True, f"{s3.endpoint} bucket {s3.bucket} writable"
+
+
+def cluster_only(endpoint: str) -> bool:
+    """Whether ``endpoint`` names a Service only the cluster's DNS resolves (``s3.ns.svc``, a bare
+    ``minio``) and this process runs outside the cluster."""
+    from urllib.parse import urlparse
+
+    host = urlparse(endpoint).hostname or ""
+    inside = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    return not inside and (host.endswith((".svc", ".cluster.local")) or ("." not in host and host != "localhost"))
+
+
+def bucket_job(bench: dict[str, Any], key: str, image: str, run: str) -> dict[str, Any]:
+    """A one-shot pod in the Benchmark's namespace writing ``key`` as its Rally Jobs will: the same
+    endpoint, the Secret's keys (or the pod's ambient credentials), restricted Pod Security."""
+    from wanwide.core.api.benchmark import Benchmark
+
+    s3 = Benchmark.model_validate({**bench, "status": None}).spec.results.s3
+    env = [{"name": "S3_ENDPOINT", "value": s3.endpoint}, {"name": "S3_REGION", "value": s3.region or "us-east-1"},
+           {"name": "BUCKET", "value": s3.bucket}, {"name": "KEY", "value": key}]
+    if s3.secret_ref is not None:
+        env += [{"name": var, "valueFrom": {"secretKeyRef": {"name": s3.secret_ref.name, "key": k}}}
+                for var, k in (("AWS_ACCESS_KEY_ID", s3.secret_ref.access_key_key),
+                               ("AWS_SECRET_ACCESS_KEY", s3.secret_ref.secret_key_key))]
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": f"wanwide-doctor-bucket-{run}", "namespace": bench["metadata"].get("namespace") or "default",
+                     "labels": {PROBE_LABEL: run}},
+        "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 600, "template": {
+            "metadata": {"labels": {PROBE_LABEL: run}},
+            "spec": {"restartPolicy": "Never",
+                     "securityContext": {"runAsNonRoot": True, "runAsUser": 10001,
+                                         "seccompProfile": {"type": "RuntimeDefault"}},
+                     "containers": [{"name": "bucket", "image": image, "command": ["python", "-c", BUCKET_SCRIPT],
+                                     "env": env, "terminationMessagePolicy": "FallbackToLogsOnError",
+                                     "securityContext": {"allowPrivilegeEscalation": False,
+                                                         "capabilities": {"drop": ["ALL"]}}}]}}},
+    }
+
+
+def _bucket_from_a_pod(kube: Kube, bench: dict[str, Any], key: str, image: str = DEFAULT_IMAGE,
+                       timeout_s: float = 180, progress: Callable[[str], None] = print) -> tuple[bool, str]:
+    from wanwide.core.api.benchmark import Benchmark
+
+    s3 = Benchmark.model_validate({**bench, "status": None}).spec.results.s3
+    run = uuid.uuid4().hex[:6]
+    job = bucket_job(bench, key, image, run)
+    ns = job["metadata"]["namespace"]
+    progress(f"{s3.endpoint} resolves only in the cluster: writing from a pod in {ns} (image {image})")
+    kube.apply(job)
+    where = f"{s3.endpoint} bucket {s3.bucket} (from a pod in {ns})"
+    try:
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            for p in kube.list("v1", "Pod", {PROBE_LABEL: run}, ns):
+                phase = (p.get("status") or {}).get("phase")
+                if phase in ("Succeeded", "Failed"):
+                    return phase == "Succeeded", f"{where}: {'writable' if phase == 'Succeeded' else terminated(p)}"
+            time.sleep(2)
+        return False, f"{where}: the pod did not finish within {timeout_s:.0f} s"
+    finally:
+        kube.delete("batch/v1", "Job", job["metadata"]["name"], ns)
