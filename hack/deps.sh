@@ -119,7 +119,7 @@ cmd_install() {
     mapfile -t v < <(values_arg CHAOS_MESH_VALUES)
     helm_install chaos-mesh chaos-mesh CHAOS_MESH_CHART "$CHAOS_MESH_REPO" chaos-mesh "$CHAOS_MESH_VERSION" \
       --set "chaosDaemon.runtime=$runtime" --set "chaosDaemon.socketPath=$socket" \
-      --set dashboard.create=false "${v[@]}"
+      --set dashboard.create=false --set dnsServer.create=false "${v[@]}"  # wanwide uses no DNSChaos
     step_end
   fi
   if wants mariadb-operator; then
