@@ -275,8 +275,10 @@ def test_uniform_9_at_0ms_runs_to_complete_with_its_bundle_in_the_bucket(quickst
     b = _wait(done, 5400, "uniform-9 at 0 ms Complete or Failed", interval=30)
     took = time.monotonic() - t0
     print(f"uniform-9 at 0 ms: {took:.0f} s to {b['status'].get('phase')}")
-    assert _conditions(b)["Complete"]["status"] == "True", json.dumps(b["status"], indent=1)[-6000:]
     trials = tc.kubectl_json("get", "trials", "-n", "default")["items"]
+    said = [{k: (t.get("status") or {}).get(k) for k in ("phase", "outcome", "reason", "message")} for t in trials]
+    events = tc.kubectl("get", "events", "-n", "default", "--sort-by=.lastTimestamp", check=False).stdout[-6000:]
+    assert _conditions(b)["Complete"]["status"] == "True", f"{said}\n{events}"
     assert trials and all(t["status"]["phase"] == "Succeeded" for t in trials), [t["status"] for t in trials]
     uri = b["status"].get("resultsURI", "")
     print(uri, [t["status"].get("resultsURI") for t in trials])
