@@ -194,6 +194,9 @@ class FakeKube:
                     tg = []
                     for t in cfg["targets"]:
                         a, b = cfg["region"], t["region"]
+                        if a == b:  # its own region: the platform's round trip alone
+                            tg.append({**t, "samples_ms": [0.2] * 5})
+                            continue
                         cut = links[(a, b)].loss_pct >= 100 or links[(b, a)].loss_pct >= 100
                         rtt = (links[(a, b)].delay_ms + links[(b, a)].delay_ms) * self.rtt_factor + 0.2
                         tg.append({**t, "samples_ms": [] if cut else [rtt] * 5})

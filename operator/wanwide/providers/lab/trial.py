@@ -120,7 +120,7 @@ class LabTrial:
                     self.ops.set_link(self.dep, *pair, wan.effective(pair))
             return {}
         if isinstance(a, lc.Measure):
-            self.measured[a.check] = {pair: self.ops.measure(self.dep, *pair) for pair in lc.probe_pairs(self.p)}
+            self.measured[a.check] = {pair: self.ops.measure(self.dep, *pair) for pair in lc.measured_pairs(self.p)}
             rows, _ = lc.verdict(self.p, self.measured[a.check])
             if a.check > 1:  # both measurements recorded
                 first, _ = lc.verdict(self.p, self.measured[a.check - 1])

@@ -8,7 +8,7 @@ from typing import Any
 
 from wanwide.core.api.units import seconds
 from wanwide.core.contracts import EXIT_UPLOAD, ProbeConfig, ProbeTarget, S3Target, s3_target
-from wanwide.core.lifecycle import probe_pairs, rtt_requested
+from wanwide.core.lifecycle import measured_pairs, rtt_requested
 from wanwide.core.plan.runner import Addresses, config_json, runner_config
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.render.common import PLACEHOLDER, meta, obj, svc_host
@@ -119,10 +119,11 @@ PROBE_PATH = "/etc/wanwide/probe.json"
 
 def probe_jobs(plan: TrialPlan, check: int, results: S3Target) -> list[dict[str, Any]]:
     """The network check's measurement ``check``: a ConfigMap and a Job per region that probes (the
-    lifecycle's probe pairs, to each destination's Keystone Service, the way the workload crosses the WAN)."""
+    lifecycle's probe pairs, to each destination's Keystone Service, the way the workload crosses the WAN;
+    and its own region's, the reference without the WAN)."""
     known = targets(plan)
     by_src: dict[str, list[ProbeTarget]] = {}
-    for src, dst in probe_pairs(plan):
+    for src, dst in measured_pairs(plan):
         host, port = known[(dst, "keystone")]
         by_src.setdefault(src, []).append(ProbeTarget(region=dst, host=host, port=port,
                                                       requested_rtt_ms=rtt_requested(plan, (src, dst))))
