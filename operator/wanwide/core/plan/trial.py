@@ -12,7 +12,7 @@ from wanwide.core.api.topology import Link, Network, TopologySpec
 from wanwide.core.plan import latency, names
 from wanwide.core.plan import topology as topo
 from wanwide.core.plan.errors import Problem, Problems
-from wanwide.core.plan.faults import FaultWindow, timeline
+from wanwide.core.plan.faults import FaultWindow, longest_cut_s, timeline
 from wanwide.core.plan.links import LinkMap
 from wanwide.core.plan.matrix import Point, expand
 from wanwide.core.plan.monitoring import MonitoringConfig, monitoring_config
@@ -258,6 +258,7 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
     if problems.items:
         return None
     max_rtt = max((v.delay_ms + lm[(b, a)].delay_ms for (a, b), v in lm.items()), default=0.0)
+    faults = timeline(spec.faults, region_names, primary, lm)
     return TrialPlan(
         benchmark=bench.metadata.name,
         bench_namespace=bench.metadata.namespace,
@@ -273,9 +274,9 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         load_regions=load_regions,
         scenarios=scenarios,
         max_rtt_ms=max_rtt,
-        database=database_config(spec, backend, max_rtt),
+        database=database_config(spec, backend, max_rtt, longest_cut_s(faults)),
         keystone=keystone_config(spec),
-        faults=timeline(spec.faults, region_names, primary, lm),
+        faults=faults,
         monitoring=monitoring_config(spec),
         spec=spec,
         spread_key=topo.spread_key(topology),
