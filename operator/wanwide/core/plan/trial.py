@@ -172,6 +172,8 @@ def _parameters(spec: BenchmarkSpec, point: Point, n_regions: int, net: Network)
         p["intraGroupRtt"] = net.intra_group.rtt
     if net.inter_group is not None and net.inter_group.rtt:
         p["interGroupRtt"] = net.inter_group.rtt
+    if point.get("load_region") is not None:
+        p["loadRegion"] = str(point.get("load_region"))
     if point.get("scenario") is not None:
         p["scenario"] = str(point.get("scenario"))
     p["repetition"] = str(point.repetition)
@@ -228,15 +230,19 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
             "spec.database.primaryRegion",
             f"unknown region {primary!r}: use one of {', '.join(region_names)}",
         )
+    swept_lr = point.get("load_region")
     if load == "light":
-        lr = spec.workload.load_region or region_names[0]
+        lr = str(swept_lr or spec.workload.load_region or region_names[0])
         if lr not in names_set:
             problems.add(
-                "spec.workload.loadRegion",
+                "spec.matrix.loadRegion" if swept_lr else "spec.workload.loadRegion",
                 f"unknown region {lr!r} for light load: use one of {', '.join(region_names)}",
             )
         load_regions = [lr]
     else:
+        if swept_lr is not None:
+            problems.add("spec.matrix.loadRegion", "where light load runs: with load high every region runs Rally; "
+                         "sweep loadRegion in a Benchmark whose load is light")
         load_regions = list(region_names)
     for i, p in enumerate(spec.faults.partitions):
         _check_regions(f"spec.faults.partitions[{i}].regions", p.regions, names_set, problems)
