@@ -8,7 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from wanwide.pipeline.results.ci import B, group_ci, median_order_ci, norm_ppf, ratio_interval
+from wanwide.pipeline.results.ci import (
+    B,
+    expanded_level,
+    group_ci,
+    median_order_ci,
+    ratio_interval,
+    t975,
+    u_test,
+    verdict,
+)
 from wanwide.pipeline.results.headline import slope
 
 SIMS = 300
@@ -18,10 +27,12 @@ def _coverage(hits: list[bool]) -> float:
     return sum(hits) / len(hits)
 
 
-def test_norm_ppf_matches_known_quantiles():
-    assert norm_ppf(0.975) == pytest.approx(1.959963985, abs=1e-8)
-    assert norm_ppf(0.5) == pytest.approx(0.0, abs=1e-12)
-    assert norm_ppf(0.001) == pytest.approx(-3.090232306, abs=1e-7)
+def test_quantiles_and_the_expanded_bootstrap_level():
+    assert t975(2) == pytest.approx(4.303, abs=1e-3)  # Student's table
+    assert t975(30) == pytest.approx(2.042, abs=1e-3)
+    # a bootstrap of 10 values is asked for more than 95 %, of 1000 values for about 95 %
+    assert 0.97 < expanded_level(10) < 0.99
+    assert expanded_level(1000) == pytest.approx(0.95, abs=0.001)
 
 
 def test_mean_interval_covers_the_true_mean_about_95_percent():
@@ -122,3 +133,34 @@ def test_too_little_data_gives_no_interval_rather_than_a_false_one():
     assert empty.n == 0 and math.isnan(empty.median.value)
     r = ratio_interval(group_ci(np.array([1.0, 1.1, 0.9])).median, group_ci(np.array([2.0, 2.1, 1.9])).median)
     assert math.isnan(r.lo) and not r.significant  # 3 values: no 95 % median interval, so no verdict
+
+
+def test_durations_over_runs_keep_their_interval_above_zero_and_their_coverage():
+    """Two runs far apart (a machine that was busy in one sitting): the interval of a duration is a
+    factor either way on the log scale, never below zero; and on runs that differ by a factor it
+    still contains the true median about as often as it says."""
+    c = group_ci(np.concatenate([np.full(20, 0.1) * np.linspace(0.9, 1.1, 20), np.full(20, 5.0)]),
+                 np.repeat([0, 1], 20))
+    assert c.mean.method == "t-over-runs" and c.mean.lo > 0 and c.median.lo > 0
+    assert c.mean.hi > 5  # the spread of two runs is wide, not cut
+    rng = np.random.default_rng(14)
+    hits = []
+    for _ in range(SIMS):
+        runs = [np.exp(rng.normal(0, 0.2)) * rng.lognormal(0, 0.3, 30) for _ in range(4)]
+        hits.append((m := group_ci(np.concatenate(runs), np.repeat(range(4), 30)).median).lo <= 1.0 <= m.hi)
+    assert 0.9 <= _coverage(hits) <= 1.0
+
+
+def test_a_claim_of_no_effect_needs_an_interval_inside_the_bound():
+    assert verdict(0.2, 1.5, 0.5) == "up"
+    assert verdict(-1.2, -0.1, 0.5) == "down"
+    assert verdict(-0.3, 0.4, 0.5) == "same"  # inside ±0.5: no effect beyond it
+    assert verdict(-0.8, 1.5, 0.5) == "unclear"  # allows both: "cannot tell", never "does not grow"
+    assert verdict(float("nan"), float("nan"), 0.5) == "too-few"
+
+
+def test_the_u_test_over_runs_and_when_it_cannot_tell():
+    assert math.isnan(u_test(np.array([1.0]), np.array([2.0, 3.0])))
+    assert u_test(np.array([1.0, 1.1, 1.2]), np.array([2.0, 2.1, 2.2])) == pytest.approx(0.1)
+    rng = np.random.default_rng(15)
+    assert u_test(rng.normal(1, 0.1, 40), rng.normal(1.2, 0.1, 40)) < 1e-6

@@ -243,6 +243,9 @@ class Matrix(Model):
     inter_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
     loss: list[Percent] | None = Field(None, min_length=1, max_length=20, description="Default link loss.")
     load: list[Load] | None = Field(None, min_length=1, max_length=2)
+    load_region: list[RegionName] | None = Field(
+        None, min_length=1, max_length=20,
+        description="Where light load runs (workload.loadRegion), swept: e.g. the database's region and a far one.")
     scenario: list[str] | None = Field(
         None,
         min_length=1,

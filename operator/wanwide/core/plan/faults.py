@@ -106,3 +106,8 @@ def occurrences(w: FaultWindow, until_s: float) -> list[tuple[float, float]]:
         out.append((t, t + w.duration_s))
         t += w.every_s
     return out
+
+
+def longest_cut_s(windows: list[FaultWindow]) -> float:
+    """The longest time a region stays cut off (a partition, one dropout's cut); 0 without cuts."""
+    return max((w.duration_s for w in windows if w.kind in ("partition", "dropout")), default=0.0)

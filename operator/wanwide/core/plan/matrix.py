@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from wanwide.core.api.benchmark import BenchmarkSpec
 
 # Axis order decides trial indices: the slowest-changing axis first.
-AXES = ("backend", "regions", "rtt", "intra_group_rtt", "inter_group_rtt", "loss", "load", "scenario")
+AXES = ("backend", "regions", "rtt", "intra_group_rtt", "inter_group_rtt", "loss", "load", "load_region", "scenario")
 @dataclass(frozen=True)
 class Point:
     """One trial's parameters (None = not swept, take the spec's value) and its place in the run order."""

@@ -7,6 +7,7 @@ Only where a process lives (addresses, directories, sockets) is the provider's.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,8 @@ class DatabaseConfig:
     galera: dict[str, str]  # wsrep_provider_options (empty unless galera)
     galera_sst: str = "rsync"
     cluster_healthy_timeout: str = "30s"
+    # a member's liveness probe (every LIVENESS_PERIOD_S): how many failures restart it
+    liveness_failure_threshold: int = 3
 
     @property
     def galera_dynamic(self) -> dict[str, str]:
@@ -84,18 +87,29 @@ class DatabaseConfig:
         return {k: v for k, v in self.galera.items() if k not in GALERA_DYNAMIC_OPTIONS}
 
 
-def database_config(spec: BenchmarkSpec, backend: str, max_rtt_ms: float) -> DatabaseConfig:
+LIVENESS_PERIOD_S = 10
+REJOIN_MARGIN_S = 120  # a member back from a cut rejoins (IST) and syncs within this, on this machine
+
+
+def database_config(spec: BenchmarkSpec, backend: str, max_rtt_ms: float, longest_cut_s: float = 0.0) -> DatabaseConfig:
+    """The database of a trial. A fault window measures the database, not its operator: with cuts in
+    the plan, a cut-off Galera member (non-primary, its liveness failing) is not restarted during the
+    cut, and mariadb-operator does not start a cluster recovery before the cut is over and the member
+    has had ``REJOIN_MARGIN_S`` to rejoin (docs/backends.md, "Faults and the database operator")."""
     g = spec.database.galera
     galera: dict[str, str] = {}
     if backend == "galera":
         galera = {"gcs.fc_limit": GALERA_FC_LIMIT, **galera_wan_options(max_rtt_ms), **(g.provider_options or {})}
+    healthy_s = max(30, int(max_rtt_ms * 0.3), math.ceil(longest_cut_s + REJOIN_MARGIN_S) if longest_cut_s else 0)
     return DatabaseConfig(
         backend=backend,
         in_memory=spec.database.in_memory,
         server=dict(SERVER_OPTIONS),
         galera=dict(sorted(galera.items())),
         galera_sst=g.sst,
-        cluster_healthy_timeout=g.cluster_healthy_timeout or f"{max(30, int(max_rtt_ms * 0.3))}s",
+        cluster_healthy_timeout=g.cluster_healthy_timeout or f"{healthy_s}s",
+        liveness_failure_threshold=max(3, math.ceil((longest_cut_s + REJOIN_MARGIN_S) / LIVENESS_PERIOD_S))
+        if longest_cut_s else 3,
     )
 
 

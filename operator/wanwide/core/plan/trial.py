@@ -12,7 +12,7 @@ from wanwide.core.api.topology import Link, Network, TopologySpec
 from wanwide.core.plan import latency, names
 from wanwide.core.plan import topology as topo
 from wanwide.core.plan.errors import Problem, Problems
-from wanwide.core.plan.faults import FaultWindow, timeline
+from wanwide.core.plan.faults import FaultWindow, longest_cut_s, timeline
 from wanwide.core.plan.links import LinkMap
 from wanwide.core.plan.matrix import Point, expand
 from wanwide.core.plan.monitoring import MonitoringConfig, monitoring_config
@@ -172,6 +172,8 @@ def _parameters(spec: BenchmarkSpec, point: Point, n_regions: int, net: Network)
         p["intraGroupRtt"] = net.intra_group.rtt
     if net.inter_group is not None and net.inter_group.rtt:
         p["interGroupRtt"] = net.inter_group.rtt
+    if point.get("load_region") is not None:
+        p["loadRegion"] = str(point.get("load_region"))
     if point.get("scenario") is not None:
         p["scenario"] = str(point.get("scenario"))
     p["repetition"] = str(point.repetition)
@@ -228,15 +230,19 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
             "spec.database.primaryRegion",
             f"unknown region {primary!r}: use one of {', '.join(region_names)}",
         )
+    swept_lr = point.get("load_region")
     if load == "light":
-        lr = spec.workload.load_region or region_names[0]
+        lr = str(swept_lr or spec.workload.load_region or region_names[0])
         if lr not in names_set:
             problems.add(
-                "spec.workload.loadRegion",
+                "spec.matrix.loadRegion" if swept_lr else "spec.workload.loadRegion",
                 f"unknown region {lr!r} for light load: use one of {', '.join(region_names)}",
             )
         load_regions = [lr]
     else:
+        if swept_lr is not None:
+            problems.add("spec.matrix.loadRegion", "where light load runs: with load high every region runs Rally; "
+                         "sweep loadRegion in a Benchmark whose load is light")
         load_regions = list(region_names)
     for i, p in enumerate(spec.faults.partitions):
         _check_regions(f"spec.faults.partitions[{i}].regions", p.regions, names_set, problems)
@@ -258,6 +264,7 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
     if problems.items:
         return None
     max_rtt = max((v.delay_ms + lm[(b, a)].delay_ms for (a, b), v in lm.items()), default=0.0)
+    faults = timeline(spec.faults, region_names, primary, lm)
     return TrialPlan(
         benchmark=bench.metadata.name,
         bench_namespace=bench.metadata.namespace,
@@ -273,9 +280,9 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         load_regions=load_regions,
         scenarios=scenarios,
         max_rtt_ms=max_rtt,
-        database=database_config(spec, backend, max_rtt),
+        database=database_config(spec, backend, max_rtt, longest_cut_s(faults)),
         keystone=keystone_config(spec),
-        faults=timeline(spec.faults, region_names, primary, lm),
+        faults=faults,
         monitoring=monitoring_config(spec),
         spec=spec,
         spread_key=topo.spread_key(topology),

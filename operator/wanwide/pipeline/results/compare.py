@@ -1,6 +1,8 @@
 """``wanwide compare BASE NEW``: per parameter point, scenario and action, how NEW differs from
-BASE — the relative difference of the medians (or means) with its 95 % interval and a
-benchstat-style marker: ``~`` when the interval includes 0 (no significant difference).
+BASE — the relative difference of the medians (or means) with its 95 % interval, a
+benchstat-style marker (``~`` cannot tell, ``≈`` no difference beyond ±10 %: headline.LEGEND) and,
+as benchstat gives, the Mann-Whitney U test's p over the replication units (runs' medians when a
+side has several runs, else iterations).
 
 Both sides are read like ``wanwide report`` reads them; groups are matched on every parameter
 both sides have, the scenario and the action — except a parameter with one value on each side,
@@ -17,13 +19,23 @@ import numpy as np
 import pandas as pd
 
 from wanwide.core.errors import UserError
-from wanwide.pipeline.results.ci import Estimate, GroupCI, group_ci, ratio_interval
+from wanwide.pipeline.results.ci import (
+    SAME,
+    TOO_FEW,
+    Estimate,
+    GroupCI,
+    group_ci,
+    ratio_interval,
+    u_test,
+    verdict,
+)
+from wanwide.pipeline.results.headline import LEGEND, RELATIVE_BOUND
 from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 from wanwide.pipeline.results.runs import in_trials
 from wanwide.pipeline.results.stats import ordered_params, param_columns, run_ids
 
 COLUMNS = ["scenario", "action", "base", "base_ci", "base_n", "new", "new_ci", "new_n", "delta", "delta_lo",
-           "delta_hi", "p", "significant"]
+           "delta_hi", "p", "significant", "verdict"]
 
 
 def _groups(df: pd.DataFrame, keys: list[str]) -> dict[tuple, GroupCI]:
@@ -102,7 +114,8 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.D
                      "scenario": key[-2], "action": key[-1],
                      "base": eb.value, "base_ci": _half(eb), "base_n": f"{b[key].n}/{b[key].runs}",
                      "new": en.value, "new_ci": _half(en), "new_n": f"{n[key].n}/{n[key].runs}",
-                     "delta": r.value, "delta_lo": r.lo, "delta_hi": r.hi, "p": r.p, "significant": r.significant})
+                     "delta": r.value, "delta_lo": r.lo, "delta_hi": r.hi, "p": u_test(b[key].units, n[key].units),
+                     "significant": r.significant, "verdict": verdict(r.lo, r.hi, RELATIVE_BOUND)})
     out = pd.DataFrame(rows, columns=[c[len(PARAM_PREFIX):] for c in pcols] + COLUMNS)
     out.attrs["changed"] = change
     return out
@@ -136,7 +149,8 @@ class Text:
                          f"{_cell(r['new'], r['new_ci'], r['new_n']):>22}  {_delta(r)}")
         sig = int(rows["significant"].sum())
         lines += ["", f"{sig} of {len(rows)} differ significantly (95 % interval of the relative difference "
-                      "excludes 0); ~ = not significant. n = iterations/runs; ± = half the 95 % interval."]
+                      f"excludes 0); {LEGEND}. p: Mann-Whitney U over runs (iterations with one run).",
+                  "n = iterations/runs; ± = half the 95 % interval."]
         return "\n".join(lines) + "\n"
 
 
@@ -145,9 +159,11 @@ def _cell(v: float, half: float, n: str) -> str:
 
 
 def _delta(r: pd.Series) -> str:
-    if not np.isfinite(r["delta_lo"]):
-        return "? (too few values for an interval)"
-    p = f"(p={r['p']:.3f})"
+    if r["verdict"] == TOO_FEW or not np.isfinite(r["delta_lo"]):
+        return "? (cannot tell: n too small for an interval)"
+    p = f"(p={r['p']:.3f})" if np.isfinite(r["p"]) else "(p: n too small)"
+    if r["verdict"] == SAME:
+        return f"≈ {p}  [{r['delta_lo']:+.1%}, {r['delta_hi']:+.1%}]"
     if not r["significant"]:
         return f"~ {p}  [{r['delta_lo']:+.1%}, {r['delta_hi']:+.1%}]"
     return f"{r['delta']:+.1%} {p}  [{r['delta_lo']:+.1%}, {r['delta_hi']:+.1%}]"

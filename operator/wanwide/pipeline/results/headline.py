@@ -6,6 +6,11 @@ the replicates of every point's median (pipeline/results/ci.py), so it carries e
 number of repetitions behind it. Per millisecond of RTT the slope of a time in milliseconds is
 the number of WAN round trips the action waits for, one after the other. The load effect is the
 ratio high / light of the medians at each point, with its interval and significance.
+
+A claim of no effect needs an interval inside a stated equivalence bound (``ci.verdict``):
+``ROUND_TRIPS_BOUND`` round trips per ms of RTT, else a relative change of ``RELATIVE_BOUND``
+from the lowest to the highest value. An interval that allows both is "cannot tell"; no interval
+is "cannot tell (n too small)".
 """
 
 from __future__ import annotations
@@ -16,7 +21,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from wanwide.pipeline.results.ci import Estimate, group_ci, ratio_interval
+from wanwide.pipeline.results.ci import (
+    DOWN,
+    SAME,
+    TOO_FEW,
+    UP,
+    Estimate,
+    group_ci,
+    ratio_interval,
+    verdict,
+)
 from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 from wanwide.pipeline.results.stats import (
     ordered_params,
@@ -29,6 +43,11 @@ from wanwide.pipeline.results.stats import (
 # numeric parameters and the unit their slope is given in
 UNITS = {"rtt": "ms", "intraGroupRtt": "ms", "interGroupRtt": "ms", "delay_ms": "ms", "rtt_ms": "ms",
          "latency_ms": "ms", "regions": "region", "loss": "%", "loss_pct": "%"}
+ROUND_TRIPS_BOUND = 0.5  # less than half a WAN round trip per request: no round trip waited for in series
+RELATIVE_BOUND = 0.10  # ±10 %: below what one sitting's noise lets this machine resolve (docs/results-lab.md)
+MARK = {UP: "", DOWN: "", SAME: " ≈", "unclear": " ~", TOO_FEW: " ?"}
+LEGEND = (f"≈ = no effect beyond ±{ROUND_TRIPS_BOUND:g} round trips or ±{RELATIVE_BOUND:.0%} (the interval lies "
+          "within); ~ = cannot tell (the interval allows both); ? = cannot tell (n too small for an interval)")
 _NUM = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ms|s|%)?\s*$")
 
 
@@ -89,7 +108,7 @@ def _fmt(e: float, lo: float, hi: float, digits: int = 3) -> str:
     if not np.isfinite(e):
         return ""
     f = f"{{:.{digits}g}}"
-    return f.format(e) + (f" [{f.format(lo)}, {f.format(hi)}]" if np.isfinite(lo) else " [n/a]")
+    return f.format(e) + (f" [{f.format(lo)}, {f.format(hi)}]" if np.isfinite(lo) else " (cannot tell: n too small)")
 
 
 def _top_actions(df: pd.DataFrame, pcols: list[str]) -> pd.DataFrame:
@@ -127,30 +146,32 @@ def growth(df: pd.DataFrame) -> pd.DataFrame:
             rel = ratio_interval(lo_e, hi_e)
             unit = UNITS[name]
             per = 1000.0 if unit == "ms" else 1.0  # a time in ms per ms of RTT: round trips
+            said = verdict(s.lo * per, s.hi * per, ROUND_TRIPS_BOUND) if unit == "ms" else \
+                verdict(rel.lo, rel.hi, RELATIVE_BOUND)
             rows.append({
                 **{c[len(PARAM_PREFIX):]: v for c, v in zip(others, key[:-2], strict=True)},
                 "scenario": key[-2], "action": key[-1], "parameter": name, "points": len(pts),
                 "from": f"{lo_x:g}{unit if unit != 'region' else ''}", "to": f"{hi_x:g}{unit if unit != 'region' else ''}",
                 "median_from_s": _fmt(lo_e.value, lo_e.lo, lo_e.hi), "median_to_s": _fmt(hi_e.value, hi_e.lo, hi_e.hi),
-                "change": _fmt_ratio(rel.value, rel.lo, rel.hi, rel.significant),
+                "change": _fmt_ratio(rel.value, rel.lo, rel.hi, verdict(rel.lo, rel.hi, RELATIVE_BOUND)),
                 "slope": _fmt(s.value * per, s.lo * per, s.hi * per),
                 "slope_unit": "round trips (ms per ms RTT)" if unit == "ms" else f"s per {unit}",
-                "significant": s.significant,
+                "significant": s.significant, "verdict": said,
                 "_slope": s.value * per, "_lo": s.lo * per, "_hi": s.hi * per,
             })
     return pd.DataFrame(rows)
 
 
-def _fmt_ratio(v: float, lo: float, hi: float, significant: bool) -> str:
+def _fmt_ratio(v: float, lo: float, hi: float, said: str) -> str:
     if not np.isfinite(v):
         return ""
     ci = f" [{lo:+.0%}, {hi:+.0%}]" if np.isfinite(lo) else ""
-    return f"{v:+.0%}{ci}" + ("" if significant else " ~")
+    return f"{v:+.0%}{ci}{MARK[said]}"
 
 
 def load_effect(df: pd.DataFrame) -> pd.DataFrame:
     """Per point and action: medians under light and high load and the ratio high / light − 1,
-    with its interval and ``~`` when not significant."""
+    with its interval and the verdict's mark (``LEGEND``)."""
     df = with_benchmark_param(df)
     pcols = ordered_params(param_columns(df))
     lcol = PARAM_PREFIX + "load"
@@ -168,7 +189,8 @@ def load_effect(df: pd.DataFrame) -> pd.DataFrame:
                      "scenario": key[-3], "action": key[-2],
                      "light_median_s": _fmt(light.value, light.lo, light.hi),
                      "high_median_s": _fmt(high.value, high.lo, high.hi),
-                     "high_vs_light": _fmt_ratio(r.value, r.lo, r.hi, r.significant), "significant": r.significant})
+                     "high_vs_light": _fmt_ratio(r.value, r.lo, r.hi, verdict(r.lo, r.hi, RELATIVE_BOUND)),
+                     "significant": r.significant})
     return pd.DataFrame(rows)
 
 
@@ -181,8 +203,20 @@ def sentences(g: pd.DataFrame, limit: int = 12) -> list[str]:
     for _, r in tot.head(limit).iterrows():
         where = ", ".join(f"{k}={r[k]}" for k in ("benchmark", "backend", "load", "regions") if k in r and pd.notna(r[k])
                           and k != r["parameter"])
-        grow = ("grows by " + r["slope"] + " " + r["slope_unit"]) if r["significant"] else \
-            ("does not grow significantly (" + r["slope"] + " " + r["slope_unit"] + ")")
+        grow = _growth_words(r)
         out.append(f"{where}: {r['scenario'].split('.')[-1]} takes {r['median_from_s']} s at {r['parameter']}="
                    f"{r['from']} and {r['median_to_s']} s at {r['to']}; it {grow}.")
     return out
+
+
+def _growth_words(r: pd.Series) -> str:
+    """The verdict on one growth row, in words that never claim more than its interval allows."""
+    by = f"{r['slope']} {r['slope_unit']}"
+    bound = f"{ROUND_TRIPS_BOUND:g} round trips" if r["slope_unit"].startswith("round trips") else \
+        f"{RELATIVE_BOUND:.0%} from {r['from']} to {r['to']}"
+    return {
+        UP: f"grows by {by}",
+        DOWN: f"shrinks by {by}",
+        SAME: f"does not grow by more than {bound} ({by})",
+        TOO_FEW: f"cannot tell whether it grows (n too small for an interval: {by})",
+    }.get(r["verdict"], f"cannot tell whether it grows by more than {bound} ({by})")

@@ -11,6 +11,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup
 
+from wanwide.pipeline.results.headline import LEGEND
 from wanwide.pipeline.results.stats import PointTable
 
 HTML_LINKS = ["summary.csv", "headline.csv", "load.csv", "report.md", "results.parquet", "read_write.csv", "rtt.csv",
@@ -47,7 +48,7 @@ class ReportContent:
 
     def growth_table(self) -> pd.DataFrame:
         g = self.growth
-        return g.drop(columns=[c for c in g.columns if c.startswith("_") or c == "significant"]) if len(g) else g
+        return g.drop(columns=[c for c in g.columns if c.startswith("_") or c in ("significant", "verdict")]) if len(g) else g
 
     def noise_note(self) -> str:
         """What the reader must know about noisy trials and left-out runs of failed attempts, or ""."""
@@ -123,10 +124,10 @@ def _md_headline(c: ReportContent) -> list[str]:
         md += [f"- {x}" for x in c.sentences] + ([""] if c.sentences else [])
     if len(c.growth):
         md += ["Median time at the lowest and highest value of each swept parameter, the change between them and "
-               "the slope (least squares over every value; 95 % intervals; ~ = not significant):", "",
+               "the slope (least squares over every value; 95 % intervals; " + LEGEND + "):", "",
                markdown_table(c.growth_table()), ""]
     if len(c.load):
-        md += ["High vs light load (medians, 95 % intervals; ~ = not significant):", "",
+        md += ["High vs light load (medians, 95 % intervals; " + LEGEND + "):", "",
                markdown_table(c.load.drop(columns=["significant"])), ""]
     md += [f"![{p.name}]({p.name})" for p in c.headline_pngs]
     return md + ([""] if c.headline_pngs else [])
@@ -180,7 +181,7 @@ def index_html(c: ReportContent) -> str:
         growth=html_table(c.growth_table()) if len(c.growth) else None,
         load=html_table(c.load.drop(columns=["significant"])) if len(c.load) else None,
         headline=_figures(c.headline_pngs), details=html_table(c.details) if len(c.details) else None,
-        column_notes=COLUMN_NOTES,
+        column_notes=COLUMN_NOTES, legend=LEGEND,
         bars=_figures(c.bars), cdfs=_figures(c.cdfs),
         read_write=html_table(c.read_write) if len(c.read_write) else None,
         rtt=html_table(c.rtt) if len(c.rtt) else None, rtt_png=_figures([c.rtt_png] if c.rtt_png else []),

@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wanwide.core.plan.services import KEYSTONE_DB, KEYSTONE_DB_CHARSET, KEYSTONE_DB_USER
+from wanwide.core.plan.services import (
+    KEYSTONE_DB,
+    KEYSTONE_DB_CHARSET,
+    KEYSTONE_DB_USER,
+    LIVENESS_PERIOD_S,
+)
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.render.common import meta, obj, svc_host
 from wanwide.providers.kubernetes.render.secrets import CREDENTIALS
@@ -159,6 +164,9 @@ def _galera(plan: TrialPlan) -> list[dict[str, Any]]:
                      "podRecoveryTimeout": "5m", "podSyncTimeout": "5m"},
     }
     spec["podMetadata"]["annotations"] = {"wanwide.io/wsrep-provider-options": opts}
+    if db.liveness_failure_threshold != 3:  # cuts planned: a cut-off member is not restarted by its probe
+        spec["livenessProbe"] = {"periodSeconds": LIVENESS_PERIOD_S, "timeoutSeconds": 5,
+                                 "failureThreshold": db.liveness_failure_threshold}
     # One member per region: spread over the placement's label (or nodes) where nodes carry it.
     spec["topologySpreadConstraints"] = [
         {

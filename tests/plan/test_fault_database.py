@@ -1,0 +1,37 @@
+"""A fault window measures the database, not its operator: the plan sizes the Galera members'
+liveness and mariadb-operator's recovery from the longest cut it schedules."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.plan.specs import benchmark
+from wanwide.cli import plan_stream
+
+
+def _galera(faults: dict) -> dict:
+    b = benchmark("galera", "uniform", faults=faults)
+    docs = [d for d in yaml.safe_load_all(plan_stream([yaml.safe_dump(b)], 0, False, False)) if d]
+    return next(d for d in docs if d.get("kind") == "MariaDB")["spec"]
+
+
+def test_a_40s_partition_neither_restarts_the_cut_member_nor_recovers_the_cluster():
+    spec = _galera({"partitions": [{"regions": ["r2"], "start": "1m", "duration": "40s"}]})
+    probe = spec["livenessProbe"]
+    # the member cut off for 40 s fails its liveness (non-primary) for 40 s and then rejoins:
+    # it is not restarted before the cut and the rejoin margin (120 s) are over
+    assert probe["periodSeconds"] * probe["failureThreshold"] >= 40 + 120
+    assert spec["galera"]["recovery"]["clusterHealthyTimeout"] == "160s"
+
+
+def test_the_longest_cut_decides_a_dropout_included():
+    spec = _galera({"partitions": [{"regions": ["r2"], "start": "1m", "duration": "20s"}],
+                    "dropouts": [{"every": "5m", "for": "90s"}]})
+    assert spec["livenessProbe"]["periodSeconds"] * spec["livenessProbe"]["failureThreshold"] >= 90 + 120
+    assert spec["galera"]["recovery"]["clusterHealthyTimeout"] == "210s"
+
+
+def test_without_cuts_the_operator_defaults_stay():
+    spec = _galera({"lossWindows": [{"regions": ["r2"], "start": "1m", "duration": "40s", "loss": "5%"}]})
+    assert "livenessProbe" not in spec  # mariadb-operator's own (3 × 10 s)
+    assert spec["galera"]["recovery"]["clusterHealthyTimeout"] == "30s"
