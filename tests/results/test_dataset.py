@@ -22,7 +22,7 @@ def _bundles(root: Path, data_dir: Path, make) -> Path:
     k = 0
     for backend, rally in (("mariadb", V12), ("galera", GAL)):
         for rtt in ("0ms", "100ms"):
-            for rep in range(2 if rtt == "100ms" and backend == "mariadb" else 1):
+            for _rep in range(2 if rtt == "100ms" and backend == "mariadb" else 1):
                 k += 1
                 delay = 0.0 if rtt == "0ms" else 50.0
                 net = {"requested": [{"src": "r1", "dst": "r2", "delay_ms": delay}, {"src": "r2", "dst": "r1", "delay_ms": delay}],
