@@ -337,3 +337,107 @@ def test_a_partitioned_galera_member_rejoins_without_the_cluster_restarting(stac
         tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=600s", check=False)
         subprocess.run([str(REPO / "hack" / "chaos-mesh.sh"), "uninstall"], capture_output=True, text=True,
                        timeout=600, env=env)
+
+
+class _Memory:
+    """The machine's lowest MemAvailable (and so its peak use) while a block runs, sampled every 5 s."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.total = self._field("MemTotal")
+        self.lowest = self.total
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _field(name: str) -> int:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+        raise KeyError(name)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(5):
+            self.lowest = min(self.lowest, self._field("MemAvailable"))
+
+    def __enter__(self) -> _Memory:
+        self.before = self.total - self._field("MemAvailable")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    @property
+    def peak_gib(self) -> float:
+        return (self.total - self.lowest) / 2**30
+
+
+@pytest.fixture
+def volumes18(realnode):
+    """Claims of 9 Galera members (data and Galera config each)."""
+    names = _volumes(realnode, 18)
+    yield names
+    for n in names:
+        realnode.tc.kubectl("delete", "pv", n, "--wait=false", check=False)
+    shutil.rmtree(realnode.state / "realnode" / "volumes", ignore_errors=True)
+
+
+def test_nine_region_galera_with_a_partition_window(stack, volumes18):
+    """Issue 26 item 6: the study's middle scale with real pods — 9 regions (9 Keystones from the chart, 9
+    memcached, a 9-member Galera by the real mariadb-operator), a 30 s partition of r5 during the load,
+    end to end; the machine's peak memory and the phases' durations printed."""
+    tc, ns = stack["tc"], stack["ns"]
+    env = dict(tc.env)
+    inst = subprocess.run([str(REPO / "hack" / "chaos-mesh.sh"), "install"], capture_output=True, text=True,
+                          timeout=3600, env=env)
+    assert inst.returncode == 0, inst.stderr[-6000:]
+    name = "real-nine"
+    t0 = time.time()
+    try:
+        topo, bench = yaml.safe_load_all(benchmark(stack, name, "galera"))
+        topo["spec"]["generate"]["count"] = 9
+        bench["spec"]["workload"] = {"load": "light", "loadRegion": "r1", "startDelay": "2m", "scenarios": [
+            {"name": "authenticate_user_and_validate_token", "times": 20, "concurrency": 1}]}
+        bench["spec"]["faults"] = {"partitions": [{"regions": ["r5"], "start": "20s", "duration": "30s"}]}
+        bench["spec"]["timeouts"] = {"provisioning": "50m", "loading": "20m"}
+        with _Memory() as mem:
+            tc.apply(yaml.safe_dump_all([topo, bench]), ns)
+            b = _wait_done(tc, ns, name, 5400)
+        trials = _trials(tc, ns)
+        (trial_name, t), = trials.items()
+        events = tc.kubectl("get", "events", "-n", ns, "--field-selector", f"involvedObject.name={trial_name}",
+                            "--sort-by=.lastTimestamp", "-o", "custom-columns=T:.lastTimestamp,M:.message").stdout
+        print(f"\nnine regions: {time.time() - t0:.0f} s from apply to done; peak memory {mem.peak_gib:.1f} GiB "
+              f"(before {mem.before / 2**30:.1f} GiB, machine {mem.total / 2**30:.1f} GiB)\n{events[-4000:]}")
+        assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)
+        spaces = sorted(s["metadata"]["name"] for s in owned(tc, "namespaces", ns, name))
+        assert len([s for s in spaces if not s.endswith("-db")]) == 9, spaces
+        db_ns = next(s for s in spaces if s.endswith("-db"))
+        pods = tc.kubectl_json("get", "pods", "-n", db_ns, "-l", "app.kubernetes.io/instance=galera")["items"]
+        assert len(pods) == 9 and all(p["spec"]["nodeName"] == NODE for p in pods)
+        for pod in pods:
+            counts = {c["name"]: c["restartCount"] for c in pod["status"]["containerStatuses"]}
+            assert all(n == 0 for n in counts.values()), (pod["metadata"]["name"], counts)
+        client = s3_client(tc)
+        keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=t["resultsURI"].split("/", 3)[3])
+                .get("Contents", [])]
+        (mkey,) = [k for k in keys if k.endswith("/manifest.json")]
+        man = json.loads(client.get_object(Bucket=BUCKET, Key=mkey)["Body"].read())
+        assert man["rally"]["iterations"] >= 20 and man["status"]["result"] == "succeeded", man["rally"]
+        (key,) = [k for k in keys if k.endswith("/members.json")]
+        doc = json.loads(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+        (w,) = doc["windows"]
+        print(json.dumps(w, indent=1))
+        assert len(doc["members"]) == 9 and doc["cluster_size"] == 9
+        assert w["members"]["r5"]["states_s"].get("unreachable", 0) >= 15, w["members"]["r5"]
+        others = [r for r in w["members"] if r != "r5"]
+        assert all(all(s.startswith("Primary/") for s in w["members"][r]["states_s"]) for r in others), w
+        assert w["healed_after_s"] is not None and w["healed_after_s"] <= REJOIN_BOUND_S, w
+        assert all(v == [] for v in doc["restarts"].values()), doc["restarts"]
+    finally:
+        tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=900s", check=False)
+        subprocess.run([str(REPO / "hack" / "chaos-mesh.sh"), "uninstall"], capture_output=True, text=True,
+                       timeout=600, env=env)
