@@ -82,6 +82,14 @@ def test_the_images_it_can_replace_are_those_of_the_manifest():
         assert f"image: {image}\n" in manifest, (var, image)
 
 
+def test_one_versitygw_everywhere():
+    """The S3 server the manifest names, the image built here and the test cluster's own are one version."""
+    manifest = (REPO / "manifests" / "deps" / "s3.yaml").read_text()
+    tag = re.search(r"image: versity/versitygw:(\S+)", manifest).group(1)
+    for script in ("hack/images.sh", "hack/testcluster/build.sh"):
+        assert re.search(r"^VERSITYGW_VERSION=(\S+)", (REPO / script).read_text(), re.M).group(1) == tag, script
+
+
 def test_the_kind_e2e_installs_through_it():
     text = (REPO / "hack" / "e2e-kind.sh").read_text()
     assert '"$root/hack/deps.sh" install --only chaos-mesh,mariadb-operator,monitoring' in text

@@ -128,7 +128,10 @@ def test_a_bucket_behind_a_cluster_name_is_written_from_a_pod_as_the_runner_woul
              "spec": {"topologyRef": "t", "results": {"s3": {"endpoint": "http://s3.wanwide-system.svc:7070",
                                                              "bucket": "res", "secretRef": {"name": "keys"}}},
                       "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token"}]}}}
-    job = gather.bucket_job(bench, "p/.wanwide-doctor-x", "img", "abc")
+    from wanwide.core.api.benchmark import Benchmark
+
+    s3 = Benchmark.model_validate(bench).spec.results.s3
+    job = gather.bucket_job(s3, "lab", "p/.wanwide-doctor-x", "img", "abc")
     assert job["metadata"]["namespace"] == "lab"
     pod = job["spec"]["template"]["spec"]
     env = {e["name"]: e.get("value") or e["valueFrom"]["secretKeyRef"] for e in pod["containers"][0]["env"]}

@@ -18,19 +18,22 @@ BENCH = {"metadata": {"name": "b", "namespace": "lab", "generation": 3}, "spec":
 
 
 def test_the_operator_checks_what_a_benchmark_needs_not_itself():
-    lines = checks.for_benchmark(ready(), ["galera"], shapes=True)
+    lines = checks.for_benchmark(ready(), ["galera"], chaos=True, netem_needed=True)
     assert [c.what for c in lines] == ["Chaos Mesh", "chaos-daemon on every region node", "netem on every region node",
                                        "mariadb-operator", "storage for Galera", "nodes for the placement",
                                        "results store"]
     assert all(c.state == OK for c in lines), checks.table(lines)
-    plain = [c.what for c in checks.for_benchmark(ready(), ["mariadb"], shapes=False)]
+    plain = [c.what for c in checks.for_benchmark(ready(), ["mariadb"], chaos=False, netem_needed=False)]
     assert plain == ["mariadb-operator", "nodes for the placement", "results store"]  # no link shaped: no chaos
+    # a partition alone: Chaos Mesh (it cuts with iptables and ipset), not netem
+    cut = [c.what for c in checks.for_benchmark(ready(), ["mariadb"], chaos=True, netem_needed=False)]
+    assert "Chaos Mesh" in cut and "netem on every region node" not in cut
 
 
 def test_a_backend_of_the_matrix_without_its_operator_fails_once_per_operator():
     o = ready()
     o.served["MariaDB"] = False
-    lines = checks.for_benchmark(o, ["galera", "mariadb"], shapes=False)
+    lines = checks.for_benchmark(o, ["galera", "mariadb"], chaos=False, netem_needed=False)
     mo = [c for c in lines if c.what == "mariadb-operator"]
     assert len(mo) == 1 and mo[0].state == FAIL and "MariaDB is not served" in mo[0].detail
 

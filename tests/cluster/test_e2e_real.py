@@ -279,3 +279,61 @@ def test_doctor_names_the_missing_netem_on_the_real_node(stack):
     assert line.startswith("FAIL") and NODE in line, line
     assert "Specified qdisc kind is unknown" in line, line  # tc's own words: the module, not a permission
     assert "fix: the kernel needs the sch_netem module" in r.stdout
+
+
+CUT_S, REJOIN_BOUND_S = 40, 120  # the partition; core/plan/services.py REJOIN_MARGIN_S, what the probes allow
+
+
+def test_a_partitioned_galera_member_rejoins_without_the_cluster_restarting(stack, volumes):
+    """Issue 26 item 7, on real pods: real Chaos Mesh cuts r2 (its Keystone and its Galera member, 1 of 3)
+    from the other regions for 40 s during the load. The member leaves the primary component and comes
+    back by itself: no pod restarted (its liveness allows the cut and the rejoin), mariadb-operator never
+    declared the cluster unhealthy nor recovered it, and the bundle records every member's state through
+    the window, the cluster whole again within 120 s of its end."""
+    tc, ns = stack["tc"], stack["ns"]
+    env = dict(tc.env)
+    inst = subprocess.run([str(REPO / "hack" / "chaos-mesh.sh"), "install"], capture_output=True, text=True,
+                          timeout=3600, env=env)
+    assert inst.returncode == 0, inst.stderr[-6000:]
+    name = "real-cut"
+    try:
+        topo, bench = yaml.safe_load_all(benchmark(stack, name, "galera"))
+        bench["spec"]["workload"] = {"load": "light", "loadRegion": "r1", "startDelay": "2m", "scenarios": [
+            {"name": "authenticate_user_and_validate_token", "times": 40, "concurrency": 1}]}
+        bench["spec"]["faults"] = {"partitions": [{"regions": ["r2"], "start": "20s", "duration": f"{CUT_S}s"}]}
+        tc.apply(yaml.safe_dump_all([topo, bench]), ns)
+        b = _wait_done(tc, ns, name, 3600)
+        trials = _trials(tc, ns)
+        assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)
+        db_ns = next(s["metadata"]["name"] for s in owned(tc, "namespaces", ns, name)
+                     if s["metadata"]["name"].endswith("-db"))
+        # the database, not its operator: no restart, no recovery, no "not healthy" verdict
+        pods = tc.kubectl_json("get", "pods", "-n", db_ns, "-l", "app.kubernetes.io/instance=galera")["items"]
+        assert len(pods) == 3
+        for pod in pods:
+            counts = {c["name"]: c["restartCount"] for c in pod["status"]["containerStatuses"]}
+            assert all(n == 0 for n in counts.values()), (pod["metadata"]["name"], counts)
+        db = tc.kubectl_json("get", "mariadb", "galera", "-n", db_ns)
+        assert not (db["status"].get("galeraRecovery") or {}), db["status"]
+        reasons = tc.kubectl("get", "events", "-n", db_ns, "-o", "jsonpath={.items[*].reason}").stdout.split()
+        assert "GaleraClusterNotHealthy" not in reasons and "GaleraClusterBootstrap" not in reasons, reasons
+        # the bundle: every member's state through the window, read from the load region
+        (t,) = trials.values()
+        client = s3_client(tc)
+        keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=t["resultsURI"].split("/", 3)[3])
+                .get("Contents", [])]
+        (key,) = [k for k in keys if k.endswith("/members.json")]
+        doc = json.loads(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+        print(json.dumps({k: doc[k] for k in ("runs", "restarts", "windows")}, indent=1))
+        (w,) = doc["windows"]
+        assert (w["start_s"], w["end_s"]) == (20, 20 + CUT_S)
+        for r in ("r1", "r3"):  # the majority kept its primary component
+            assert w["members"][r]["states_s"] and all(s.startswith("Primary/") for s in w["members"][r]["states_s"]), w
+        assert w["members"]["r2"]["states_s"].get("unreachable", 0) >= CUT_S / 2, w["members"]["r2"]
+        assert w["healed_after_s"] is not None and w["healed_after_s"] <= REJOIN_BOUND_S, w
+        assert doc["restarts"] == {"r1": [], "r2": [], "r3": []}
+        assert any(label.startswith("Primary/Synced/2") for _, _, label in doc["runs"]["r1"]), doc["runs"]["r1"]
+    finally:
+        tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=600s", check=False)
+        subprocess.run([str(REPO / "hack" / "chaos-mesh.sh"), "uninstall"], capture_output=True, text=True,
+                       timeout=600, env=env)

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.realnode_env import NODE, SCRIPT, run
+from tests.cluster.realnode_env import NODE, SCRIPT, run, wait_for
 
 pytestmark = [pytest.mark.realnode]
 REPO = Path(__file__).resolve().parents[2]
@@ -92,16 +92,6 @@ def _values(tmp: Path) -> dict[str, str]:
 
 def _conditions(obj: dict) -> dict[str, dict]:
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions", [])}
-
-
-def _wait(pred, timeout: float, what: str, interval: float = 5):
-    end, last = time.monotonic() + timeout, None
-    while time.monotonic() < end:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"{what}: not within {timeout:.0f} s")
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +194,7 @@ def test_uniform_9_as_written_is_held_by_the_preflight_naming_netem(quickstart):
         c = _conditions(b).get("Preflight")
         return b if c and c["status"] == "False" and (b["status"].get("preflight") or {}).get("checks") else None
 
-    b = _wait(held, 600, "uniform-9 held by its preflight")
+    b = wait_for(held, 600, "uniform-9 held by its preflight", interval=5)
     msg = _conditions(b)["Preflight"]["message"]
     print(msg)
     assert NODE in msg and "sch_netem" in msg, msg
@@ -272,7 +262,7 @@ def test_uniform_9_at_0ms_runs_to_complete_with_its_bundle_in_the_bucket(quickst
         print(f"[{time.monotonic() - t0:5.0f} s] {(b.get('status') or {}).get('phase')} {phases}", flush=True)
         return b if "True" in (c.get("Complete", {}).get("status"), c.get("Failed", {}).get("status")) else None
 
-    b = _wait(done, 5400, "uniform-9 at 0 ms Complete or Failed", interval=30)
+    b = wait_for(done, 5400, "uniform-9 at 0 ms Complete or Failed", interval=30)
     took = time.monotonic() - t0
     print(f"uniform-9 at 0 ms: {took:.0f} s to {b['status'].get('phase')}")
     trials = tc.kubectl_json("get", "trials", "-n", "default")["items"]

@@ -118,3 +118,23 @@ def test_the_platforms_own_round_trip_is_not_the_wans():
     pairs = probe_pairs(p100)
     _, off = verdict(p100, {**{pair: [1.3] * 5 for pair in pairs}, **{(s, s): [1.1] * 5 for s, _ in pairs}})
     assert len(off) == len(pairs) and "measured 1.30 ms (0.20 above its own region's 1.10 ms)" in off[0]
+
+
+def test_a_partition_alone_needs_chaos_mesh_but_not_netem():
+    from wanwide.core.lifecycle import needs_chaos, needs_netem
+
+    def plan0(faults: dict) -> TrialPlan:
+        b = benchmark("mariadb", "uniform", faults=faults)
+        b["spec"].pop("matrix", None)
+        b["spec"]["topology"]["network"] = {"default": {"rtt": "0ms"}}
+        docs = load_documents([yaml.safe_dump(b)])
+        (bench,) = docs.benchmarks
+        return plan(bench, docs.topology_for(bench))[0]
+
+    cut = plan0({"partitions": [{"regions": ["r2"], "start": "20s", "duration": "40s"}],
+                 "dropouts": [{"every": "5m", "for": "10s"}]})
+    assert needs_chaos(cut) and not needs_netem(cut)  # iptables and ipset: any kernel Chaos Mesh runs on
+    lossy = plan0({"lossWindows": [{"regions": ["r2"], "start": "20s", "duration": "40s", "loss": "5%"}]})
+    assert needs_chaos(lossy) and needs_netem(lossy)
+    assert needs_netem(_plan({}))  # 100 ms between regions
+    assert not needs_chaos(plan0({}))

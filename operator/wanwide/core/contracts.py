@@ -73,10 +73,36 @@ class RttTarget(_Model):
     port: int
 
 
+class MemberTarget(_Model):
+    """One Galera member, watched through the load (its own address, not the region's endpoint)."""
+
+    region: str
+    host: str
+    port: int = 3306
+
+
 class Gauges(_Model):
     database: DatabaseGauge | None = None
     rtt_targets: list[RttTarget] = Field(default_factory=list)
     samples: int = Field(default=10, ge=0)
+    # Galera: every member's wsrep state and uptime sampled through the load (members.json)
+    members: list[MemberTarget] = Field(default_factory=list)
+    members_period_s: float = Field(default=2.0, gt=0)
+    members_cluster_size: int | None = Field(None, ge=1, description="Members in the cluster when not all are watched.")
+    # after the load, how long past the last fault window's end the watch waits for the cluster to be whole
+    members_linger_s: float = Field(default=0.0, ge=0)
+
+
+class FaultSpan(_Model):
+    """A fault window as the runner records it: offsets from the load start (a dropout repeats every
+    ``every_s``, its first cut at ``start_s + every_s``)."""
+
+    name: str
+    kind: Literal["partition", "dropout", "loss"]
+    regions: list[str]
+    start_s: float = Field(ge=0)
+    duration_s: float = Field(gt=0)
+    every_s: float | None = Field(None, gt=0)
 
 
 class LinkRequested(_Model):
@@ -143,6 +169,7 @@ class RunnerConfig(_Model):
     contention: Contention = Field(default_factory=Contention)
     gauges: Gauges = Field(default_factory=Gauges)
     network_requested: list[LinkRequested] = Field(default_factory=list)
+    faults: list[FaultSpan] = Field(default_factory=list)
     results: Results
     versions: dict[str, str] = Field(default_factory=dict)
     # How the trial's services were deployed (the lab: shared deployment id and

@@ -441,6 +441,12 @@ def needs_chaos(plan: TrialPlan) -> bool:
     return any(plan.classes.values()) or bool(plan.faults)
 
 
+def needs_netem(plan: TrialPlan) -> bool:
+    """Whether the plan needs the kernel's netem: a link shaped (delay, jitter, loss, rate) or a loss window.
+    Partitions and dropouts alone do not (Chaos Mesh cuts with iptables and ipset)."""
+    return any(plan.classes.values()) or any(w.kind == "loss" for w in plan.faults)
+
+
 def phase_timed_out(phase: str | None, phase_start: str | None, timeouts: Any, at: datetime) -> bool:
     """Past the phase's timeout (``timeouts``: spec.timeouts)."""
     from wanwide.core.api.units import seconds

@@ -96,16 +96,22 @@ def timeline(faults: Faults, regions: list[str], primary: str, links: LinkMap) -
     return out
 
 
+def spans(start_s: float, duration_s: float, every_s: float | None, until_s: float) -> list[tuple[float, float]]:
+    """(start, end) of each time a window is in force before ``until_s``, offsets from the load start: once
+    from ``start_s``, or (a dropout) every ``every_s`` from ``start_s + every_s``."""
+    if every_s is None:
+        return [(start_s, start_s + duration_s)] if start_s < until_s else []
+    out = []
+    t = start_s + every_s
+    while t < until_s:
+        out.append((t, t + duration_s))
+        t += every_s
+    return out
+
+
 def occurrences(w: FaultWindow, until_s: float) -> list[tuple[float, float]]:
     """(start, end) of each time ``w`` is in force before ``until_s``, offsets from the load start."""
-    if w.every_s is None:
-        return [(w.start_s, w.start_s + w.duration_s)] if w.start_s < until_s else []
-    out = []
-    t = w.start_s + w.every_s
-    while t < until_s:
-        out.append((t, t + w.duration_s))
-        t += w.every_s
-    return out
+    return spans(w.start_s, w.duration_s, w.every_s, until_s)
 
 
 def longest_cut_s(windows: list[FaultWindow]) -> float:

@@ -13,9 +13,14 @@ from wanwide import __version__
 from wanwide.core.api.units import seconds
 from wanwide.core.contracts import RunnerConfig, S3Target
 from wanwide.core.plan.latency import classes_of
+from wanwide.core.plan.services import REJOIN_MARGIN_S
 from wanwide.core.plan.trial import TrialPlan
 
 PROBE_SAMPLES = 10
+MEMBER_SAMPLES_PER_S = 5.0
+"""The member watch samples at most this many members a second in all (3 members: every 2 s; 45: every 9 s)."""
+MAX_WATCHED_MEMBERS = 45
+"""The study's largest Galera; beyond it the watch samples this many members (the runner's config stays small)."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,9 @@ class Addresses:
     database: tuple[str, int]  # the database endpoint this region's Keystone uses
     memcache_servers: list[str]  # this region's memcached (empty when caching is off)
     targets: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)  # (region, kind) → host, port
+    # Galera: each region's member itself, answering whatever its state (not a Service that drops it
+    # when it is not ready)
+    members: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 RTT_TARGETS_PER_CLASS = 8
@@ -93,6 +101,27 @@ def warmup_task(plan: TrialPlan, region: str) -> dict[str, Any] | None:
             "subtasks": subtasks}
 
 
+def watched_members(plan: TrialPlan, where: Addresses) -> list[str]:
+    """Galera: the members the watch samples: all of them up to :data:`MAX_WATCHED_MEMBERS`, else the
+    regions the faults cut off or make lossy, then others spread through the list."""
+    if plan.backend != "galera" or not where.members:
+        return []
+    names = plan.region_names
+    if len(names) <= MAX_WATCHED_MEMBERS:
+        return list(names)
+    faulted = list(dict.fromkeys(r for w in plan.faults for r in w.regions))[:MAX_WATCHED_MEMBERS]
+    rest = [r for r in names if r not in faulted]
+    k = MAX_WATCHED_MEMBERS - len(faulted)
+    picked = set(faulted) | {rest[int(i * len(rest) / k)] for i in range(k)}
+    return [r for r in names if r in picked]
+
+
+def fault_spans(plan: TrialPlan) -> list[dict[str, Any]]:
+    """The trial's fault windows as the runner records them next to the members' states."""
+    return [{"name": w.name, "kind": w.kind, "regions": list(w.regions), "start_s": w.start_s,
+             "duration_s": w.duration_s, "every_s": w.every_s} for w in plan.faults]
+
+
 def network_requested(plan: TrialPlan, region: str) -> list[dict[str, Any]]:
     """The one-way links between ``region`` and each region it gauges, both ways: what its RTT gauges
     compare with (every link of a trial would be n(n-1) entries, 35 MB of JSON at 500 regions)."""
@@ -158,6 +187,16 @@ def runner_config(
         "results": {"local_dir": local_dir, "s3": None if results is None else results.model_dump()},
         "versions": {"wanwide": __version__, "database": plan.backend, **(versions or {})},
     }
+    watched = watched_members(plan, where)
+    if watched:
+        cfg["gauges"].update(
+            members=[{"region": r, "host": where.members[r][0], "port": where.members[r][1]} for r in watched],
+            members_period_s=max(2.0, round(len(watched) / MEMBER_SAMPLES_PER_S, 1)),
+            members_linger_s=float(REJOIN_MARGIN_S) if plan.faults else 0.0)
+        if len(watched) < len(plan.region_names):
+            cfg["gauges"]["members_cluster_size"] = len(plan.region_names)
+    if plan.faults:
+        cfg["faults"] = fault_spans(plan)
     if deployment:
         cfg["deployment"] = deployment
     warm = warmup_task(plan, region) if new_deployment else None

@@ -147,7 +147,7 @@ def cmd_report(args) -> int:
 
 
 def add_results_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("results", help="fetch a Benchmark's result bundles from S3")
+    p = subparsers.add_parser("results", help="fetch a Benchmark's result bundles from S3; export them as a data set")
     sub = p.add_subparsers(dest="results_command", metavar="COMMAND", required=True)
     f = sub.add_parser(
         "fetch", help="download a Benchmark's bundles (skips files already here)",
@@ -165,7 +165,34 @@ def add_results_parser(subparsers) -> argparse.ArgumentParser:
     f.add_argument("-q", "--quiet", action="store_true", help="no line per file")
     add_s3_flags(f)
     f.set_defaults(func=cmd_fetch)
+    e = sub.add_parser(
+        "export", help="the sources as a data set: a few files from which `wanwide report` redraws everything",
+        description="SOURCE: as for `wanwide report`. Writes DIR/dataset.json, iterations.parquet (one row per "
+        "atomic action per iteration), runs.csv (one row per run) and manifests.json.gz (every bundle's "
+        "manifest); paths relative to the sources. `wanwide report DIR -o REPORT` then gives the same tables "
+        "and figures as the bundles did (docs/results.md, \"Data sets\"). " + S3_HELP)
+    e.add_argument("sources", nargs="+", metavar="SOURCE")
+    e.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the data set")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_s3_flags(e)
+    e.set_defaults(func=cmd_export)
     return p
+
+
+def cmd_export(args) -> int:
+    from wanwide.pipeline.results.ingest import IngestError
+    from wanwide.pipeline.results.report import export_dataset
+
+    t0 = time.monotonic()
+    try:
+        files = export_dataset(args.sources, args.output, progress=not args.no_progress, s3=s3_options(args))
+    except IngestError as e:
+        print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    size = sum(f.stat().st_size for f in files)
+    print(f"data set: {', '.join(f.name for f in files)} in {args.output} ({size / 1e6:.2f} MB, "
+          f"{time.monotonic() - t0:.1f}s); next: wanwide report {args.output} -o {args.output}/report")
+    return 0
 
 
 def cmd_fetch(args) -> int:

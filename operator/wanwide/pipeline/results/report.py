@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from wanwide.pipeline.results import dataset
 from wanwide.pipeline.results.figures import (
     plot_cdfs,
     plot_headline,
@@ -161,18 +162,12 @@ def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False
     """Read every source (s3:// downloaded under ``out/raw``); runs and their noise from the manifests."""
     out.mkdir(parents=True, exist_ok=True)
     local = _local_paths(sources, out, env, s3)
-    found = discover(local)
-    if not found:
-        html = any(p.suffix == ".html" or (p.is_dir() and next(p.rglob("*.html"), None)) for p in local)
-        raise IngestError(f"no result bundle or Rally JSON file found in {', '.join(map(str, sources))}"
-                          + ("; HTML reports are not read: export with `rally task report --json`" if html else ""))
-    df, synced = ResultStore(out / STORE_DIR).sync(found, progress=progress)
-    if progress:
-        print(f"parquet store {out / STORE_DIR}: {len(synced.read)} bundle(s)/file(s) read, "
-              f"{len(synced.reused)} unchanged taken from it, {len(synced.dropped)} no longer given dropped",
-              file=sys.stderr)
+    sets = [p for p in local if dataset.is_dataset(p)]
+    if sets:
+        df, manifests, found = _read_datasets(sets, local)
+    else:
+        df, manifests, found = _read_raw(local, sources, out, progress)
     empty = list(df.attrs.get(EMPTY_WORKLOADS, []))
-    manifests = bundle_manifests(found)
     if df.empty and not manifests:
         raise IngestError(f"no iterations to report in {', '.join(map(str, sources))}: "
                           + (f"{len(empty)} workload(s), none with data (task aborted before it ran?)"
@@ -185,6 +180,58 @@ def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False
     if exclude_noisy and noisy and len(df):
         df = df[~in_trials(df, noisy)].copy()
     return Read(df, manifests, found, local, runs, noisy, exclude_noisy, empty, sorted(set(partial.values())))
+
+
+def _read_raw(local: list[Path], sources: list[str | Path], out: Path,
+              progress: bool) -> tuple[pd.DataFrame, list[dict[str, Any]], list[Any]]:
+    """Bundles and plain Rally JSON, through the Parquet store under ``out``."""
+    found = discover(local)
+    if not found:
+        html = any(p.suffix == ".html" or (p.is_dir() and next(p.rglob("*.html"), None)) for p in local)
+        raise IngestError(f"no result bundle or Rally JSON file found in {', '.join(map(str, sources))}"
+                          + ("; HTML reports are not read: export with `rally task report --json`" if html else ""))
+    df, synced = ResultStore(out / STORE_DIR).sync(found, progress=progress)
+    if progress:
+        print(f"parquet store {out / STORE_DIR}: {len(synced.read)} bundle(s)/file(s) read, "
+              f"{len(synced.reused)} unchanged taken from it, {len(synced.dropped)} no longer given dropped",
+              file=sys.stderr)
+    return df, bundle_manifests(found), found
+
+
+def _read_datasets(sets: list[Path], local: list[Path]) -> tuple[pd.DataFrame, list[dict[str, Any]], list[Any]]:
+    """Data sets (``wanwide results export``): their tables and manifests, as the bundles gave them."""
+    others = [str(p) for p in local if p not in sets]
+    if others:
+        raise IngestError(f"{', '.join(others)}: give data sets alone (or export these too: "
+                          "`wanwide results export SOURCE… -o DIR`)")
+    try:
+        read = [dataset.read(p) for p in sets]
+    except dataset.DatasetError as e:
+        raise IngestError(str(e)) from None
+    inputs = [i for d in read for i in d.inputs]
+    if len(read) == 1:
+        return read[0].table, read[0].manifests, inputs
+    table = pd.concat([d.table for d in read], ignore_index=True)
+    table.attrs["parameters"] = list(dict.fromkeys(p for d in read for p in d.table.attrs.get("parameters", [])))
+    table.attrs[EMPTY_WORKLOADS] = [w for d in read for w in d.table.attrs.get(EMPTY_WORKLOADS, [])]
+    return table, [m for d in read for m in d.manifests], inputs
+
+
+def export_dataset(sources: list[str | Path], out_dir: str | Path, *, progress: bool = False,
+                   env: dict[str, str] | None = None, s3: S3Options | None = None) -> list[Path]:
+    """The sources as a data set in ``out_dir`` (:mod:`.dataset`): every row and manifest, paths relative."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="wanwide-export-") as tmp:
+        local = _local_paths(sources, Path(tmp), env, s3)
+        sets = [p for p in local if dataset.is_dataset(p)]
+        df, manifests, found = _read_datasets(sets, local) if sets else _read_raw(local, sources, Path(tmp), progress)
+        table = df.copy()
+        if not sets:  # a data set's paths are relative already
+            table["source"] = dataset.relative_sources(table["source"], local)
+        names = [str(s) if str(s).startswith("s3://") else Path(s).name for s in sources]
+        return dataset.write(Path(out_dir), table, manifests, runs_table(manifests, None), names,
+                             list(df.attrs.get(EMPTY_WORKLOADS, [])), found)
 
 
 # ---------------------------------------------------------------- the report

@@ -6,6 +6,7 @@ Layout (locally under ``results.local_dir`` and in S3 under ``results.s3.prefix`
         manifest.json     # schema wanwide.io/bundle/v1 (fields: Manifest below)
         rally.json        # `rally task report --json` (format 1.2), when Rally got that far
         task.json         # the Rally task (format v2) that was run
+        members.json      # Galera: every member's wsrep state and uptime through the load (members.py)
         logs/             # output of every rally command, runner.log
 
 ``manifest.json`` is written (and uploaded) last: its presence marks a complete bundle.
@@ -109,6 +110,9 @@ class DatabaseInfo(BaseModel):
     write_pct: float | None = None
     counters: dict[str, Any] | None = None  # before/after/delta of Com_*
     error: str | None = None
+    # Galera: the member watch in brief (members.json has every sample): restarts per member, and per
+    # fault window which members left the primary component, restarted, and when the cluster was whole
+    members: dict[str, Any] | None = None
 
 
 class HostInfo(BaseModel):

@@ -24,7 +24,7 @@ from wanwide import __version__
 from wanwide.core import timestamps as ts
 from wanwide.core.contracts import EXIT_CONFIG, EXIT_OK, EXIT_RUN_FAILED, EXIT_UPLOAD, RunnerConfig
 from wanwide.core.errors import PermanentError
-from wanwide.pipeline.runner import contention, gauges
+from wanwide.pipeline.runner import contention, gauges, members
 from wanwide.pipeline.runner.bundle import (
     RALLY_JSON,
     ContentionInfo,
@@ -413,13 +413,47 @@ def _own(cfg: RunnerConfig) -> contention.OwnProcesses | None:
     return contention.OwnProcesses(netns=inodes, pids=list(c.pids))
 
 
+@contextlib.contextmanager
+def _member_watch(r: _Run):
+    """Galera: the members watched from the load's start (the common start the fault windows count from)."""
+    g = r.cfg.gauges
+    if not g.members:
+        yield None
+        return
+    start = r.start_info.scheduled or r.start_info.actual
+    t0 = ts.parse(start).timestamp() if start else time.time()
+    _say(f"members: watching {len(g.members)} Galera member(s) every {g.members_period_s:g}s")
+    with members.Watch(g.members, g.members_period_s, t0, size=g.members_cluster_size) as watch:
+        yield watch
+
+
+def _record_members(r: _Run, watch: members.Watch | None) -> None:
+    """members.json in the bundle, its brief in the manifest, a line per fault window in the log."""
+    if watch is None:
+        return
+    doc = watch.document(r.cfg.faults)
+    (r.bundle_dir / "members.json").write_text(json.dumps(doc, indent=1) + "\n")
+    r.db_info.members = members.brief(doc)
+    for w in r.db_info.members["windows"]:
+        healed = "not whole again while watched" if w["healed_after_s"] is None else \
+            f"whole again {w['healed_after_s']:g}s after it"
+        _say(f"members: {w['name']}#{w['occurrence']} [{w['start_s']:g}s, {w['end_s']:g}s): "
+             f"non-Primary {w['not_primary'] or 'none'}, unreachable {w['unreachable'] or 'none'}, "
+             f"restarted {w['restarted'] or 'none'}; "
+             f"{healed}")
+
+
 def _measured_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -> tuple[str | None, int]:
     """The measured task, with the machine's contention recorded over exactly its window."""
     own = _own(r.cfg)
     before = contention.snapshot(own)
-    with contention.Sampler(own=own) as sampler:
-        uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
-    after = contention.snapshot(own)
+    with _member_watch(r) as watch:
+        with contention.Sampler(own=own) as sampler:
+            uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
+        after = contention.snapshot(own)
+        if watch is not None:
+            watch.linger(r.cfg.faults, r.cfg.gauges.members_linger_s, say=_say)
+    _record_members(r, watch)
     r.contention = ContentionInfo(**contention.window(before, after), **sampler.figures(), gate=r.gate)
     c = r.contention
     _say(f"contention over the task ({c.window_s:.0f}s): CPU pressure {c.cpu_some_pct}%, "

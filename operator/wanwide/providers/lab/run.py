@@ -272,7 +272,8 @@ class LabRun:
             targets[(o, "database")] = (dep.db[o].host, dep.db[o].port)
         mc = [s for s in dep.svc.started if s.kind == "memcached" and s.region == region]
         where = Addresses(keystone_url=dep.ks[region].url, database=(dep.db[region].host, dep.db[region].port),
-                          memcache_servers=[f"{s.host}:{s.port}" for s in mc], targets=targets)
+                          memcache_servers=[f"{s.host}:{s.port}" for s in mc], targets=targets,
+                          members={o: targets[(o, "database")] for o in p.region_names} if p.backend == "galera" else {})
         budget = seconds(p.spec.timeouts.loading)
         own = _own(dep, p)
         return runner_config(p, region, where, start_at=None, attempt=attempt, results=None,

@@ -13,7 +13,7 @@ from typing import Any
 from kubernetes.dynamic.exceptions import ForbiddenError
 
 from wanwide.core.api.benchmark import Benchmark
-from wanwide.core.lifecycle import needs_chaos
+from wanwide.core.lifecycle import needs_chaos, needs_netem
 from wanwide.core.plan import names
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.core.timestamps import iso, parse
@@ -159,7 +159,7 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
             o.netem_off = ("not probed: no node can host a region", "see the placement line")
         elif not o.served.get("NetworkChaos"):
             o.netem_off = ("not probed: Chaos Mesh is not served", "install Chaos Mesh first")
-        elif any(needs_chaos(p) for p in plans) and model.spec.preflight.netem_probe:
+        elif any(needs_netem(p) for p in plans) and model.spec.preflight.netem_probe:
             run = uuid.uuid4().hex[:6]
             for obj in namespace_objects(bench, ns, subject, trial_clusterrole):
                 kube.apply(obj)
@@ -218,7 +218,8 @@ def _decide(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[Tri
             conds: list[dict[str, Any]], pre: dict[str, Any], at: dt.datetime, ns: str) -> Outcome:
     from wanwide.core.api.units import seconds
 
-    found = checks.for_benchmark(o, sorted({p.backend for p in plans}), any(needs_chaos(p) for p in plans))
+    found = checks.for_benchmark(o, sorted({p.backend for p in plans}), any(needs_chaos(p) for p in plans),
+                                 any(needs_netem(p) for p in plans))
     ok, cstatus, reason, message = verdict(found, model.spec.preflight.mode)
     timeout = model.spec.timeouts.preflight
     final = not ok and gave_up(pre, seconds(timeout), at)

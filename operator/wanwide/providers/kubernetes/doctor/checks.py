@@ -225,12 +225,15 @@ def all_checks(o: Observed) -> list[Check]:
     return [c for c in out if c is not None]
 
 
-def for_benchmark(o: Observed, backends: list[str], shapes: bool) -> list[Check]:
+def for_benchmark(o: Observed, backends: list[str], chaos: bool, netem_needed: bool) -> list[Check]:
     """What the operator checks before a Benchmark's first trial: not its own CRDs and Deployment (it is
-    running), Chaos Mesh and netem only when the plan shapes links, the database operators of ``backends``."""
+    running), Chaos Mesh when the plan shapes links or injects faults, netem only when it shapes links or
+    adds loss (a partition alone needs no netem), the database operators of ``backends``."""
     out: list[Check] = []
-    if shapes:
-        out += [*chaos_mesh(o), netem(o)]
+    if chaos:
+        out += chaos_mesh(o)
+    if netem_needed:
+        out.append(netem(o))
     seen: set[str] = set()
     for b in backends:
         for c in [*database_operator(replace(o, backend=b)), storage(replace(o, backend=b))]:

@@ -8,11 +8,14 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wanwide import DEFAULT_IMAGE
 from wanwide.providers.kubernetes.doctor.checks import CHAOS_DAEMON, WANWIDE_CRDS, Observed, hosts
 from wanwide.providers.kubernetes.kube.client import Kube
+
+if TYPE_CHECKING:
+    from wanwide.core.api.benchmark import S3
 
 CHAOS_API, MARIADB_API, CRDB_API = "chaos-mesh.org/v1alpha1", "k8s.mariadb.com/v1alpha1", "crdb.cockroachlabs.com/v1alpha1"
 NETEM_SCRIPT = "tc qdisc add dev lo root netem delay 1ms && tc qdisc show dev lo"
@@ -146,7 +149,7 @@ def bucket(kube: Kube, bench: dict[str, Any], pod: dict[str, Any] | None = None)
             return False, f"Secret {ns}/{s3.secret_ref.name} has no key {e}"
     key = f"{s3.prefix.strip('/')}/.wanwide-doctor-{uuid.uuid4().hex[:8]}".lstrip("/")
     if pod is not None and cluster_only(s3.endpoint):
-        return _bucket_from_a_pod(kube, bench, key, **pod)
+        return _bucket_from_a_pod(kube, s3, bench["metadata"].get("namespace") or "default", key, **pod)
     client = s3_client(s3.endpoint, s3.region, creds, connect_timeout=5)
     try:
         client.put_object(Bucket=s3.bucket, Key=key, Body=b"wanwide doctor")
@@ -166,12 +169,9 @@ def cluster_only(endpoint: str) -> bool:
     return not inside and (host.endswith((".svc", ".cluster.local")) or ("." not in host and host != "localhost"))
 
 
-def bucket_job(bench: dict[str, Any], key: str, image: str, run: str) -> dict[str, Any]:
+def bucket_job(s3: S3, namespace: str, key: str, image: str, run: str) -> dict[str, Any]:
     """A one-shot pod in the Benchmark's namespace writing ``key`` as its Rally Jobs will: the same
     endpoint, the Secret's keys (or the pod's ambient credentials), restricted Pod Security."""
-    from wanwide.core.api.benchmark import Benchmark
-
-    s3 = Benchmark.model_validate({**bench, "status": None}).spec.results.s3
     env = [{"name": "S3_ENDPOINT", "value": s3.endpoint}, {"name": "S3_REGION", "value": s3.region or "us-east-1"},
            {"name": "BUCKET", "value": s3.bucket}, {"name": "KEY", "value": key}]
     if s3.secret_ref is not None:
@@ -180,8 +180,7 @@ def bucket_job(bench: dict[str, Any], key: str, image: str, run: str) -> dict[st
                                ("AWS_SECRET_ACCESS_KEY", s3.secret_ref.secret_key_key))]
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": f"wanwide-doctor-bucket-{run}", "namespace": bench["metadata"].get("namespace") or "default",
-                     "labels": {PROBE_LABEL: run}},
+        "metadata": {"name": f"wanwide-doctor-bucket-{run}", "namespace": namespace, "labels": {PROBE_LABEL: run}},
         "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 600, "template": {
             "metadata": {"labels": {PROBE_LABEL: run}},
             "spec": {"restartPolicy": "Never",
@@ -194,25 +193,21 @@ def bucket_job(bench: dict[str, Any], key: str, image: str, run: str) -> dict[st
     }
 
 
-def _bucket_from_a_pod(kube: Kube, bench: dict[str, Any], key: str, image: str = DEFAULT_IMAGE,
+def _bucket_from_a_pod(kube: Kube, s3: S3, namespace: str, key: str, image: str = DEFAULT_IMAGE,
                        timeout_s: float = 180, progress: Callable[[str], None] = print) -> tuple[bool, str]:
-    from wanwide.core.api.benchmark import Benchmark
-
-    s3 = Benchmark.model_validate({**bench, "status": None}).spec.results.s3
     run = uuid.uuid4().hex[:6]
-    job = bucket_job(bench, key, image, run)
-    ns = job["metadata"]["namespace"]
-    progress(f"{s3.endpoint} resolves only in the cluster: writing from a pod in {ns} (image {image})")
+    job = bucket_job(s3, namespace, key, image, run)
+    progress(f"{s3.endpoint} resolves only in the cluster: writing from a pod in {namespace} (image {image})")
     kube.apply(job)
-    where = f"{s3.endpoint} bucket {s3.bucket} (from a pod in {ns})"
+    where = f"{s3.endpoint} bucket {s3.bucket} (from a pod in {namespace})"
     try:
         deadline = time.time() + timeout_s
         while time.time() < deadline:
-            for p in kube.list("v1", "Pod", {PROBE_LABEL: run}, ns):
+            for p in kube.list("v1", "Pod", {PROBE_LABEL: run}, namespace):
                 phase = (p.get("status") or {}).get("phase")
                 if phase in ("Succeeded", "Failed"):
                     return phase == "Succeeded", f"{where}: {'writable' if phase == 'Succeeded' else terminated(p)}"
             time.sleep(2)
         return False, f"{where}: the pod did not finish within {timeout_s:.0f} s"
     finally:
-        kube.delete("batch/v1", "Job", job["metadata"]["name"], ns)
+        kube.delete("batch/v1", "Job", job["metadata"]["name"], namespace)

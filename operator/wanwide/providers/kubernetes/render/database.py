@@ -47,6 +47,15 @@ def members(plan: TrialPlan) -> dict[str, str]:
     return {}
 
 
+def member_addresses(plan: TrialPlan) -> dict[str, tuple[str, int]]:
+    """Galera: each region's member pod by its stable name under mariadb-operator's headless
+    ``<name>-internal`` Service, which publishes members that are not ready (non-primary, joining)."""
+    if plan.backend != "galera":
+        return {}
+    return {r: (f"{pod}.{svc_host(GALERA_NAME + '-internal', plan.db_namespace)}", 3306)
+            for r, pod in members(plan).items()}
+
+
 def endpoint(plan: TrialPlan, region: str) -> Endpoint:
     """The database endpoint a region's Keystone uses: the central server or its local member."""
     if plan.backend == "mariadb":

@@ -12,7 +12,7 @@ from wanwide.core.lifecycle import measured_pairs, rtt_requested
 from wanwide.core.plan.runner import Addresses, config_json, runner_config
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.render.common import PLACEHOLDER, meta, obj, svc_host
-from wanwide.providers.kubernetes.render.database import endpoint
+from wanwide.providers.kubernetes.render.database import endpoint, member_addresses
 from wanwide.providers.kubernetes.render.keystone import (
     API_PORT,
     API_SERVICE,
@@ -53,7 +53,8 @@ def addresses(plan: TrialPlan, region: str, known: dict[tuple[str, str], tuple[s
     """Where the runner of ``region`` finds the trial's services (``known``: :func:`targets`, computed once)."""
     db = endpoint(plan, region)
     return Addresses(keystone_url=public_url(plan, region), database=(db.host, db.port),
-                     memcache_servers=memcache_servers(plan, region), targets=known or targets(plan))
+                     memcache_servers=memcache_servers(plan, region), targets=known or targets(plan),
+                     members=member_addresses(plan))
 
 
 def config_document(plan: TrialPlan, region: str, *, start_at: str | None, attempt: int,
