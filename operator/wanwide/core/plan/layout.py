@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 from wanwide.core.plan.links import LinkMap, OneWay, Pair
 
-HUB = "hub"
+HUB = "_hub"  # a region name starts with a letter or digit: no region is called like a hub
 LOSS_EPS = 1e-9
 
 
 def hub_of(group: str) -> str:
-    return f"hub-{group}"
+    return f"_hub-{group}"
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,16 @@ class Layout:
     edges: tuple[Edge, ...]
     direct: frozenset[frozenset[str]]  # region pairs on a link of their own
     group_of: Mapping[str, str] | None = None  # two-level: each region's group
+
+    def structure(self) -> tuple[str, frozenset[tuple[str, str]], frozenset[frozenset[str]]]:
+        """What the wiring is made of, shaping aside: two layouts with the same structure are one network
+        re-shaped."""
+        return self.kind, frozenset((e.a, e.b) for e in self.edges), self.direct
+
+    def first_hub(self, a: str, b: str) -> str | None:
+        """The hub traffic from ``a`` to ``b`` enters first (None: a direct link)."""
+        p = self.path(a, b)
+        return p[1] if len(p) > 2 else None
 
     @property
     def hubs(self) -> list[str]:
@@ -90,21 +100,32 @@ def compose(hops: Sequence[OneWay]) -> OneWay:
                   loss_pct=(1 - keep) * 100, rate_mbit=min(rates) if rates else None)
 
 
-def _split(total: OneWay, parts: int) -> OneWay | None:
-    """The hop that, ``parts`` times in a row, gives ``total``; None when it cannot be exact."""
+def _half(delay_ms: float) -> tuple[float, float]:
+    """A delay as two hops that add up to it: whole milliseconds when it is whole (a shaper that keeps
+    whole milliseconds, like wirefilter, then gives each hop exactly), halves otherwise."""
+    if float(delay_ms).is_integer():
+        first = float(math.floor(delay_ms / 2))
+        return first, delay_ms - first
+    return delay_ms / 2, delay_ms / 2
+
+
+def _split(total: OneWay) -> tuple[OneWay, OneWay] | None:
+    """Two hops that, one after the other, give ``total`` (None when it cannot be exact)."""
     if total.jitter_ms or total.rate_mbit is not None:
         return None
-    return OneWay(delay_ms=total.delay_ms / parts, loss_pct=(1 - (1 - total.loss_pct / 100) ** (1 / parts)) * 100)
+    first, second = _half(total.delay_ms)
+    loss = (1 - math.sqrt(1 - total.loss_pct / 100)) * 100
+    return OneWay(delay_ms=first, loss_pct=loss), OneWay(delay_ms=second, loss_pct=loss)
 
 
-def _between(outer: OneWay, inner: OneWay) -> OneWay | None:
-    """The hop ``c`` with ``inner/2 + c + c + inner/2 == outer`` (two-level: group hub ↔ core)."""
+def _between(outer: OneWay, inner: OneWay) -> tuple[OneWay, OneWay] | None:
+    """The hops group hub → core and core → group hub with ``inner + c1 + c2 == outer`` (two-level)."""
     if outer.jitter_ms or inner.jitter_ms or outer.rate_mbit is not None or inner.rate_mbit is not None:
         return None
     if outer.delay_ms < inner.delay_ms or outer.loss_pct < inner.loss_pct or inner.loss_pct >= 100:
         return None
     keep = (1 - outer.loss_pct / 100) / (1 - inner.loss_pct / 100)
-    return OneWay(delay_ms=(outer.delay_ms - inner.delay_ms) / 2, loss_pct=(1 - math.sqrt(keep)) * 100)
+    return _split(OneWay(delay_ms=outer.delay_ms - inner.delay_ms, loss_pct=(1 - keep) * 100))
 
 
 def _same(x: OneWay, y: OneWay) -> bool:
@@ -138,10 +159,11 @@ def star(links: LinkMap, regions: Sequence[str]) -> Layout | None:
     """Every region on one hub, each spoke half the most common pair's shaping."""
     pairs = [(a, b) for i, a in enumerate(regions) for b in regions[i + 1:]]
     common = _common(links, pairs)
-    half = _split(common, 2) if common is not None else None
-    if half is None:
+    halves = _split(common) if common is not None else None
+    if halves is None:
         return None
-    return _with_direct("star", links, regions, [Edge(r, HUB, half, half) for r in regions], None)
+    up, down = halves
+    return _with_direct("star", links, regions, [Edge(r, HUB, up, down) for r in regions], None)
 
 
 def two_level(links: LinkMap, regions: Sequence[str], group_of: Mapping[str, str]) -> Layout | None:
@@ -155,12 +177,12 @@ def two_level(links: LinkMap, regions: Sequence[str], group_of: Mapping[str, str
     if inter is None:
         return None
     intra = intra if intra is not None else OneWay()
-    half = _split(intra, 2)
+    halves = _split(intra)
     core = _between(inter, intra)
-    if half is None or core is None:
+    if halves is None or core is None:
         return None
-    edges = [Edge(r, hub_of(group_of[r]), half, half) for r in regions]
-    edges += [Edge(hub_of(g), HUB, core, core) for g in groups]
+    edges = [Edge(r, hub_of(group_of[r]), *halves) for r in regions]
+    edges += [Edge(hub_of(g), HUB, *core) for g in groups]
     return _with_direct("two-level", links, regions, edges, group_of)
 
 
