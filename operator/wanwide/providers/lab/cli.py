@@ -23,7 +23,8 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError(f"{specs.origin(bench)}: {plan_problems(e)}") from None
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
                      max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
-    return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate)
+    return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate,
+               layout=args.layout)
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -60,6 +61,10 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-f", "--file", action="append", required=True)
     r.add_argument("-o", "--out", required=True, help="output directory (bundles/, report/)")
     r.add_argument("--shaper", choices=["auto", "netem", "wirefilter"], default="auto")
+    r.add_argument("--layout", choices=["auto", "mesh", "star", "two-level"], default="auto",
+                   help="how the WAN is wired: a link per region pair (mesh), every region on one hub (star), "
+                   "regions on their group's hub and group hubs on a core (two-level); auto: the fewest links "
+                   "that give every pair exactly its shaping (docs/lab-layout.md)")
     r.add_argument("--no-report", action="store_true")
     r.add_argument("--fresh", action="store_true",
                    help="deploy anew for every trial (default: trials that differ only in the network, "

@@ -39,11 +39,7 @@ class Deployment:
         """Shape every link as ``p`` asks, set the trial's dynamic Galera options and empty
         the Keystone caches (each trial starts cold, as on a new deployment)."""
         zero = OneWay()
-        for a in p.region_names:
-            for b in p.region_names:
-                want = p.links.get((a, b), zero)
-                if a != b and self.net.links.get((a, b), zero) != want:
-                    self.net.set_link(a, b, want)
+        self.net.reshape({(a, b): p.links.get((a, b), zero) for a in p.region_names for b in p.region_names if a != b})
         dyn = p.database.galera_dynamic
         if dyn and dyn != self.galera_dynamic:
             self.svc.set_provider_options(list(self.db.values()), dyn)

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wanwide.core.plan.links import LinkMap, OneWay
+from wanwide.core.plan.layout import Layout, hub_of, plan_layout
+from wanwide.core.plan.links import LinkMap, OneWay, Pair
 from wanwide.providers.lab import procs, shaping
 from wanwide.providers.lab.procs import LabError
 from wanwide.providers.lab.state import LabState, default_state_dir, list_states
@@ -48,6 +49,8 @@ from wanwide.providers.lab.state import LabState, default_state_dir, list_states
 log = logging.getLogger(__name__)
 
 HOST_ADDRESS = "10.77.0.1"
+GATEWAY = "169.254.77.1"  # the next hop a region or group hub routes through its hub link (pinned, onlink)
+LAB_NET = "10.77.0.0/16"
 NETNS_PREFIX = "ww-"
 _BLOCKS = (1, 51, 101, 151)
 
@@ -108,6 +111,9 @@ class Network:
     host_links: bool = True
     shapeable: bool = False
     pairs: dict[tuple[str, str], shaping.Link] = field(default_factory=dict)
+    layout: Layout | None = None  # None: a full mesh (one link per pair)
+    edges: dict[tuple[str, str], shaping.Link] = field(default_factory=dict)  # links to and between hubs
+    drops: dict[Pair, float] = field(default_factory=dict)  # pair → drop probability at its first hub
     destroyed: bool = False
     _old_handlers: dict[int, Any] = field(default_factory=dict)
 
@@ -120,6 +126,10 @@ class Network:
 
     def netns(self, region: str) -> str:
         return f"{NETNS_PREFIX}{self.tag}-{region}"
+
+    def node_netns(self, node: str) -> str:
+        """A region's namespace, or a hub's (``ww-<tag>-_hub…``: hub names start with ``_``, no region's does)."""
+        return self.netns(node)
 
     def address(self, region: str) -> str:
         return f"10.77.{self.block + self.index(region)}.1"
@@ -174,7 +184,17 @@ class Network:
 
     # ------------------------------------------------------------ changing
     def set_link(self, src: str, dst: str, ow: OneWay) -> None:
-        """Change the shaping of traffic ``src``→``dst`` on the live link."""
+        """Change the shaping of traffic ``src``→``dst`` on the live network.
+
+        On a link of its own: that link's shaping. Through hubs (``layout``): only the loss can change
+        (a fault: a cut, a loss window), as a random drop of that pair's packets at its first hub with
+        the probability that gives the pair exactly ``ow``'s loss; a new delay re-shapes the hub links
+        (:meth:`reshape`)."""
+        lay = self.layout
+        if lay is not None and frozenset((src, dst)) not in lay.direct:
+            self._drop(src, dst, ow, lay)
+            self.links[(src, dst)] = ow
+            return
         a, b = sorted((src, dst), key=self.index)
         link = self.pairs[(a, b)]
         a_to_b, b_to_a = (ow, link.b_to_a) if src == a else (link.a_to_b, ow)
@@ -182,6 +202,50 @@ class Network:
             raise LabError(f"link {a}-{b} was built unshaped (veth); cannot shape it now")
         shaping.shaper_for(link.kind).update(link, a_to_b, b_to_a)
         self.links[(src, dst)] = ow
+
+    def _drop(self, src: str, dst: str, ow: OneWay, lay: Layout) -> None:
+        base = lay.effective(src, dst)
+        if (ow.delay_ms, ow.jitter_ms, ow.rate_mbit) != (base.delay_ms, base.jitter_ms, base.rate_mbit):
+            raise LabError(f"{src}→{dst} goes through a hub: only its loss can change on the live network, "
+                           f"not {base} → {ow} (re-shape the whole WAN with reshape())")
+        keep = (1 - min(ow.loss_pct, 100.0) / 100) / (1 - base.loss_pct / 100) if base.loss_pct < 100 else 0.0
+        q = round(min(1.0, max(0.0, 1 - keep)), 9)
+        hub = lay.first_hub(src, dst)
+        assert hub is not None
+        ns = self.node_netns(hub)
+        match = ["-s", self.address(src), "-d", self.address(dst)]
+        old = self.drops.pop((src, dst), None)
+        if old is not None:
+            procs.run(["iptables", "-D", "FORWARD", *match, *_drop_rule(old)], netns=ns)
+        if q > 0:
+            procs.run(["iptables", "-A", "FORWARD", *match, *_drop_rule(q)], netns=ns)
+            self.drops[(src, dst)] = q
+
+    def reshape(self, links: LinkMap) -> None:
+        """Give every pair its shaping in ``links`` (a new trial on the same deployment): through hubs, the
+        hub links are re-shaped (n changes, not n²) when the new shaping keeps the layout's structure."""
+        lay = self.layout
+        if lay is None:
+            for pair, want in links.items():
+                if pair[0] != pair[1] and self.links.get(pair, OneWay()) != want:
+                    self.set_link(*pair, want)
+            return
+        new = plan_layout(links, self.regions, lay.group_of, prefer=lay.kind)
+        if new.structure() != lay.structure():
+            raise LabError(f"the new links need another {lay.kind} layout (other direct pairs or hubs): "
+                           "this deployment cannot be re-shaped to them; run with --fresh")
+        for pair in list(self.drops):
+            self._drop(*pair, lay.effective(*pair), lay)
+        for e in new.edges:
+            link = self.edges.get((e.a, e.b)) or self.pairs.get(tuple(sorted((e.a, e.b), key=self.index)))
+            assert link is not None
+            a_to_b, b_to_a = (e.a_to_b, e.b_to_a) if link.a == e.a else (e.b_to_a, e.a_to_b)
+            if (link.a_to_b, link.b_to_a) != (a_to_b, b_to_a):
+                if link.kind == "veth":
+                    raise LabError(f"link {link.a}-{link.b} was built unshaped (veth); cannot shape it now")
+                shaping.shaper_for(link.kind).update(link, a_to_b, b_to_a)
+        self.layout = new
+        self.links.update({p: w for p, w in links.items() if p[0] != p[1]})
 
     def describe(self) -> dict[str, Any]:
         """What to record in a bundle: shaper, addresses, links."""
@@ -192,6 +256,9 @@ class Network:
             "regions": {r: {"netns": self.netns(r), "address": self.address(r)}
                         for r in self.regions},
             "links": [lk.as_dict() for lk in self.pairs.values()],
+            "layout": "mesh" if self.layout is None else self.layout.kind,
+            "hubs": [] if self.layout is None else self.layout.hubs,
+            "hub_links": [lk.as_dict() for lk in self.edges.values()],
         }
 
     # ------------------------------------------------------------ tearing down
@@ -243,9 +310,9 @@ def rt_prefix() -> list[str]:
     return []
 
 
-def _sysctls(ns: str) -> None:
+def _sysctls(ns: str, forward: bool = False) -> None:
     for k, v in (("net.ipv4.conf.all.rp_filter", "0"), ("net.ipv4.conf.default.rp_filter", "0"),
-                 ("net.ipv4.ip_forward", "0"), ("net.ipv6.conf.all.disable_ipv6", "1")):
+                 ("net.ipv4.ip_forward", "1" if forward else "0"), ("net.ipv6.conf.all.disable_ipv6", "1")):
         procs.run(["sysctl", "-q", "-w", f"{k}={v}"], netns=ns, check=False)
 
 
@@ -259,6 +326,8 @@ def build(
     handle_signals: bool = True,
     shapeable: bool = False,
     benchmark: str | None = None,
+    layout: str = "mesh",
+    group_of: Mapping[str, str] | None = None,
 ) -> Network:
     """Create the namespaces, addresses, shaped links and host links of ``regions``.
 
@@ -268,7 +337,9 @@ def build(
     ``Network.shaper``. ``shapeable``: every link goes through the shaper, even
     one with nothing to shape yet, so that :meth:`Network.set_link` can change
     it later. ``benchmark`` is recorded in the state (``wanwide lab clean -f``
-cleans only its own runs). On failure everything created so far is removed.
+cleans only its own runs). ``layout``: ``mesh`` (a link per pair), ``star``, ``two-level`` (regions
+    on hubs, ``group_of`` giving each region's group) or ``auto`` (the fewest links that still give every
+    pair exactly its shaping: core/plan/layout.py). On failure everything created so far is removed.
     """
     regions = list(regions)
     if len(set(regions)) != len(regions) or not regions:
@@ -298,8 +369,14 @@ cleans only its own runs). On failure everything created so far is removed.
     state.set_info("shaper", used)
     sock_dir = Path(tempfile.gettempdir()) / f"ww-{tag}"
     state.add_dir(sock_dir)
+    full = {(a, b): links.get((a, b), OneWay()) for a in regions for b in regions if a != b}
+    try:
+        lay = plan_layout(full, regions, group_of, prefer=layout)
+    except ValueError as e:
+        raise LabError(str(e)) from None
     net = Network(regions=regions, links=dict(links), tag=tag, shaper=used, state=state,
-                  block=block, sock_dir=sock_dir, host_links=host_links, shapeable=shapeable)
+                  block=block, sock_dir=sock_dir, host_links=host_links, shapeable=shapeable,
+                  layout=None if lay.kind == "mesh" else lay)
     if handle_signals:
         net._install_signals()
     try:
@@ -307,38 +384,39 @@ cleans only its own runs). On failure everything created so far is removed.
     except BaseException:
         net.destroy()
         raise
-    log.info("lab network %s: %d regions, %d links, shaper %s, built in %.1f s",
-             tag, len(regions), len(net.pairs), used, time.monotonic() - t0)
+    log.info("lab network %s: %d regions, %s layout, %d links, shaper %s, built in %.1f s",
+             tag, len(regions), lay.kind, len(net.pairs) + len(net.edges), used, time.monotonic() - t0)
     state.set_info("network", net.describe())
     return net
 
 
 def _build(net: Network) -> None:
     for r in net.regions:
-        ns = net.netns(r)
-        if Path("/run/netns", ns).exists():
-            raise LabError(f"namespace {ns} exists already (another run with tag {net.tag}?)")
-        net.state.add_netns(ns)  # first: a kill right after the add leaves nothing unrecorded
-        procs.run(["ip", "netns", "add", ns])
-        procs.run(["ip", "link", "set", "lo", "up"], netns=ns)
-        procs.run(["ip", "addr", "add", f"{net.address(r)}/32", "dev", "lo"], netns=ns)
-        _sysctls(ns)
+        _add_netns(net, net.netns(r))
+        procs.run(["ip", "addr", "add", f"{net.address(r)}/32", "dev", "lo"], netns=net.netns(r))
+    lay = net.layout
+    pairs = [(a, b) for i, a in enumerate(net.regions) for b in net.regions[i + 1:]]
+    if lay is not None:
+        pairs = [(a, b) for a, b in pairs if frozenset((a, b)) in lay.direct]
+        for h in lay.hubs:
+            _add_netns(net, net.node_netns(h), forward=True)
     zero = OneWay()
-    for i, a in enumerate(net.regions):
-        for b in net.regions[i + 1:]:
-            link = shaping.Link(
-                a=a, b=b, ns_a=net.netns(a), ns_b=net.netns(b),
-                if_a=net.wan_ifname(a, b), if_b=net.wan_ifname(b, a),
-                a_to_b=net.links.get((a, b), zero), b_to_a=net.links.get((b, a), zero),
-                sock_dir=net.sock_dir / f"{net.index(a)}-{net.index(b)}",
-            )
-            shaping.connect(link, net.shaper, net.state, shapeable=net.shapeable)
-            net.pairs[(a, b)] = link
-            for reg, peer, ifname in ((a, b, link.if_a), (b, a, link.if_b)):
-                ns = net.netns(reg)
-                procs.run(["ip", "link", "set", ifname, "up"], netns=ns)
-                procs.run(["ip", "route", "add", f"{net.address(peer)}/32", "dev", ifname,
-                           "src", net.address(reg)], netns=ns)
+    for a, b in pairs:
+        link = shaping.Link(
+            a=a, b=b, ns_a=net.netns(a), ns_b=net.netns(b),
+            if_a=net.wan_ifname(a, b), if_b=net.wan_ifname(b, a),
+            a_to_b=net.links.get((a, b), zero), b_to_a=net.links.get((b, a), zero),
+            sock_dir=net.sock_dir / f"{net.index(a)}-{net.index(b)}",
+        )
+        shaping.connect(link, net.shaper, net.state, shapeable=net.shapeable)
+        net.pairs[(a, b)] = link
+        for reg, peer, ifname in ((a, b, link.if_a), (b, a, link.if_b)):
+            ns = net.netns(reg)
+            procs.run(["ip", "link", "set", ifname, "up"], netns=ns)
+            procs.run(["ip", "route", "add", f"{net.address(peer)}/32", "dev", ifname,
+                       "src", net.address(reg)], netns=ns)
+    if lay is not None:
+        _hub_links(net, lay)
     if net.host_links:
         for r in net.regions:
             ns, hif = net.netns(r), net.host_ifname(r)
@@ -362,6 +440,8 @@ def _build(net: Network) -> None:
         mac_b = _mac(link.ns_b, link.if_b)
         _pin(link.ns_a, link.if_a, net.address(link.b), mac_b)
         _pin(link.ns_b, link.if_b, net.address(link.a), mac_a)
+    if lay is not None:
+        _hub_routes(net, lay)
     if net.host_links:
         for r in net.regions:
             ns, hif = net.netns(r), net.host_ifname(r)
@@ -369,9 +449,72 @@ def _build(net: Network) -> None:
             _pin(None, hif, net.address(r), _mac(ns, "host"))
 
 
+def _add_netns(net: Network, ns: str, forward: bool = False) -> None:
+    if Path("/run/netns", ns).exists():
+        raise LabError(f"namespace {ns} exists already (another run with tag {net.tag}?)")
+    net.state.add_netns(ns)  # first: a kill right after the add leaves nothing unrecorded
+    procs.run(["ip", "netns", "add", ns])
+    procs.run(["ip", "link", "set", "lo", "up"], netns=ns)
+    _sysctls(ns, forward)
+
+
+SPOKE = "wanh"  # a region's link to its hub
+UPLINK = "core"  # a group hub's link to the core hub
+
+
+def _hub_ifnames(net: Network, lay: Layout, a: str, b: str) -> tuple[str, str]:
+    """Device names of a hub link: region ``wanh`` ↔ ``r<i>`` in its hub; group hub ``core`` ↔ ``g<k>``."""
+    if a in net.regions:
+        return SPOKE, f"r{net.index(a)}"
+    groups = [h for h in lay.hubs if h != b]
+    return UPLINK, f"g{groups.index(a)}"
+
+
+def _hub_links(net: Network, lay: Layout) -> None:
+    """The shaped links to and between hubs (regions' spokes, group hubs' uplinks)."""
+    for k, e in enumerate(x for x in lay.edges if frozenset((x.a, x.b)) not in lay.direct):
+        if_a, if_b = _hub_ifnames(net, lay, e.a, e.b)
+        link = shaping.Link(a=e.a, b=e.b, ns_a=net.node_netns(e.a), ns_b=net.node_netns(e.b), if_a=if_a, if_b=if_b,
+                            a_to_b=e.a_to_b, b_to_a=e.b_to_a, sock_dir=net.sock_dir / f"h{k}")
+        shaping.connect(link, net.shaper, net.state, shapeable=net.shapeable)
+        net.edges[(e.a, e.b)] = link
+        procs.run(["ip", "link", "set", if_a, "up"], netns=link.ns_a)
+        procs.run(["ip", "link", "set", if_b, "up"], netns=link.ns_b)
+
+
+def _hub_routes(net: Network, lay: Layout) -> None:
+    """Routes through the hubs, every next hop's MAC pinned (no ARP across a shaped link):
+
+    - a region: the lab's addresses via its hub (``GATEWAY`` onlink on ``wanh``); its direct links' /32
+      routes are more specific and win;
+    - a hub: each region on it by its /32 on that region's spoke; a group hub: the rest via the core;
+      the core: each region via its group's hub.
+    """
+    for (a, _b), link in net.edges.items():
+        mac_a, mac_b = _mac(link.ns_a, link.if_a), _mac(link.ns_b, link.if_b)
+        procs.run(["ip", "route", "add", LAB_NET, "via", GATEWAY, "dev", link.if_a, "onlink",
+                   *(["src", net.address(a)] if a in net.regions else [])], netns=link.ns_a)
+        _pin(link.ns_a, link.if_a, GATEWAY, mac_b)
+        below = [a] if a in net.regions else [r for r in net.regions if lay.group_of and hub_of(lay.group_of[r]) == a]
+        for r in below:
+            if a in net.regions:
+                procs.run(["ip", "route", "add", f"{net.address(r)}/32", "dev", link.if_b], netns=link.ns_b)
+                _pin(link.ns_b, link.if_b, net.address(r), mac_a)
+            else:
+                procs.run(["ip", "route", "add", f"{net.address(r)}/32", "via", GATEWAY, "dev", link.if_b, "onlink"],
+                          netns=link.ns_b)
+        if a not in net.regions:
+            _pin(link.ns_b, link.if_b, GATEWAY, mac_a)
+
+
 def _mac(ns: str | None, ifname: str) -> str:
     out = procs.run(["ip", "-j", "link", "show", ifname], netns=ns).stdout
     return str(json.loads(out)[0]["address"])
+
+
+def _drop_rule(q: float) -> list[str]:
+    """iptables match and target dropping a share ``q`` of packets (all of them at 1)."""
+    return ["-j", "DROP"] if q >= 1 else ["-m", "statistic", "--mode", "random", "--probability", f"{q:.9f}", "-j", "DROP"]
 
 
 def _pin(ns: str | None, ifname: str, addr: str, mac: str) -> None:

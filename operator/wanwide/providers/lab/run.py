@@ -25,6 +25,7 @@ from wanwide.core import timestamps as ts
 from wanwide.core.api.units import seconds
 from wanwide.core.contracts import RunnerConfig
 from wanwide.core.lifecycle import crashed, deployments
+from wanwide.core.plan.layout import Layout, plan_layout
 from wanwide.core.plan.links import OneWay, Pair
 from wanwide.core.plan.runner import Addresses, config_json, runner_config
 from wanwide.core.plan.trial import TrialPlan
@@ -103,10 +104,12 @@ class LabRun:
     """Runs trials on lab deployments: provision (or re-shape), verify the network, load, collect."""
 
     def __init__(self, out: Path, live: Live, shaper: str = "auto", work: Path | None = None,
-                 gate: QuietGate | None = None):
+                 gate: QuietGate | None = None, layout: str = "auto"):
         self.out = out
         self.live = live
         self.shaper = shaper
+        self.layout = layout
+        self.layouts: dict[str, str] = {}  # a deployment's first trial → the layout it is wired with
         self.gate = gate or QuietGate()
         self.work = work or Path(os.environ.get("WANWIDE_LAB_WORK", "/var/tmp/wanwide-lab"))
 
@@ -211,11 +214,15 @@ class LabRun:
             say("Provisioning", f"re-shaping the links of deployment {dep.id} (trial {len(dep.trials) + 1} on it)")
             dep.adapt(p)
             return dep
-        say("Provisioning", f"{len(p.regions)} namespaces, shaper {self.shaper}"
-            + (" (a deployment shared by this Benchmark's trials)" if shared else ""))
         # links a later trial or a fault window re-shapes go through the shaper from the start
         net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False,
-                          shapeable=shared or bool(p.faults), benchmark=p.benchmark)
+                          shapeable=shared or bool(p.faults), benchmark=p.benchmark,
+                          layout=self.layouts.get(p.id, self.layout),
+                          group_of={r.name: r.group for r in p.regions})
+        d = net.describe()
+        say("Provisioning", f"{len(p.regions)} namespaces, shaper {net.shaper}, {d['layout']} layout "
+            f"({len(net.pairs) + len(net.edges)} links{', hubs ' + ', '.join(d['hubs']) if d['hubs'] else ''})"
+            + (" (a deployment shared by this Benchmark's trials)" if shared else ""))
         run_dir = self.work / f"{p.benchmark}-{net.tag}"
         net.state.add_dir(run_dir)  # data, keys, service logs: removed with the network
         return Deployment(net, Services(net, run_dir), {}, {}, shared)
@@ -418,8 +425,28 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
     return 1 if failed else 0
 
 
+def group_layout(group: list[TrialPlan], prefer: str) -> str:
+    """The layout a deployment is wired with: one that every trial on it can be re-shaped to (auto: the
+    fewest links for the first trial, unless another trial needs other hubs or direct pairs: then mesh)."""
+    if prefer != "auto":
+        return prefer
+    first = group[0]
+    groups = {r.name: r.group for r in first.regions}
+
+    def layout_of(p: TrialPlan, kind: str = "auto") -> Layout:
+        full = {(a, b): p.links.get((a, b), OneWay()) for a in p.region_names for b in p.region_names if a != b}
+        return plan_layout(full, p.region_names, groups, prefer=kind)
+
+    kind = layout_of(first).kind
+    try:
+        same = all(layout_of(p, kind).structure() == layout_of(first, kind).structure() for p in group[1:])
+    except ValueError:  # another trial's links cannot be given through these hubs
+        same = False
+    return kind if same else "mesh"
+
+
 def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False,
-        gate: QuietGate | None = None) -> int:
+        gate: QuietGate | None = None, layout: str = "auto") -> int:
     """Run the planned trials for real on this machine, in their run order (``spec.matrix.order``),
     each load released once the machine is quiet (``gate``); bundles and the report under ``out_dir``."""
     out = Path(out_dir).resolve()
@@ -434,7 +461,8 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
         return 2
     groups = deployments(trials, fresh)  # the order they run in, and which share a deployment
     trials = [p for g in groups for p in g]
-    runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper, gate=gate)
+    runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper, gate=gate, layout=layout)
+    runner.layouts = {g[0].id: group_layout(g, layout) for g in groups}
     outcomes: list[TrialOutcome] = []
 
     def on_signal(signum, _frame):

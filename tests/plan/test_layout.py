@@ -1,0 +1,78 @@
+"""The lab's WAN layouts give every pair exactly the shaping asked, with far fewer links than a mesh."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wanwide.core.plan.layout import _same, plan_layout
+from wanwide.core.plan.links import OneWay
+
+
+def _regions(n: int) -> list[str]:
+    return [f"r{i + 1}" for i in range(n)]
+
+
+def _uniform(regions: list[str], ow: OneWay) -> dict:
+    return {(a, b): ow for a, b in itertools.permutations(regions, 2)}
+
+
+def _exact(lay, links) -> None:
+    for (a, b), want in links.items():
+        got = lay.effective(a, b)
+        assert _same(got, want), (a, b, got, want, lay.path(a, b))
+
+
+def test_45_uniform_regions_are_45_spokes_not_990_links():
+    rs = _regions(45)
+    links = _uniform(rs, OneWay(delay_ms=75.0, loss_pct=1.0))
+    lay = plan_layout(links, rs)
+    assert lay.kind == "star" and len(lay.edges) == 45 and lay.hubs == ["_hub"]
+    assert len(plan_layout(links, rs, prefer="mesh").edges) == 990
+    _exact(lay, links)
+
+
+def test_two_levels_are_one_hub_per_group_and_a_core():
+    rs = _regions(45)
+    group_of = {r: f"g{i // 9}" for i, r in enumerate(rs)}
+    links = {(a, b): OneWay(delay_ms=10.0) if group_of[a] == group_of[b] else OneWay(delay_ms=75.0, loss_pct=0.5)
+             for a, b in itertools.permutations(rs, 2)}
+    lay = plan_layout(links, rs, group_of)
+    assert lay.kind == "two-level" and len(lay.edges) == 45 + 5
+    _exact(lay, links)
+
+
+def test_per_pair_overrides_get_their_own_link_and_stay_exact():
+    rs = _regions(9)
+    links = _uniform(rs, OneWay(delay_ms=50.0))
+    links[("r1", "r7")] = OneWay(delay_ms=120.0, jitter_ms=2.0)
+    links[("r7", "r1")] = OneWay(delay_ms=120.0, jitter_ms=2.0)
+    links[("r2", "r3")] = OneWay(delay_ms=5.0, loss_pct=3.0)  # one way only
+    lay = plan_layout(links, rs)
+    assert lay.kind == "star" and lay.direct == {frozenset(("r1", "r7")), frozenset(("r2", "r3"))}
+    assert len(lay.edges) == 9 + 2
+    _exact(lay, links)
+
+
+def test_jitter_or_rate_on_the_common_class_keeps_the_mesh():
+    rs = _regions(5)
+    for ow in (OneWay(delay_ms=50.0, jitter_ms=5.0), OneWay(delay_ms=50.0, rate_mbit=100.0)):
+        lay = plan_layout(_uniform(rs, ow), rs)
+        assert lay.kind == "mesh" and len(lay.edges) == 10
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(3, 12), delay=st.floats(0, 200), loss=st.floats(0, 20),
+       overrides=st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11), st.floats(0, 300), st.floats(0, 50)),
+                          max_size=6))
+def test_any_uniform_wan_with_overrides_is_exact(n, delay, loss, overrides):
+    rs = _regions(n)
+    links = _uniform(rs, OneWay(delay_ms=delay, loss_pct=loss))
+    for i, j, d, p in overrides:
+        if i < n and j < n and i != j:
+            links[(rs[i], rs[j])] = OneWay(delay_ms=d, loss_pct=p)
+    lay = plan_layout(links, rs)
+    _exact(lay, links)
+    assert len(lay.edges) <= n * (n - 1) // 2
