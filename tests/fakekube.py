@@ -35,6 +35,20 @@ T0 = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
 FIXTURE_NS = release().namespace  # the namespace the fixture chart was rendered for
 
 
+
+class ChaosSpecChanged(RuntimeError):
+    """What Chaos Mesh's validating webhook answers to a changed spec (HTTP 403): a chaos object is
+    deleted and made again, never updated."""
+
+
+def _chaos_mesh_defaults(o: dict[str, Any]) -> None:
+    """Chaos Mesh 2.8.3's mutating webhook, as seen on the real node: a selector without namespaces gets
+    the object's own namespace (a pod selector too)."""
+    ns = o["metadata"].get("namespace")
+    for sel in (o["spec"].get("selector"), (o["spec"].get("target") or {}).get("selector")):
+        if isinstance(sel, dict) and "namespaces" not in sel:
+            sel["namespaces"] = [ns]
+
 class FakeS3:
     """list_objects_v2 / get_object / put_object on a dict (what providers/kubernetes/controller/results.py asks of boto3)."""
 
@@ -113,6 +127,11 @@ class FakeKube:
             if attempt not in self.attempts_started:
                 self.attempts_started.append(attempt)
         new = copy.deepcopy(obj)
+        if obj["kind"] == "NetworkChaos":
+            _chaos_mesh_defaults(new)
+            if old is not None and {k: v for k, v in old["spec"].items()} != new["spec"]:
+                raise ChaosSpecChanged(f"admission webhook \"vnetworkchaos.kb.io\" denied the request: "
+                                       f"Cannot update chaos spec ({m['name']})")
         if old is not None:
             new["status"] = old.get("status", {})
             new["metadata"] = {**old["metadata"], **new["metadata"]}
