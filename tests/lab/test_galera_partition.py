@@ -24,6 +24,7 @@ def test_a_cut_member_leaves_and_rejoins_the_cluster_recorded_in_the_bundle(tmp_
          "spec": {"generate": {"count": 3}, "network": {"default": {"rtt": "0ms"}}}},
         {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "ci-cut"},
          "spec": {"topologyRef": "ci-cut", "database": {"backend": "galera"},
+                  "openstack": {"keystone": {"replicas": 2}},  # two gunicorn workers per region
                   "workload": {"load": "light", "loadRegion": "r1", "startDelay": "3s", "warmup": {"times": 0},
                                "scenarios": [{"name": "authenticate_user_and_validate_token", "times": 60,
                                               "concurrency": 1}]},
@@ -38,6 +39,7 @@ def test_a_cut_member_leaves_and_rejoins_the_cluster_recorded_in_the_bundle(tmp_
                         "--quiet-settle", "5", "--quiet-max-wait", "60"],
                        capture_output=True, text=True, timeout=1500, env=env)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-3000:]
+    assert all(f"keystone {r} up, 2 process(es)" in p.stdout for r in ("r1", "r2", "r3")), p.stdout[:3000]
     (bundle,) = list((out / "bundles" / "ci-cut" / "t000" / "r1").glob("attempt-1-*"))
     doc = json.loads((bundle / "members.json").read_text())
     print(json.dumps({k: doc[k] for k in ("runs", "restarts", "windows")}, indent=1))

@@ -49,3 +49,13 @@ def test_monitoring_off_deploys_no_exporter_and_no_monitor():
     db = {o["kind"]: o for o in off if o["kind"] == "MariaDB"}["MariaDB"]
     assert db["spec"]["metrics"] == {"enabled": False}
     assert db["spec"]["tls"] == {"enabled": False}  # as in the lab and the studies
+
+
+def test_replicas_are_keystone_processes_per_region():
+    """spec.openstack.keystone.replicas: keystone-api pods on Kubernetes (gunicorn workers in the lab:
+    tests/lab/test_galera_partition.py sees them start)."""
+    doc = benchmark("mariadb", "uniform", openstack={"keystone": {"replicas": 3}})
+    d = load_documents([yaml.safe_dump(doc)])
+    p = plan(d.benchmarks[0], d.topology_for(d.benchmarks[0]))[0]
+    assert p.keystone.processes == 3
+    assert {r.values["pod"]["replicas"]["api"] for r in keystone.releases(p)} == {3}

@@ -56,7 +56,9 @@ class Keystone(Model):
     chart: str = Field("keystone", description="Chart name in the repository.")
     chart_version: str = Field("2025.2.0", min_length=1, description="Exact chart version (pin it).")
     images: KeystoneImages = Field(default_factory=KeystoneImages)
-    replicas: Int = Field(1, ge=1, le=10, description="keystone-api replicas per region.")
+    replicas: Int = Field(1, ge=1, le=10, description="Keystone server processes per region: keystone-api pods on "
+                          "Kubernetes (the chart runs one WSGI process per pod), gunicorn workers in the lab. "
+                          "Memory (~100 MB each) for concurrency.")
     cache: Bool = Field(True, description="memcached per region with [cache] enabled, as real deployments run.")
     values: dict[str, Any] = Field(
         default_factory=dict,

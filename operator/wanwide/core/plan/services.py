@@ -119,6 +119,10 @@ class KeystoneConfig:
 
     cache: bool
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Keystone server processes per region (spec.openstack.keystone.replicas): Kubernetes runs as many
+    # keystone-api pods, each the chart's one WSGI process and thread; the lab as many gunicorn workers.
+    # Memory for concurrency: each is a Keystone of its own (~100 MB).
+    processes: int = 1
 
     def cache_section(self, memcache_servers: list[str]) -> dict[str, Any]:
         """``[cache]`` for a region whose memcached listens at ``memcache_servers``."""
@@ -143,4 +147,5 @@ KEYSTONE_SECTIONS: dict[str, dict[str, Any]] = {
 
 def keystone_config(spec: BenchmarkSpec) -> KeystoneConfig:
     return KeystoneConfig(cache=spec.openstack.keystone.cache,
-                          sections={k: dict(v) for k, v in KEYSTONE_SECTIONS.items()})
+                          sections={k: dict(v) for k, v in KEYSTONE_SECTIONS.items()},
+                          processes=spec.openstack.keystone.replicas)

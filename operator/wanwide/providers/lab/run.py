@@ -258,8 +258,8 @@ class LabRun:
             mc = svc.start_memcached(r) if p.keystone.cache else None
             ks = svc.start_keystone(r, db_host=db[r].host, db_port=db[r].port, db_password=DB_PASSWORD,
                                     memcached=mc, admin_password=ADMIN_PASSWORD, db_sync=k == 0,
-                                    config=p.keystone)
-            say("Provisioning", f"keystone {r} up ({ks.start_s:.0f}s)")
+                                    config=p.keystone, workers=p.keystone.processes)
+            say("Provisioning", f"keystone {r} up, {p.keystone.processes} process(es) ({ks.start_s:.0f}s)")
             return ks
 
         first = p.schema_region

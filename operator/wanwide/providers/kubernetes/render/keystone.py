@@ -148,7 +148,7 @@ def values(plan: TrialPlan, region: str, passwords: dict[str, str] | None = None
             "job": {"node_selector_key": sel_key, "node_selector_value": sel_val},
         },
         "pod": {
-            "replicas": {"api": ks.replicas},
+            "replicas": {"api": plan.keystone.processes},
             "labels": {"default": plan.labels(region, "keystone")},
         },
     }
