@@ -38,6 +38,7 @@ def test_a_cut_member_that_rejoins_without_restarting():
     assert w["members"]["r2"]["states_s"] == {"unreachable": 40.0}  # the 18 s answer stood until 20 s: not in it
     assert w["members"]["r1"]["states_s"] == {"Primary/Synced/2": 40.0}
     assert w["healed_after_s"] == 6  # r2 Synced in a cluster of 3 again at 66 s
+    assert w["answered_after_s"] == 0  # it answered (Joined) from the window's end
     assert doc["restarts"] == {"r1": [], "r2": [], "r3": []}
     b = brief(doc)
     assert b["windows"][0]["unreachable"] == ["r2"] and b["windows"][0]["not_primary"] == []
@@ -53,7 +54,7 @@ def test_a_member_restarted_by_its_probe_shows_as_a_restart():
     b = brief(doc)
     (w,) = b["windows"]
     assert w["not_primary"] == ["r2"] and w["unreachable"] == ["r2"] and w["restarted"] == ["r2"]
-    assert w["healed_after_s"] == 10
+    assert w["healed_after_s"] == 10 and w["answered_after_s"] == 10  # refused until 70 s
 
 
 def test_a_cluster_not_whole_by_the_end_of_the_watch_says_so():

@@ -122,6 +122,13 @@ def healed_at(by_member: dict[str, list[Sample]], after_s: float, size: int | No
     return latest
 
 
+def answered_at(by_member: dict[str, list[Sample]], after_s: float) -> float | None:
+    """The first time after ``after_s`` by which every member had answered again (any state): the load
+    region's links to them were back; None when some member did not answer by the end of the watch."""
+    firsts = [next((s.t_s for s in v if s.t_s >= after_s and s.ok), None) for v in by_member.values()]
+    return None if any(f is None for f in firsts) else max(f for f in firsts if f is not None)
+
+
 def summary(by_member: dict[str, list[Sample]], faults: list[FaultSpan], size: int | None = None) -> dict[str, Any]:
     """Per member: state runs and restarts; per fault window occurrence: states, restarts, healing."""
     until = max((s.t_s for v in by_member.values() for s in v), default=0.0)
@@ -130,10 +137,12 @@ def summary(by_member: dict[str, list[Sample]], faults: list[FaultSpan], size: i
     for f in faults:
         for k, (start, end) in enumerate(spans(f.start_s, f.duration_s, f.every_s, until)):
             healed = healed_at(by_member, end, size) if end <= until else None
+            answered = answered_at(by_member, end) if end <= until else None
             upto = healed if healed is not None else until
             windows.append({
                 "name": f.name, "occurrence": k, "kind": f.kind, "regions": f.regions,
                 "start_s": start, "end_s": end,
+                "answered_after_s": None if answered is None else round(max(0.0, answered - end), 1),
                 "healed_after_s": None if healed is None else round(max(0.0, healed - end), 1),
                 "members": {r: {"states_s": _seconds(v, start, end),
                                 "restarts": [t for t in starts[r] if start - RESTART_SLACK_S <= t <= upto]}
@@ -149,7 +158,7 @@ def brief(doc: dict[str, Any]) -> dict[str, Any]:
     for w in doc["windows"]:
         states = w["members"]
         out.append({"name": w["name"], "occurrence": w["occurrence"], "start_s": w["start_s"], "end_s": w["end_s"],
-                    "healed_after_s": w["healed_after_s"],
+                    "answered_after_s": w["answered_after_s"], "healed_after_s": w["healed_after_s"],
                     "not_primary": sorted(r for r, m in states.items()
                                           if any(k != UNREACHABLE and not k.startswith("Primary/") for k in m["states_s"])),
                     "unreachable": sorted(r for r, m in states.items() if UNREACHABLE in m["states_s"]),

@@ -437,6 +437,8 @@ def _record_members(r: _Run, watch: members.Watch | None) -> None:
     for w in r.db_info.members["windows"]:
         healed = "not whole again while watched" if w["healed_after_s"] is None else \
             f"whole again {w['healed_after_s']:g}s after it"
+        if w["answered_after_s"] is not None:
+            healed = f"every member answering {w['answered_after_s']:g}s after it, {healed}"
         _say(f"members: {w['name']}#{w['occurrence']} [{w['start_s']:g}s, {w['end_s']:g}s): "
              f"non-Primary {w['not_primary'] or 'none'}, unreachable {w['unreachable'] or 'none'}, "
              f"restarted {w['restarted'] or 'none'}; "
