@@ -34,8 +34,8 @@ from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 from wanwide.pipeline.results.runs import in_trials
 from wanwide.pipeline.results.stats import ordered_params, param_columns, run_ids
 
-COLUMNS = ["scenario", "action", "base", "base_ci", "base_n", "new", "new_ci", "new_n", "delta", "delta_lo",
-           "delta_hi", "p", "significant", "verdict"]
+COLUMNS = ["scenario", "action", "base", "base_ci", "base_lo", "base_hi", "base_n", "new", "new_ci", "new_lo",
+           "new_hi", "new_n", "delta", "delta_lo", "delta_hi", "p", "significant", "verdict"]
 
 
 def _groups(df: pd.DataFrame, keys: list[str]) -> dict[tuple, GroupCI]:
@@ -112,8 +112,10 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.D
         r = ratio_interval(eb, en)
         rows.append({**{c[len(PARAM_PREFIX):]: v for c, v in zip(pcols, key[:-2], strict=True)},
                      "scenario": key[-2], "action": key[-1],
-                     "base": eb.value, "base_ci": _half(eb), "base_n": f"{b[key].n}/{b[key].runs}",
-                     "new": en.value, "new_ci": _half(en), "new_n": f"{n[key].n}/{n[key].runs}",
+                     "base": eb.value, "base_ci": _half(eb), "base_lo": eb.lo, "base_hi": eb.hi,
+                     "base_n": f"{b[key].n}/{b[key].runs}",
+                     "new": en.value, "new_ci": _half(en), "new_lo": en.lo, "new_hi": en.hi,
+                     "new_n": f"{n[key].n}/{n[key].runs}",
                      "delta": r.value, "delta_lo": r.lo, "delta_hi": r.hi, "p": u_test(b[key].units, n[key].units),
                      "significant": r.significant, "verdict": verdict(r.lo, r.hi, RELATIVE_BOUND)})
     out = pd.DataFrame(rows, columns=[c[len(PARAM_PREFIX):] for c in pcols] + COLUMNS)
