@@ -35,3 +35,15 @@ def test_without_cuts_the_operator_defaults_stay():
     spec = _galera({"lossWindows": [{"regions": ["r2"], "start": "1m", "duration": "40s", "loss": "5%"}]})
     assert "livenessProbe" not in spec  # mariadb-operator's own (3 × 10 s)
     assert spec["galera"]["recovery"]["clusterHealthyTimeout"] == "30s"
+
+
+def test_chaos_selects_only_running_pods():
+    """A region's namespace keeps the chart's finished Jobs; Chaos Mesh cannot inject into or recover a pod
+    without a running container (on the real node one held a partition's recovery for over a minute)."""
+    b = benchmark("galera", "uniform", faults={"partitions": [{"regions": ["r2"], "start": "1m", "duration": "40s"}]})
+    docs = [d for d in yaml.safe_load_all(plan_stream([yaml.safe_dump(b)], 0, False, False)) if d]
+    chaos = [d for d in docs if d.get("kind") == "NetworkChaos"]
+    assert chaos and {d["spec"]["action"] for d in chaos} >= {"netem", "partition"}
+    for d in chaos:
+        for sel in (d["spec"]["selector"], d["spec"]["target"]["selector"]):
+            assert sel["podPhaseSelectors"] == ["Running"], d["metadata"]["name"]

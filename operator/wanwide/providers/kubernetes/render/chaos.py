@@ -23,13 +23,19 @@ from wanwide.providers.kubernetes.render.database import members
 CHAOS_API = "chaos-mesh.org/v1alpha1"
 
 
+RUNNING = {"podPhaseSelectors": ["Running"]}
+"""Only running pods: a region's namespace also holds the chart's finished Jobs (db-sync, bootstrap) and
+the network probes; Chaos Mesh cannot inject into or recover a pod with no running container, and one
+such pod held a partition's recovery for minutes on the real node."""
+
+
 def _pod_sets(plan: TrialPlan, regions: list[str] | tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
-    """Selectors covering the regions' pods: ('n', namespaces) and, with members, ('m', pods)."""
-    out: list[tuple[str, dict[str, Any]]] = [("n", {"namespaces": [plan.namespace(r) for r in regions]})]
+    """Selectors covering the regions' running pods: ('n', namespaces) and, with members, ('m', pods)."""
+    out: list[tuple[str, dict[str, Any]]] = [("n", {"namespaces": [plan.namespace(r) for r in regions], **RUNNING})]
     mem = members(plan)
     if mem:
         pods = [mem[r] for r in regions]
-        out.append(("m", {"pods": {plan.db_namespace: pods}}))
+        out.append(("m", {"pods": {plan.db_namespace: pods}, **RUNNING}))
     return out
 
 
