@@ -2,7 +2,7 @@
 # Installs what the embedded "lab" provider runs for real on this machine:
 #   - Debian packages: MariaDB + Galera (+ rsync for state transfer), memcached,
 #     VDE (wirefilter, the WAN shaper used when the kernel has no netem),
-#     iproute2, ping, socat;
+#     iproute2, ping, socat, iptables (faults through the WAN's hubs);
 #   - venv "keystone": requirements/keystone.txt (Keystone, PyMySQL, memcache
 #     clients, gunicorn, openstackclient), constrained by requirements/keystone.lock;
 #   - venv "rally": requirements/rally.txt (rally-openstack, rally), with rally.lock;
@@ -29,7 +29,7 @@ logs="$cache/logs"
 mkdir -p "$stamps" "$logs" "$cache/venvs" "$cache/bin"
 export APT_LOG="$logs/apt.log"
 
-APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 iproute2 iputils-ping socat procps psmisc)
+APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 iproute2 iputils-ping socat procps psmisc iptables)
 VERSITYGW_VERSION=v1.8.0
 
 # stamp NAME SPEC...: path of the stamp for this exact spec

@@ -36,7 +36,7 @@ def versitygw() -> Path:
 def missing() -> list[str]:
     """What the lab needs and is not installed (empty list: ready)."""
     out = []
-    for exe in ("mariadbd", "mariadb-install-db", "mariadb", "memcached", "rsync", "ip"):
+    for exe in ("mariadbd", "mariadb-install-db", "mariadb", "memcached", "rsync", "ip", "iptables"):
         if not shutil.which(exe):
             out.append(exe)
     if not Path("/usr/lib/galera/libgalera_smm.so").exists():
