@@ -76,3 +76,26 @@ def test_any_uniform_wan_with_overrides_is_exact(n, delay, loss, overrides):
     lay = plan_layout(links, rs)
     _exact(lay, links)
     assert len(lay.edges) <= n * (n - 1) // 2
+
+
+def test_the_lab_wires_hubs_only_where_the_extra_hop_fits_the_tolerance():
+    """auto: a 9-region WAN at 100 ms goes through a star; at 20 ms it stays a mesh (two shaped hops each way
+    add more than max(1 ms, 5 %) there); a deployment whose trials need other hubs is a mesh."""
+    from tests.plan.specs import benchmark
+    from wanwide.core.api.benchmark import Benchmark
+    from wanwide.core.api.topology import TopologySpec
+    from wanwide.core.plan.trial import plan
+    from wanwide.providers.lab.run import group_layout
+
+    def trials(rtts: list[str]):
+        b = benchmark("mariadb", "uniform", faults={}, matrix={"rtt": rtts})
+        b["spec"].pop("topology")
+        b["spec"]["topologyRef"] = "t"
+        return plan(Benchmark.model_validate(b), TopologySpec.model_validate(
+            {"generate": {"count": 9}, "network": {"default": {"rtt": "100ms"}}}))
+
+    assert group_layout(trials(["100ms"]), "auto") == "star"
+    assert group_layout(trials(["0ms", "300ms"]), "auto") == "star"  # the same star, re-shaped
+    assert group_layout(trials(["20ms"]), "auto") == "mesh"
+    assert group_layout(trials(["100ms", "20ms"]), "auto") == "mesh"
+    assert group_layout(trials(["20ms"]), "star") == "star"  # asked for: as asked

@@ -425,12 +425,22 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
     return 1 if failed else 0
 
 
+HUB_MIN_RTT_MS = 40.0
+"""Below this RTT a WAN stays a mesh under ``auto``: through a hub a pair crosses two shaped hops each way
+instead of one, ~0.3 ms more per hop with wirefilter — more than the lab's tolerance (max(1 ms, 5 %))
+allows below 40 ms."""
+
+
 def group_layout(group: list[TrialPlan], prefer: str) -> str:
     """The layout a deployment is wired with: one that every trial on it can be re-shaped to (auto: the
-    fewest links for the first trial, unless another trial needs other hubs or direct pairs: then mesh)."""
+    fewest links for the first trial, unless another trial needs other hubs or direct pairs, or some pair's
+    RTT is below :data:`HUB_MIN_RTT_MS`: then mesh)."""
     if prefer != "auto":
         return prefer
     first = group[0]
+    if any(0 < p.links[(a, b)].delay_ms + p.links[(b, a)].delay_ms < HUB_MIN_RTT_MS
+           for p in group for (a, b) in p.links if a != b):
+        return "mesh"
     groups = {r.name: r.group for r in first.regions}
 
     def layout_of(p: TrialPlan, kind: str = "auto") -> Layout:
