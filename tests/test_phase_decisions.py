@@ -328,12 +328,22 @@ def test_results_measured_but_not_stored_fail_the_trial_without_measuring_again(
 
 
 class Cluster:
-    """The trial's chaos objects as the API server would hold them after each decision's actions."""
+    """The trial's chaos objects as the API server would hold them after each decision's actions, each injected
+    by Chaos Mesh ``lag_s`` after it was applied (``inject=False``: never, as on the real node once)."""
 
-    def __init__(self, plan: TrialPlan = P):
-        self.plan = plan
+    def __init__(self, plan: TrialPlan = P, inject: bool = True, lag_s: float = 1):
+        self.plan, self.inject, self.lag_s = plan, inject, lag_s
         self.live = {o["metadata"]["name"]: o for o in render_trial(plan).wan}
         self.events: list[str] = []
+        self.said: list[Emit] = []
+
+    def _chaos_mesh(self, o: dict, at: dt.datetime) -> dict:
+        if not self.inject:
+            return {**o, "status": {"conditions": [{"type": "AllInjected", "status": "False"}]}}
+        applied = {"type": "Succeeded", "operation": "Apply", "timestamp": ts.iso(at + dt.timedelta(seconds=self.lag_s))}
+        return {**o, "status": {"conditions": [{"type": "AllInjected", "status": "True"}],
+                                "experiment": {"containerRecords": [{"id": f"{o['metadata']['namespace']}/p",
+                                                                     "phase": "Injected", "events": [applied]}]}}}
 
     def step(self, status: dict, at: dt.datetime, jobs: str = "running") -> Decision:
         d = phases.decide(self.plan, status, {"jobs": dict.fromkeys(self.plan.load_regions, jobs),
@@ -343,9 +353,11 @@ class Cluster:
                 self.live.pop(a.name)
             elif isinstance(a, Apply) and a.obj["kind"] == "NetworkChaos":
                 assert a.obj["metadata"]["name"] not in self.live, "applied twice"
-                self.live[a.obj["metadata"]["name"]] = a.obj
+                self.live[a.obj["metadata"]["name"]] = self._chaos_mesh(a.obj, at)
             elif isinstance(a, Emit) and a.reason == "Fault":
                 self.events.append(f"{(at - T0).total_seconds():g}s {a.message}")
+            elif isinstance(a, Emit):
+                self.said.append(a)
         status.update({k: v for k, v in d.status.items() if k != "done"})
         return d
 
@@ -368,7 +380,7 @@ def test_the_fault_schedule_is_kept_on_time_overlaps_included_and_a_retry_replay
     assert not d.actions and d.wake_s == pytest.approx(29)
     d = c.step(st, at(30))
     assert c.cut() == {"partition0"} and set(c.live) - base == {n for n in c.live if n.startswith("partition0")}
-    assert st["faultsInForce"] == ["partition0"] and d.wake_s == pytest.approx(10)
+    assert st["faultsInForce"] == ["partition0"] and d.wake_s == pytest.approx(2)  # until Chaos Mesh says it is in
     c.step(st, at(41))
     assert c.cut() == {"partition0"} and c.lossy() and st["faultsInForce"] == ["partition0", "loss0"]
     lossy = c.lossy()
@@ -401,6 +413,43 @@ def test_the_fault_schedule_is_kept_on_time_overlaps_included_and_a_retry_replay
     assert c.events[-3:] == ["45s partition0 ended", "45s loss0 ended", "130s partition0 began"]
 
 
+def test_each_fault_window_is_checked_in_force_and_its_lag_recorded():
+    """Chaos Mesh applies each window's objects 2 s after the operator does: the trial records the lag of each
+    occurrence from its start (partition0 applied at 30 s, loss0 at 41 s for a 40 s start), to the second
+    (Kubernetes timestamps)."""
+    c, st = Cluster(lag_s=2), _loading("load-1")
+    at = lambda s: T0 + dt.timedelta(seconds=s)  # noqa: E731
+    for s in (30, 33, 41, 44, 50, 55, 300, 303, 310):
+        c.step(st, at(s))
+    assert st["faultsInjected"] == {"partition0": 2, "loss0": 3, "dropout0-0": 2}
+    assert [e.message for e in c.said if e.reason == "FaultInjected"] == [
+        "partition0 in force 2.0 s after it began", "loss0 in force 3.0 s after it began",
+        "dropout0-0 in force 2.0 s after it began"]
+    assert not st.get("faultsLate") and st["phase"] == "Loading"
+
+
+def test_a_fault_window_never_in_force_is_warned_of_then_fails_the_trial():
+    """Seen on the real node: Chaos Mesh never injected a 30 s partition (AllInjected False throughout) and the
+    trial went on to report a load that was never cut. Now: a FaultLate warning 10 s in, and when the window
+    ends the trial fails saying which window and where to look."""
+    c, st = Cluster(inject=False), _loading("load-1")
+    at = lambda s: T0 + dt.timedelta(seconds=s)  # noqa: E731
+    c.step(st, at(30))
+    d = c.step(st, at(32))
+    assert d.wake_s == pytest.approx(2) and d.phase is None
+    c.step(st, at(40))
+    (late,) = [e for e in c.said if e.reason == "FaultLate"]
+    assert late.type == "Warning" and "partition0 began 10 s ago" in late.message and st["faultsLate"] == ["partition0"]
+    d = c.step(st, at(50))
+    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "FaultNotInjected", "Failed")
+    assert "partition0 ended without ever being in force" in d.message and "networkchaos" in d.message
+    # a window the load's end cut short before it was due is said, not failed
+    c, st = Cluster(inject=False), _loading("load-1")
+    c.step(st, at(30))
+    d = c.step(st, at(33), jobs="complete")
+    assert d.phase == "Collecting" and [e.reason for e in c.said] == ["FaultNotInjected"]
+
+
 def test_a_finished_load_puts_the_plans_wan_back_on_its_way_to_collecting():
     c, st = Cluster(), _loading("load-1")
     c.step(st, T0 + dt.timedelta(seconds=42))
@@ -415,7 +464,8 @@ def test_a_restarted_operator_repeats_nothing_already_in_force_and_decides_the_s
     obs = {"jobs": dict.fromkeys(P.load_regions, "running"), "chaos": list(c.live.values())}
     first, again = phases.decide(P, st, obs, at), phases.decide(P, st, obs, at)
     assert first == again  # pure: actions lost to a kill before the status write are simply redone
-    assert not first.actions  # nothing in force is applied again
+    assert not [a for a in first.actions if not isinstance(a, Emit)]  # nothing in force is applied again
+    assert [a.reason for a in first.actions] == ["FaultInjected"]  # its lag not yet in the status: said once
 
 
 # ---- Collecting, CleaningUp -----------------------------------------------------------------
@@ -619,3 +669,34 @@ def test_two_chaos_objects_sharing_pods_on_a_node_without_netem_are_released_thr
     assert "cannot sync 2 pod(s)" in d.message and "unable to set tcs" in d.message
     assert not [x for x in d.actions if isinstance(x, DropFinalizer)]  # injected somewhere: not released by force
     assert deleted(phases.decide(P, st, {"chaos": [a, b]}, T0 + dt.timedelta(seconds=31))) == []  # none observed
+
+
+def test_a_partition_whose_pods_left_to_recover_finished_is_released():
+    """Seen on the real node (9 regions): a Rally pod finished inside a partition; Chaos Mesh cannot recover a
+    pod without a running container ("no running task found", chaos-mesh#4827) and kept the deleted partition's
+    finalizer for ever, so the clean-up hung. Released 30 s after the deletion once every pod it has not
+    recovered no longer runs; one still running is left to Chaos Mesh."""
+    st = _status("CleaningUp", outcome="Succeeded")
+    cut = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos",
+           "metadata": {"name": "partition0-x-nn", "namespace": "t-r2", "finalizers": ["chaos-mesh/records"],
+                        "deletionTimestamp": ts.iso(T0), "resourceVersion": "9"},
+           "status": {"conditions": [{"type": "AllInjected", "status": "True"}],
+                      "experiment": {"containerRecords": [
+                          {"id": "t-r2/rally-abc", "phase": "Injected", "events": [
+                              {"type": "Succeeded", "operation": "Apply", "timestamp": ts.iso(T0)},
+                              {"type": "Failed", "operation": "Recover", "message": "no running task found"}]},
+                          {"id": "t-r2/keystone-api-0", "phase": "Not Injected", "events": [
+                              {"type": "Succeeded", "operation": "Apply", "timestamp": ts.iso(T0)},
+                              {"type": "Succeeded", "operation": "Recover", "timestamp": ts.iso(T0)}]}]}}}
+
+    def dropped(running: set[str], after_s: float) -> list[str]:
+        d = phases.decide(P, st, {"chaos": [cut], "running_pods_of_chaos": running}, T0 + dt.timedelta(seconds=after_s))
+        assert d.phase is None  # the clean-up waits for the object to go
+        return [a.obj["metadata"]["name"] for a in d.actions if isinstance(a, DropFinalizer)]
+
+    assert dropped(set(), 10) == []  # Chaos Mesh may still recover it
+    assert dropped({"t-r2/rally-abc"}, 31) == []  # still running: Chaos Mesh's to recover
+    assert dropped(set(), 31) == ["partition0-x-nn"]
+    assert readiness.unrecovered(cut) == ["t-r2/rally-abc"]
+    d = phases.decide(P, st, {"chaos": [cut], "running_pods_of_chaos": set()}, T0 + dt.timedelta(seconds=31))
+    assert "no longer run" in d.message

@@ -323,6 +323,10 @@ class Seen:
     network_failed: str | None = None  # a probe failed
     network_unmeasurable: str | None = None  # this provider cannot measure here (why)
     runners: dict[str, str] = field(default_factory=dict)  # Loading: region → missing|running|complete|failed|stopped
+    # Loading: each fault occurrence in force whose chaos is all injected → seconds after the load start when it
+    # was (None: the provider puts faults in force as it applies them, nothing to verify)
+    faults_injected: dict[str, float] | None = None
+    fault_why: str | None = None  # the provider's word on a fault it could not inject
     store_error: str | None = None  # the results store does not answer (why)
     bundles: tuple[list[str], list[str], str] | None = None  # Collecting: (found, missing, URI)
     cleaned: Progress = Progress()  # CleaningUp: chaos and, as spec.cleanup says, the deployment gone
@@ -542,6 +546,48 @@ def faults_said(plan: TrialPlan, status: Status, elapsed: float | None) -> tuple
     return ({"faultsInForce": now_in} if now_in != was else {}), events, wake
 
 
+FAULT_LATE_S = 10.0  # a fault not in force this long after it began: a warning (its lag is recorded either way)
+FAULT_NOT_INJECTED = "FaultNotInjected"
+
+
+def faults_checked(plan: TrialPlan, status: Status, seen: Seen, elapsed: float | None, since_start: float | None
+                   ) -> tuple[Status, list[LifecycleAction], str | None, bool]:
+    """Whether each fault window the schedule put in force really was: (the record — ``faultsInjected``, each
+    occurrence's lag from its start to in force, ``faultsLate`` — events, why the trial fails: an occurrence
+    that ended never in force, whether one in force is still awaited). ``elapsed``: the schedule's time (None:
+    the load is over); ``since_start``: the time since the load start."""
+    if seen.faults_injected is None or not plan.faults or since_start is None:
+        return {}, [], None, False
+    starts = {e.name: e.at_s for e in fault_events(plan.faults, since_start + 1.0) if e.begins}
+    record = dict(status.get("faultsInjected") or {})
+    events: list[LifecycleAction] = []
+    for name, at_s in sorted(seen.faults_injected.items()):
+        if name not in record and name in starts:
+            record[name] = round(max(0.0, at_s - starts[name]), 1)
+            events.append(Event("FaultInjected", f"{name} in force {record[name]:.1f} s after it began"))
+    now_in = [a for a in in_force(plan.faults, elapsed)] if elapsed is not None else []
+    late = list(status.get("faultsLate") or [])
+    why = f" ({seen.fault_why})" if seen.fault_why else ""
+    for a in now_in:
+        if a.name not in record and a.name not in late and (elapsed or 0.0) - a.start_s >= FAULT_LATE_S:
+            late.append(a.name)
+            events.append(Event("FaultLate", f"{a.name} began {(elapsed or 0.0) - a.start_s:.0f} s ago and is not in "
+                                             f"force yet{why}", "Warning"))
+    ended = [n for n in status.get("faultsInForce") or [] if n not in {a.name for a in now_in} and n not in record]
+    # cut short by the load's end before it was due in force: said, not failed
+    failing = [n for n in ended if elapsed is not None or n in late]
+    events += [Event(FAULT_NOT_INJECTED, f"{n} ended without being in force{why}", "Warning")
+               for n in ended if n not in failing]
+    failure = (f"fault window {failing[0]} ended without ever being in force{why}: the results would not measure "
+               "it; check Chaos Mesh (kubectl get networkchaos -A; chaos-daemon's log)") if failing else None
+    patch: Status = {}
+    if record != (status.get("faultsInjected") or {}):
+        patch["faultsInjected"] = record
+    if late != list(status.get("faultsLate") or []):
+        patch["faultsLate"] = late
+    return patch, events, failure, any(a.name not in record for a in now_in)
+
+
 def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
     if seen.chaos_missing:
         return fail("ChaosMeshMissing", CHAOS_GONE)
@@ -558,7 +604,12 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
     # the fault schedule while the load runs; once it is over (or for another attempt), the plan's WAN again
     elapsed = elapsed_s(status, now) if running and not failed else None
     fstatus, fevents, fwake = faults_said(plan, status, elapsed)
+    istatus, ievents, unforced, awaited = faults_checked(plan, status, seen, elapsed, elapsed_s(status, now))
+    fstatus, fevents = {**fstatus, **istatus}, [*ievents, *fevents]
+    fwake = min(fwake or 2.0, 2.0) if awaited else fwake
     shape: list[LifecycleAction] = [ShapeWan(elapsed)] if plan.faults else []
+    if unforced:
+        return fail(FAULT_NOT_INJECTED, unforced, fstatus, [*shape, *fevents])
     unstored = [r for r in failed if states.get(r) == "stopped"]
     if unstored:
         why = f": {seen.store_error}" if seen.store_error else "; see the runner's log"
@@ -571,7 +622,7 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
         retry = Event("LoadRetry", f"Rally failed in {', '.join(failed)}; attempt {n + 1} of "
                                    f"{plan.spec.runner.max_attempts}", "Warning")
         return Step(message="retrying", actions=[*shape, *fevents, StopRunners(n), retry],
-                    status={**fstatus, "attempt": n + 1, "loadStartAt": None, "done": sorted(done(status) - {key})})
+                    status={**fstatus, "attempt": n + 1, "loadStartAt": None, "faultsInjected": None, "faultsLate": None, "done": sorted(done(status) - {key})})
     if failed:
         return fail(LOAD_FAILED, f"Rally failed in {', '.join(failed)} after {n} attempt(s): see the runners' logs",
                     fstatus, [*shape, *fevents])

@@ -51,6 +51,10 @@ class TrialStatus(Observed):
     load_start_at: str | None = None
     faults_in_force: list[str] = Field(default_factory=list, description="Fault windows in force now (loss0, "
                                        "partition1, dropout0-3: the fourth cut of the first dropout).")
+    faults_injected: dict[str, float] = Field(default_factory=dict, description="Seconds from each fault window "
+                                              "occurrence's start until it was in force (Chaos Mesh: AllInjected).")
+    faults_late: list[str] = Field(default_factory=list, description="Fault window occurrences not in force "
+                                   "10 s after they began (a FaultLate warning each).")
     results_uri: str | None = Field(None, alias="resultsURI")
     start_time: str | None = None
     completion_time: str | None = None

@@ -423,7 +423,8 @@ def _member_watch(r: _Run):
     start = r.start_info.scheduled or r.start_info.actual
     t0 = ts.parse(start).timestamp() if start else time.time()
     _say(f"members: watching {len(g.members)} Galera member(s) every {g.members_period_s:g}s")
-    with members.Watch(g.members, g.members_period_s, t0, size=g.members_cluster_size) as watch:
+    password = os.environ.get(g.database.password_env, "") if g.database else None
+    with members.Watch(g.members, g.members_period_s, t0, password=password, size=g.members_cluster_size) as watch:
         yield watch
 
 

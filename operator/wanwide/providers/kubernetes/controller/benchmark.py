@@ -17,11 +17,13 @@ from wanwide.core.plan.matrix import expand
 from wanwide.core.plan.trial import plan
 from wanwide.core.timestamps import iso, parse
 from wanwide.providers.kubernetes.controller import keys, trialstate
+from wanwide.providers.kubernetes.controller.observe import running_pods_of_chaos
 from wanwide.providers.kubernetes.controller.trial import A_PLAN_INPUT, plan_input
 from wanwide.providers.kubernetes.kube.client import Kube
 from wanwide.providers.kubernetes.kube.readiness import (
     CHAOS_FINALIZER,
     blocked_recovery,
+    chaos_orphaned,
     chaos_stuck,
     recovery_waits_on,
     terminating_why,
@@ -184,7 +186,8 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
             left.append(f"NetworkChaos/{c['metadata']['name']}")
             if not c["metadata"].get("deletionTimestamp"):
                 kube.delete(CHAOS_API, "NetworkChaos", c["metadata"]["name"], ns["metadata"]["name"])
-            elif chaos_stuck(c, at):  # never injected: Chaos Mesh keeps its finalizer (an upstream bug)
+            elif chaos_stuck(c, at) or chaos_orphaned(c, running_pods_of_chaos(kube, [c]), at):
+                # never injected, or its pods left to recover finished: Chaos Mesh keeps its finalizer for ever
                 kube.drop_finalizer(c, CHAOS_FINALIZER)
         waits = {p for c in chaos for p in recovery_waits_on(c) if p.partition("/")[0] in mine}
         if not waits or not kube.serves(CHAOS_API, "PodNetworkChaos"):

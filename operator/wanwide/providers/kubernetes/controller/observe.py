@@ -217,10 +217,22 @@ def pod_chaos(w: Where, plan: TrialPlan, chaos: list[dict[str, Any]]) -> dict[st
     return out
 
 
+def running_pods_of_chaos(kube: Kube, chaos: list[dict[str, Any]]) -> set[str]:
+    """Of the pods deleted chaos objects have not recovered, those still running (``namespace/name``)."""
+    out = set()
+    for pid in sorted({readiness.pod_of(i) for c in chaos for i in readiness.unrecovered(c)}):
+        ns, _, name = pid.partition("/")
+        p = kube.get("v1", "Pod", name, ns)
+        if p is not None and (p.get("status") or {}).get("phase") == "Running":
+            out.add(pid)
+    return out
+
+
 def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     obs["chaos"] = chaos_children(w, plan)
     if obs["chaos"]:
         obs["pod_chaos"] = pod_chaos(w, plan, obs["chaos"])
+        obs["running_pods_of_chaos"] = running_pods_of_chaos(w.kube, obs["chaos"])
         return
     live = {ns: w.kube.get("v1", "Namespace", ns) for ns in plan.namespaces}
     obs["namespaces"] = {ns: bool(o["metadata"].get("deletionTimestamp")) for ns, o in live.items() if o is not None}

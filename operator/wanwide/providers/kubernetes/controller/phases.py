@@ -17,7 +17,7 @@ from typing import Any
 from wanwide.core import lifecycle as lc
 from wanwide.core import timestamps as ts
 from wanwide.core.api.units import seconds
-from wanwide.core.plan import monitoring
+from wanwide.core.plan import monitoring, names
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.controller.actions import (
     Apply,
@@ -214,6 +214,29 @@ def wan_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered)
     return lc.Progress(done=True, waiting=f"Chaos Mesh reports AllInjected on {len(wan)} objects"), []
 
 
+def faults_in_force(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered,
+                    now: dt.datetime) -> tuple[dict[str, float], str | None]:
+    """Loading: each fault occurrence in force whose chaos objects are all there and injected (Chaos Mesh's
+    AllInjected) → seconds after the load start when the last of them was first applied (its records' Apply
+    events; this observation's time when they carry none); and Chaos Mesh's word on one it could not inject."""
+    start = ts.parse(status["loadStartAt"])
+    live = {c["metadata"]["name"]: c for c in obs.get("chaos", []) if not c["metadata"].get("deletionTimestamp")}
+    windows: dict[str, list[str]] = {}
+    for o in r.chaos_at((now - start).total_seconds()):
+        for n in ((o["metadata"].get("annotations") or {}).get(names.A_FAULT) or "").split(","):
+            if n:
+                windows.setdefault(n, []).append(o["metadata"]["name"])
+    out: dict[str, float] = {}
+    why = None
+    for n, objs in windows.items():
+        got = [live.get(x) for x in objs]
+        if all(g is not None and readiness.chaos_injected(g) for g in got):
+            out[n] = max(((readiness.injected_at(g) or now) - start).total_seconds() for g in got if g is not None)
+        elif why is None:
+            why = next((f"Chaos Mesh: {w}" for g in got if g is not None and (w := readiness.chaos_failed(g))), None)
+    return out, why
+
+
 def network_seen(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> dict[str, Any]:
     """VerifyingNetwork: the probes' measurement as the lifecycle reads it."""
     if obs.get("results") is None:
@@ -238,16 +261,22 @@ def cleanup_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs,
     left_chaos = obs.get("chaos", [])
     if left_chaos:
         stuck = [c for c in left_chaos if readiness.chaos_stuck(c, now)]
+        running = obs.get("running_pods_of_chaos")  # None: not observed, nothing released for it
+        orphaned = [c for c in left_chaos
+                    if running is not None and c not in stuck and readiness.chaos_orphaned(c, running, now)]
         blocked = readiness.blocked_recovery(left_chaos, obs.get("pod_chaos", {}), now)
         said = (f"; Chaos Mesh keeps {len(stuck)} it never injected (its finalizer {readiness.CHAOS_FINALIZER}): "
                 "released") if stuck else ""
+        if orphaned:
+            said += (f"; Chaos Mesh keeps {len(orphaned)} whose pods left to recover no longer run (finished or "
+                     "gone; nothing to recover there): released")
         if blocked:
             why = (blocked[0].get("status") or {}).get("failedMessage")
             said += (f"; Chaos Mesh cannot sync {len(blocked)} pod(s) their recovery waits on ({why}): "
                      "their PodNetworkChaos deleted")
         return (lc.Progress(waiting=f"removing chaos: {len(left_chaos)} object(s) not yet recovered{said}", wake_s=5),
                 [*(Delete.of(c) for c in left_chaos if not c["metadata"].get("deletionTimestamp")),
-                 *(DropFinalizer(c, readiness.CHAOS_FINALIZER) for c in stuck),
+                 *(DropFinalizer(c, readiness.CHAOS_FINALIZER) for c in [*stuck, *orphaned]),
                  *(Delete.of(p) for p in blocked)])
     outcome = status.get("outcome") or "Failed"
     policy = plan.spec.cleanup
@@ -285,6 +314,8 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
         seen |= network_seen(plan, status, obs)
     elif phase == "Loading":
         seen["runners"] = obs.get("jobs", {})
+        if plan.faults and status.get("loadStartAt") and "chaos" in obs:
+            seen["faults_injected"], seen["fault_why"] = faults_in_force(plan, status, obs, r, now)
     elif phase == "Collecting":
         found, missing, uri, error = obs.get("bundles", ([], list(plan.load_regions), "", None))
         seen |= {"bundles": (found, missing, uri), "store_error": error}

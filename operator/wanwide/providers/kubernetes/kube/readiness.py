@@ -78,6 +78,45 @@ def chaos_stuck(obj: dict[str, Any], now: Any) -> bool:
     return _held(obj, now) and bool(records) and not injected and condition(obj, "AllInjected") != "True"
 
 
+def injected_at(obj: dict[str, Any]) -> Any:
+    """When Chaos Mesh had applied ``obj`` to all its pods so far (the latest of each record's first Succeeded
+    Apply event), or None."""
+    from wanwide.core.timestamps import parse
+
+    firsts = []
+    for rec in _records(obj):  # each pod's first apply (Chaos Mesh applies again to a pod that restarted)
+        times = [parse(ev["timestamp"]) for ev in rec.get("events") or []
+                 if ev.get("type") == "Succeeded" and ev.get("operation") == "Apply" and ev.get("timestamp")]
+        if times:
+            firsts.append(min(times))
+    return max(firsts) if firsts else None
+
+
+RECOVERED = "Not Injected"
+
+
+def chaos_orphaned(obj: dict[str, Any], running: set[str], now: Any) -> bool:
+    """A chaos object Chaos Mesh will not release: held (see :func:`_held`), and every pod it has not recovered
+    no longer runs (finished or gone; ``running``: the ids ``namespace/name`` of those that do). Chaos Mesh
+    cannot recover a pod without a running container ("no running task found", chaos-mesh#4827: a Rally pod
+    that finished inside a partition) and keeps its finalizer for ever; the pod's network went with its
+    sandbox, so nothing is left to recover."""
+    left = unrecovered(obj)
+    return _held(obj, now) and bool(left) and all(pod_of(i) not in running for i in left)
+
+
+def pod_of(record_id: str) -> str:
+    """``namespace/name`` of a record's pod (a record's id may go on with the container's name)."""
+    return "/".join(record_id.split("/")[:2])
+
+
+def unrecovered(obj: dict[str, Any]) -> list[str]:
+    """The pods (``namespace/name``) a deleted chaos object has not recovered yet."""
+    if not (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return []
+    return sorted({r["id"] for r in _records(obj) if r.get("phase") != RECOVERED and r.get("id")})
+
+
 def recovery_waits_on(obj: dict[str, Any]) -> list[str]:
     """The pods (``namespace/name``) whose PodNetworkChaos must sync before Chaos Mesh recovers a deleted
     chaos object (its records in Injected/Wait)."""
