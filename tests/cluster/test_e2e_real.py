@@ -413,6 +413,8 @@ def test_nine_region_galera_with_a_partition_window(stack, volumes18):
         print(f"\nnine regions: {time.time() - t0:.0f} s from apply to done; peak memory {mem.peak_gib:.1f} GiB "
               f"(before {mem.before / 2**30:.1f} GiB, machine {mem.total / 2**30:.1f} GiB)\n{events[-4000:]}")
         assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)
+        # Chaos Mesh put the partition in force, and soon (the operator read it: status.faultsInjected)
+        assert 0 <= t.get("faultsInjected", {}).get("partition0", -1) <= 10, t
         spaces = sorted(s["metadata"]["name"] for s in owned(tc, "namespaces", ns, name))
         assert len([s for s in spaces if not s.endswith("-db")]) == 9, spaces
         db_ns = next(s for s in spaces if s.endswith("-db"))

@@ -120,8 +120,14 @@ class LabRun:
         if p.backend == "cockroachdb" and not shutil.which("cockroach"):
             raise LabError("backend cockroachdb needs the Kubernetes provider (or a `cockroach` binary on PATH); "
                            "use mariadb or galera in the lab")
+        new = dep is None
         dep = self._provision(p, dep, shared, say)
-        self._services(dep, p, say)
+        try:
+            self._services(dep, p, say)
+        except BaseException:  # a deployment that never came up is nobody's: what it started goes now
+            if new:
+                dep.close()
+            raise
         return dep
 
     def links(self, dep: Deployment) -> dict[Pair, OneWay]:
