@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wanwide.core.plan.trial import plan
 from wanwide.core.plan.load import load_documents
+from wanwide.core.plan.trial import plan
 from wanwide.providers.lab import run as lab_run
 from wanwide.providers.lab.procs import LabError
 from wanwide.providers.lab.quiet import QuietGate

@@ -39,3 +39,12 @@ def test_galera_wan_options_scale_with_rtt() -> None:
     assert int(wan["evs.user_send_window"]) < int(wan["evs.send_window"])
     for k in ("evs.suspect_timeout", "evs.inactive_timeout", "gmcast.peer_timeout"):
         assert float(wan[k][2:-1]) >= float(lan[k][2:-1])
+
+
+def test_galera_timeouts_grow_with_the_members_beyond_ten() -> None:
+    """A 45-member cluster on 2 cores: a joiner's 30 s wait for a primary view ran out with 35 members up."""
+    assert galera_provider_options(0, 9) == galera_provider_options(0, 3) == galera_provider_options(0)
+    big = galera_provider_options(0, 45)
+    assert (big["pc.wait_prim_timeout"], big["evs.install_timeout"], big["evs.inactive_timeout"],
+            big["evs.suspect_timeout"]) == ("PT135S", "PT67.5S", "PT67.5S", "PT22.5S")
+    assert galera_provider_options(300, 45)["pc.wait_prim_timeout"] == "PT135S"  # 100 RTT = 30 s: members win

@@ -37,25 +37,33 @@ GALERA_DEFAULTS = {"evs.send_window": "4", "evs.user_send_window": "2"}
 """Galera 4's own values of the dynamic options (set back when a trial asks for none)."""
 
 
-def galera_wan_options(max_rtt_ms: float) -> dict[str, str]:
-    """evs/gmcast timeouts that survive the largest RTT (Galera's defaults assume a LAN).
+MEMBERS_AT_DEFAULTS = 10  # up to this many members the timeouts below are the RTT's alone
+
+
+def galera_wan_options(max_rtt_ms: float, members: int = 3) -> dict[str, str]:
+    """evs/gmcast timeouts that survive the largest RTT (Galera's defaults assume a LAN) and the cluster's
+    size: a view change (a member joining, leaving) costs every member a round of messages about every
+    other, so a joiner's wait for a primary view, a view's install and the inactivity verdicts grow with
+    the members beyond ``MEMBERS_AT_DEFAULTS`` (at 45 members on 2 cores a joiner failed its 30 s
+    ``pc.wait_prim_timeout`` with the other 35 members answering).
 
     From 20 ms on, wider send windows too (the defaults, 4 and 2 packets in
     flight, throttle replication over a WAN); they are dynamic options.
     """
     rtt_s = max_rtt_ms / 1000.0
+    n = max(members, MEMBERS_AT_DEFAULTS)
 
     def iso(s: float) -> str:
         return f"PT{max(s, 0.5):g}S"
 
     opts = {
         "evs.keepalive_period": iso(max(1.0, 3 * rtt_s)),
-        "evs.suspect_timeout": iso(max(5.0, 30 * rtt_s)),
-        "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s)),
-        "evs.install_timeout": iso(max(15.0, 60 * rtt_s)),
+        "evs.suspect_timeout": iso(max(5.0, 30 * rtt_s, n / 2)),
+        "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s, 1.5 * n)),
+        "evs.install_timeout": iso(max(15.0, 60 * rtt_s, 1.5 * n)),
         "evs.join_retrans_period": iso(max(1.0, 2 * rtt_s)),
         "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s)),
-        "pc.wait_prim_timeout": iso(max(30.0, 100 * rtt_s)),
+        "pc.wait_prim_timeout": iso(max(30.0, 100 * rtt_s, 3 * n)),
     }
     if max_rtt_ms >= 20:
         opts |= {"evs.send_window": "512", "evs.user_send_window": "256"}
@@ -91,7 +99,8 @@ LIVENESS_PERIOD_S = 10
 REJOIN_MARGIN_S = 120  # a member back from a cut rejoins (IST) and syncs within this, on this machine
 
 
-def database_config(spec: BenchmarkSpec, backend: str, max_rtt_ms: float, longest_cut_s: float = 0.0) -> DatabaseConfig:
+def database_config(spec: BenchmarkSpec, backend: str, max_rtt_ms: float, longest_cut_s: float = 0.0,
+                    members: int = 3) -> DatabaseConfig:
     """The database of a trial. A fault window measures the database, not its operator: with cuts in
     the plan, a cut-off Galera member (non-primary, its liveness failing) is not restarted during the
     cut, and mariadb-operator does not start a cluster recovery before the cut is over and the member
@@ -99,7 +108,8 @@ def database_config(spec: BenchmarkSpec, backend: str, max_rtt_ms: float, longes
     g = spec.database.galera
     galera: dict[str, str] = {}
     if backend == "galera":
-        galera = {"gcs.fc_limit": GALERA_FC_LIMIT, **galera_wan_options(max_rtt_ms), **(g.provider_options or {})}
+        galera = {"gcs.fc_limit": GALERA_FC_LIMIT, **galera_wan_options(max_rtt_ms, members),
+                  **(g.provider_options or {})}
     healthy_s = max(30, int(max_rtt_ms * 0.3), math.ceil(longest_cut_s + REJOIN_MARGIN_S) if longest_cut_s else 0)
     return DatabaseConfig(
         backend=backend,

@@ -280,7 +280,7 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         load_regions=load_regions,
         scenarios=scenarios,
         max_rtt_ms=max_rtt,
-        database=database_config(spec, backend, max_rtt, longest_cut_s(faults)),
+        database=database_config(spec, backend, max_rtt, longest_cut_s(faults), members=len(rs)),
         keystone=keystone_config(spec),
         faults=faults,
         monitoring=monitoring_config(spec),
