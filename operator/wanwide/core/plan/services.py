@@ -43,28 +43,33 @@ MEMBERS_AT_DEFAULTS = 10  # up to this many members the timeouts below are the R
 def galera_wan_options(max_rtt_ms: float, members: int = 3) -> dict[str, str]:
     """evs/gmcast timeouts that survive the largest RTT (Galera's defaults assume a LAN) and the cluster's
     size: a view change (a member joining, leaving) costs every member a round of messages about every
-    other, so a joiner's wait for a primary view, a view's install and the inactivity verdicts grow with
-    the members beyond ``MEMBERS_AT_DEFAULTS`` (at 45 members on 2 cores a joiner failed its 30 s
-    ``pc.wait_prim_timeout`` with the other 35 members answering).
+    other, and keepalives go from every member to every other, so beyond ``MEMBERS_AT_DEFAULTS`` members
+    the gossip slows down (keepalives, join retransmissions, inactivity checks) and the verdicts wait
+    longer (a joiner's wait for a primary view, a view's install, suspicion, a silent peer). At 45
+    members on 2 cores with the defaults a joiner ran out of its 30 s ``pc.wait_prim_timeout``, and the
+    cluster's own chatter took both cores until peers timed out of each other. Failure detection is
+    slower for it; replication is not.
 
     From 20 ms on, wider send windows too (the defaults, 4 and 2 packets in
     flight, throttle replication over a WAN); they are dynamic options.
     """
     rtt_s = max_rtt_ms / 1000.0
-    n = max(members, MEMBERS_AT_DEFAULTS)
+    n = members if members > MEMBERS_AT_DEFAULTS else 0
 
     def iso(s: float) -> str:
         return f"PT{max(s, 0.5):g}S"
 
     opts = {
-        "evs.keepalive_period": iso(max(1.0, 3 * rtt_s)),
+        "evs.keepalive_period": iso(max(1.0, 3 * rtt_s, n / 15)),
         "evs.suspect_timeout": iso(max(5.0, 30 * rtt_s, n / 2)),
         "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s, 1.5 * n)),
         "evs.install_timeout": iso(max(15.0, 60 * rtt_s, 1.5 * n)),
-        "evs.join_retrans_period": iso(max(1.0, 2 * rtt_s)),
-        "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s)),
+        "evs.join_retrans_period": iso(max(1.0, 2 * rtt_s, n / 15)),
+        "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s, n / 3)),
         "pc.wait_prim_timeout": iso(max(30.0, 100 * rtt_s, 3 * n)),
     }
+    if members > MEMBERS_AT_DEFAULTS:  # Galera checks for inactive members every 0.5 s by default
+        opts["evs.inactive_check_period"] = iso(n / 30)
     if max_rtt_ms >= 20:
         opts |= {"evs.send_window": "512", "evs.user_send_window": "256"}
     return opts
