@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,8 @@ from wanwide.core.contracts import event_entry
 from wanwide.core.plan.links import OneWay, Pair
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.lab.procs import LabError
+
+MEASURE_AT_ONCE = 16  # pairs measured at the same time (each a few pings: no load to speak of)
 
 Say = Callable[..., None]
 
@@ -120,7 +123,10 @@ class LabTrial:
                     self.ops.set_link(self.dep, *pair, wan.effective(pair))
             return {}
         if isinstance(a, lc.Measure):
-            self.measured[a.check] = {pair: self.ops.measure(self.dep, *pair) for pair in lc.measured_pairs(self.p)}
+            pairs = lc.measured_pairs(self.p)  # at once, as the operator's probe Jobs: 90 pings at 45 regions and
+            with ThreadPoolExecutor(max_workers=MEASURE_AT_ONCE) as ex:  # 300 ms took ~6 min one by one
+                self.measured[a.check] = dict(zip(pairs, ex.map(lambda pr: self.ops.measure(self.dep, *pr), pairs),
+                                                  strict=True))
             rows, _ = lc.verdict(self.p, self.measured[a.check])
             if a.check > 1:  # both measurements recorded
                 first, _ = lc.verdict(self.p, self.measured[a.check - 1])
