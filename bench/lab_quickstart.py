@@ -121,7 +121,7 @@ def iterations(out: Path) -> str:
 
     it = pd.read_parquet(ds / "iterations.parquet")
     tot = it[it["action"] == "Total"]
-    g = tot.groupby("trial").agg(iterations=("action_failed", "size"), failed=("action_failed", "sum"))
+    g = tot.groupby("trial_id", observed=True).agg(iterations=("action_failed", "size"), failed=("action_failed", "sum"))
     return "; ".join(f"{t}: {int(row.failed)} failed of {int(row.iterations)} iterations" for t, row in g.iterrows())
 
 
