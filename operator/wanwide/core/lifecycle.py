@@ -565,14 +565,15 @@ def faults_checked(plan: TrialPlan, status: Status, seen: Seen, elapsed: float |
         if name not in record and name in starts:
             record[name] = round(max(0.0, at_s - starts[name]), 1)
             events.append(Event("FaultInjected", f"{name} in force {record[name]:.1f} s after it began"))
-    now_in = [a for a in in_force(plan.faults, elapsed)] if elapsed is not None else []
+    now_in = list(in_force(plan.faults, elapsed)) if elapsed is not None else []
     late = list(status.get("faultsLate") or [])
     why = f" ({seen.fault_why})" if seen.fault_why else ""
     for a in now_in:
-        if a.name not in record and a.name not in late and (elapsed or 0.0) - a.start_s >= FAULT_LATE_S:
+        waited = since_start - a.start_s
+        if a.name not in record and a.name not in late and waited >= FAULT_LATE_S:
             late.append(a.name)
-            events.append(Event("FaultLate", f"{a.name} began {(elapsed or 0.0) - a.start_s:.0f} s ago and is not in "
-                                             f"force yet{why}", "Warning"))
+            events.append(Event("FaultLate", f"{a.name} began {waited:.0f} s ago and is not in force yet{why}",
+                                "Warning"))
     ended = [n for n in status.get("faultsInForce") or [] if n not in {a.name for a in now_in} and n not in record]
     # cut short by the load's end before it was due in force: said, not failed
     failing = [n for n in ended if elapsed is not None or n in late]
@@ -622,7 +623,8 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
         retry = Event("LoadRetry", f"Rally failed in {', '.join(failed)}; attempt {n + 1} of "
                                    f"{plan.spec.runner.max_attempts}", "Warning")
         return Step(message="retrying", actions=[*shape, *fevents, StopRunners(n), retry],
-                    status={**fstatus, "attempt": n + 1, "loadStartAt": None, "faultsInjected": None, "faultsLate": None, "done": sorted(done(status) - {key})})
+                    status={**fstatus, "attempt": n + 1, "loadStartAt": None, "faultsInjected": None,
+                            "faultsLate": None, "done": sorted(done(status) - {key})})
     if failed:
         return fail(LOAD_FAILED, f"Rally failed in {', '.join(failed)} after {n} attempt(s): see the runners' logs",
                     fstatus, [*shape, *fevents])
