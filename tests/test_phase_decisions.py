@@ -700,3 +700,25 @@ def test_a_partition_whose_pods_left_to_recover_finished_is_released():
     assert readiness.unrecovered(cut) == ["t-r2/rally-abc"]
     d = phases.decide(P, st, {"chaos": [cut], "running_pods_of_chaos": set()}, T0 + dt.timedelta(seconds=31))
     assert "no longer run" in d.message
+
+
+def test_the_pods_left_to_recover_are_read_in_one_list_and_only_when_some_are_left():
+    from wanwide.providers.kubernetes.controller.observe import running_pods_of_chaos
+
+    class Pods:  # the API server's cached pod list, counting the calls
+        def __init__(self, phase: str) -> None:
+            self.phase, self.calls = phase, 0
+
+        def list(self, api_version, kind, selector=None, namespace=None, cached=False, fields=None):
+            self.calls += 1
+            pods = [{"metadata": {"namespace": "t-r2", "name": n}, "status": {"phase": self.phase}}
+                    for n in ("rally-abc", "keystone-api-0")]
+            return [p for p in pods if p["status"]["phase"] == (fields or {}).get("status.phase")]
+
+    deleted = {"metadata": {"deletionTimestamp": ts.iso(T0)}, "status": {"experiment": {"containerRecords": [
+        {"id": "t-r2/rally-abc", "phase": "Injected"}, {"id": "t-r2/keystone-api-0", "phase": "Not Injected"}]}}}
+    running, finished = Pods("Running"), Pods("Succeeded")
+    assert running_pods_of_chaos(running, [deleted, deleted]) == {"t-r2/rally-abc"} and running.calls == 1
+    assert running_pods_of_chaos(finished, [deleted]) == set()
+    live = Pods("Running")
+    assert running_pods_of_chaos(live, [{**deleted, "metadata": {}}]) == set() and live.calls == 0

@@ -52,7 +52,7 @@ GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 
 
 JOIN_BATCH = 8
-"""Galera members that join at once (after the first): a view change and up to as many state transfers."""
+"""Galera members that join at once (after the first): one view change for all of them."""
 
 
 @dataclass
@@ -221,11 +221,11 @@ class Services:
         """One Galera member per region; the first bootstraps, the others join ``join_batch`` at a time.
 
         The first member's state is copied to the others before they start (:meth:`_seed_from`), so a
-        join is a view change, without a state transfer. Each batch is waited for until every member in
-        it is ``Synced``; at the end every member must see the full cluster size. A join is a view change
-        every member takes part in: one per batch rather than one per member (at 45 members on 2 cores,
-        joins one by one starved the cluster). ``provider_options`` are evs/gmcast settings,
-        e.g. from the plan's :attr:`wanwide.core.plan.services.DatabaseConfig.galera`.
+        join needs no state transfer, only a view change every member takes part in: one per batch
+        rather than one per member (at 45 members on 2 cores, joins one by one starved the cluster).
+        Each batch is waited for until every member in it is ``Synced``; at the end every member must
+        see the full cluster size. ``provider_options`` are evs/gmcast settings, e.g. from the plan's
+        :attr:`wanwide.core.plan.services.DatabaseConfig.galera`.
         """
         if not regions:
             raise LabError("galera: no regions")

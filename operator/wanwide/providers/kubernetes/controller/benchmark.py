@@ -182,11 +182,12 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
         if not kube.serves(CHAOS_API, "NetworkChaos"):
             continue
         chaos = kube.list(CHAOS_API, "NetworkChaos", sel, ns["metadata"]["name"])
+        running = running_pods_of_chaos(kube, chaos)
         for c in chaos:
             left.append(f"NetworkChaos/{c['metadata']['name']}")
             if not c["metadata"].get("deletionTimestamp"):
                 kube.delete(CHAOS_API, "NetworkChaos", c["metadata"]["name"], ns["metadata"]["name"])
-            elif chaos_stuck(c, at) or chaos_orphaned(c, running_pods_of_chaos(kube, [c]), at):
+            elif chaos_stuck(c, at) or chaos_orphaned(c, running, at):
                 # never injected, or its pods left to recover finished: Chaos Mesh keeps its finalizer for ever
                 kube.drop_finalizer(c, CHAOS_FINALIZER)
         waits = {p for c in chaos for p in recovery_waits_on(c) if p.partition("/")[0] in mine}

@@ -218,14 +218,13 @@ def pod_chaos(w: Where, plan: TrialPlan, chaos: list[dict[str, Any]]) -> dict[st
 
 
 def running_pods_of_chaos(kube: Kube, chaos: list[dict[str, Any]]) -> set[str]:
-    """Of the pods deleted chaos objects have not recovered, those still running (``namespace/name``)."""
-    out = set()
-    for pid in sorted({readiness.pod_of(i) for c in chaos for i in readiness.unrecovered(c)}):
-        ns, _, name = pid.partition("/")
-        p = kube.get("v1", "Pod", name, ns)
-        if p is not None and (p.get("status") or {}).get("phase") == "Running":
-            out.add(pid)
-    return out
+    """Of the pods deleted chaos objects have not recovered, those still running (``namespace/name``): one list
+    of running pods from the API server's cache, and only while some pod is left to recover."""
+    left = {readiness.pod_of(i) for c in chaos for i in readiness.unrecovered(c)}
+    if not left:
+        return set()
+    running = kube.list("v1", "Pod", None, cached=True, fields={"status.phase": "Running"})
+    return {pid for p in running if (pid := f"{p['metadata'].get('namespace')}/{p['metadata'].get('name')}") in left}
 
 
 def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
