@@ -129,6 +129,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-f", "--file", default=str(ROOT / "manifests/examples/lab-quickstart.yaml"))
     ap.add_argument("--fresh", action="store_true")
+    ap.add_argument("--shaper", help="the lab's --shaper (default: its choice)")
     ap.add_argument("--log", action="append", help="parse this earlier output instead of running")
     a = ap.parse_args()
     if a.log:
@@ -139,6 +140,8 @@ def main() -> int:
     argv = [str(Path(sys.executable).with_name("wanwide")), "lab", "run", "-f", a.file, "-o", str(out)]
     if a.fresh:
         argv.append("--fresh")
+    if a.shaper:
+        argv += ["--shaper", a.shaper]
     print(f"$ {' '.join(argv)}   (load average {os.getloadavg()[0]:.1f})", flush=True)
     t0 = time.monotonic()
     sampler = Sampler()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the embedded "lab" provider runs for real on this machine:
 #   - Debian packages: MariaDB + Galera (+ rsync for state transfer), memcached,
-#     VDE (wirefilter, the WAN shaper used when the kernel has no netem),
+#     a C compiler (the linkemu WAN shaper, built on first use when the kernel has
+#     no netem), VDE (wirefilter, the shaper when linkemu cannot be built),
 #     iproute2, ping, socat, iptables (faults through the WAN's hubs);
 #   - venv "keystone": requirements/keystone.txt (Keystone, PyMySQL, memcache
 #     clients, gunicorn, openstackclient), constrained by requirements/keystone.lock;
@@ -29,7 +30,7 @@ logs="$cache/logs"
 mkdir -p "$stamps" "$logs" "$cache/venvs" "$cache/bin"
 export APT_LOG="$logs/apt.log"
 
-APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 iproute2 iputils-ping socat procps psmisc iptables)
+APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 gcc libc6-dev iproute2 iputils-ping socat procps psmisc iptables)
 VERSITYGW_VERSION=v1.8.0
 
 # stamp NAME SPEC...: path of the stamp for this exact spec

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAB_APT = ["mariadb-server", "mariadb-client", "galera-4", "rsync", "memcached", "vde2", "iproute2",
+LAB_APT = ["mariadb-server", "mariadb-client", "galera-4", "rsync", "memcached", "vde2", "gcc", "libc6-dev",
+           "iproute2",
            "iputils-ping", "socat", "procps", "psmisc", "iptables"]
 
 STUBS = {

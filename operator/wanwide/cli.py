@@ -142,7 +142,7 @@ COMMANDS = (
     Command("results", "wanwide.pipeline.results.cli", "add_results_parser", "report",
             "fetch a Benchmark's result bundles from S3"),
     Command("lab", "wanwide.providers.lab.cli", "add_lab_parser", "all",
-            "run a Benchmark for real on this machine (namespaces, netem/wirefilter)"),
+            "run a Benchmark for real on this machine (namespaces, netem/linkemu/wirefilter)"),
 )
 
 

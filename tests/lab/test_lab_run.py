@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wanwide.providers.lab import paths, services
+from wanwide.providers.lab import paths, services, shaping
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 WANWIDE = str(Path(sys.executable).with_name("wanwide"))
@@ -89,7 +89,7 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     assert "released together" in p.stdout
     # the network was verified before each trial and recorded: 0 ms, then 50 ms on the same links
     nets = [json.loads((out / "network" / "ci-lab" / f"{t}.json").read_text()) for t in ("t000", "t001")]
-    assert {n["shaper"] for n in nets} <= {"netem", "wirefilter"}
+    assert {n["shaper"] for n in nets} <= set(shaping.SHAPERS)
     (zero,), (pair,) = nets[0]["pairs"], nets[1]["pairs"]
     assert zero["ok"] and zero["measured_rtt_ms"] < 1.5
     assert pair["ok"] and abs(pair["measured_rtt_ms"] - 50) <= 2.5

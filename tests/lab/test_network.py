@@ -1,4 +1,4 @@
-"""Real namespaces and shaped links on this machine (wirefilter here: no netem)."""
+"""Real namespaces and shaped links on this machine, with each shaper it has (here: linkemu and wirefilter; no netem)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 import pytest
 
 from wanwide.core.plan.links import OneWay
-from wanwide.providers.lab import netns, shaping
+from wanwide.providers.lab import linkemu, netns, shaping
 from wanwide.providers.lab.state import cleanup_all
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("need_net")]
@@ -34,9 +34,15 @@ def tolerance(ms: float) -> float:
     return max(1.0, 0.05 * ms)
 
 
-@pytest.fixture(scope="module")
-def net3(leftovers):
-    net = netns.build(["r1", "r2", "r3"], LINKS)
+def _shapers() -> list[str]:
+    usable = {"netem": shaping.netem_available, "linkemu": linkemu.available,
+              "wirefilter": shaping.wirefilter_available}
+    return [s for s in shaping.SHAPERS if usable[s]()] or ["auto"]
+
+
+@pytest.fixture(scope="module", params=_shapers())
+def net3(request, leftovers):
+    net = netns.build(["r1", "r2", "r3"], LINKS, shaper=request.param)
     yield net
     tag = net.tag
     net.destroy()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wanwide.core.plan.links import OneWay
 from wanwide.core.plan.services import galera_wan_options as galera_provider_options
-from wanwide.providers.lab import shaping
+from wanwide.providers.lab import linkemu, shaping
 
 
 def test_netem_args() -> None:
@@ -55,3 +55,11 @@ def test_galera_timeouts_grow_with_the_members_beyond_ten() -> None:
     s = lambda k: float(big[k][2:-1])  # noqa: E731
     assert s("evs.inactive_check_period") < s("evs.keepalive_period") < s("evs.suspect_timeout") < s("evs.inactive_timeout")
     assert galera_provider_options(300, 45)["pc.wait_prim_timeout"] == "PT135S"  # 100 RTT = 30 s: members win
+
+
+def test_linkemu_direction_args_units() -> None:
+    """The emulator takes µs, ppm and bit/s: 12.5 ms ± 0.25 ms, 0.1 % loss, 2.5 Mbit/s; no rate is 0 (none)."""
+    assert linkemu.direction_args(OneWay(12.5, jitter_ms=0.25, loss_pct=0.1, rate_mbit=2.5)) == [
+        12500, 250, 1000, 2_500_000, linkemu.QUEUE_LIMIT]
+    assert linkemu.direction_args(OneWay()) == [0, 0, 0, 0, linkemu.QUEUE_LIMIT]
+    assert linkemu.direction_args(OneWay(loss_pct=100))[2] == 1_000_000

@@ -55,12 +55,12 @@ def _positive(text: str) -> float:
 
 
 def add_lab_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("lab", help="run a Benchmark for real on this machine (namespaces, netem/wirefilter)")
+    p = sub.add_parser("lab", help="run a Benchmark for real on this machine (namespaces, netem/linkemu/wirefilter)")
     lab = p.add_subparsers(dest="lab_command", required=True)
     r = lab.add_parser("run", help="run every trial of a Benchmark, then write the report")
     r.add_argument("-f", "--file", action="append", required=True)
     r.add_argument("-o", "--out", required=True, help="output directory (bundles/, report/)")
-    r.add_argument("--shaper", choices=["auto", "netem", "wirefilter"], default="auto")
+    r.add_argument("--shaper", choices=["auto", "netem", "linkemu", "wirefilter"], default="auto")
     r.add_argument("--layout", choices=["auto", "mesh", "star", "two-level"], default="auto",
                    help="how the WAN is wired: a link per region pair (mesh), every region on one hub (star), "
                    "regions on their group's hub and group hubs on a core (two-level); auto: the fewest links "

@@ -333,7 +333,7 @@ def build(
 
     ``links`` gives the OneWay for each ordered pair of distinct regions
     (missing pairs are unshaped). ``shaper``: ``auto`` (netem if the kernel has
-    it, else wirefilter), ``netem`` or ``wirefilter``; the one used is
+    it, else linkemu, else wirefilter: shaping.select_shaper) or one of them by name; the one used is
     ``Network.shaper``. ``shapeable``: every link goes through the shaper, even
     one with nothing to shape yet, so that :meth:`Network.set_link` can change
     it later. ``benchmark`` is recorded in the state (``wanwide lab clean -f``

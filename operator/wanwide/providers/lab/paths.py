@@ -43,6 +43,8 @@ def missing() -> list[str]:
         out.append("galera-4")
     if not (shutil.which("wirefilter") and shutil.which("vde_switch")):
         out.append("vde2")
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        out.append("gcc")  # builds the linkemu shaper
     for p in (keystone_bin("keystone-manage"), keystone_bin("gunicorn"),
               keystone_bin("openstack")):
         if not p.exists():

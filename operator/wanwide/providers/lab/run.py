@@ -1,7 +1,7 @@
 """``wanwide lab run``: carry out a Benchmark's trials on this machine, for real.
 
 The same plan as the operator (matrix, links, runner configuration, bundles,
-report); regions are network namespaces, the WAN is shaped with netem or
+report); regions are network namespaces, the WAN is shaped with netem, linkemu or
 wirefilter, and MariaDB/Galera, memcached and Keystone run as processes.
 """
 
@@ -503,9 +503,11 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
 
 def _own(dep: Deployment, p: TrialPlan) -> dict[str, list]:
     """The experiment's processes as the runner's configuration names them: the regions' network
-    namespaces, this process and the link processes (wirefilter) outside them."""
+    namespaces, this process and the link processes outside them (wirefilter's, linkemu's; of the links
+    between regions and of those to hubs)."""
+    links = [*dep.net.pairs.values(), *dep.net.edges.values()]
     return {"netns": [f"/var/run/netns/{dep.net.netns(r)}" for r in p.region_names],
-            "pids": [os.getpid(), *(pid for lk in dep.net.pairs.values() for pid in lk.pids.values())]}
+            "pids": [os.getpid(), *sorted({pid for lk in links for pid in lk.pids.values()})]}
 
 
 def _own_processes(dep: Deployment, p: TrialPlan) -> OwnProcesses:

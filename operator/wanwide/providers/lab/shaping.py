@@ -1,6 +1,6 @@
 """WAN shaping of one point-to-point link between two region namespaces.
 
-Two shapers, same contract: ``connect(link)`` creates the link device in both
+Three shapers, same contract: ``connect(link)`` creates the link device in both
 namespaces (named ``link.if_a`` in ``link.ns_a`` and ``link.if_b`` in
 ``link.ns_b``) and applies ``link.a_to_b`` / ``link.b_to_a``; ``update`` changes
 the shaping of a live link.
@@ -11,7 +11,9 @@ the shaping of a live link.
 - ``wirefilter`` (VDE): each end is a TAP device owned by a ``vde_switch`` run
   inside that end's namespace; a ``wirefilter -v sockA:sockB`` joins the two
   switches and delays/drops/limits each direction (LR = A→B, RL = B→A).
-  Used when the kernel has no netem.
+  The fallback when neither netem nor linkemu is to be had.
+- ``linkemu`` (``linkemu.py``): a TAP device at each end, both held by the network's one
+  ``ww-linkemu`` process, which delays/drops/paces each direction. Used when the kernel has no netem.
 
 A link whose both directions are no-ops is a plain veth pair whatever the
 shaper (no user-space hop, LAN latency).
@@ -31,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from wanwide.core.plan.links import OneWay
-from wanwide.providers.lab import procs
+from wanwide.providers.lab import linkemu, procs
 from wanwide.providers.lab.procs import LabError
 
-SHAPERS = ("netem", "wirefilter")
+SHAPERS = ("netem", "linkemu", "wirefilter")
 
 
 @dataclass
@@ -90,16 +92,21 @@ def wirefilter_available() -> bool:
 
 
 def select_shaper(forced: str | None = None) -> str:
-    """``forced`` (or $WANWIDE_LAB_SHAPER) if given and usable, else netem, else wirefilter."""
-    forced = forced or os.environ.get("WANWIDE_LAB_SHAPER") or None
+    """``forced`` (else $WANWIDE_LAB_SHAPER) when given and usable; ``auto``: netem, else linkemu, else
+    wirefilter (linkemu carries a 45-member Galera's chatter with one process where VDE takes three per
+    link: docs/lab-layout.md)."""
     if forced in (None, "auto"):
+        forced = os.environ.get("WANWIDE_LAB_SHAPER") or "auto"
+    if forced == "auto":
         if netem_available():
             return "netem"
+        if linkemu.available():
+            return "linkemu"
         if wirefilter_available():
             return "wirefilter"
         raise LabError(
-            "no WAN shaper: the kernel has no netem qdisc and VDE wirefilter is missing "
-            "(run hack/install-lab.sh)"
+            "no WAN shaper: the kernel has no netem qdisc, no C compiler builds linkemu and VDE wirefilter "
+            "is missing (run hack/install-lab.sh)"
         )
     if forced not in SHAPERS:
         raise LabError(f"unknown shaper {forced!r}; one of {SHAPERS} or 'auto'")
@@ -107,6 +114,8 @@ def select_shaper(forced: str | None = None) -> str:
         raise LabError("shaper netem forced but this kernel has no netem qdisc")
     if forced == "wirefilter" and not wirefilter_available():
         raise LabError("shaper wirefilter forced but wirefilter/vde_switch are missing")
+    if forced == "linkemu" and not linkemu.available():
+        raise LabError("shaper linkemu forced but it cannot be built here (no cc or no /dev/net/tun)")
     return forced
 
 
@@ -290,7 +299,9 @@ def _read_pid(path: Path, timeout: float = 10.0) -> int:
     return int(procs.wait_for(get, timeout, f"pid file {path}"))
 
 
-def shaper_for(name: str) -> NetemShaper | WirefilterShaper:
+def shaper_for(name: str) -> NetemShaper | WirefilterShaper | linkemu.LinkemuShaper:
+    if name == "linkemu":
+        return linkemu.LinkemuShaper()
     return NetemShaper() if name == "netem" else WirefilterShaper()
 
 
