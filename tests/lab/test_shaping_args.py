@@ -46,13 +46,18 @@ def test_galera_timeouts_grow_with_the_members_beyond_ten() -> None:
     assert galera_provider_options(0, 9) == galera_provider_options(0, 3) == galera_provider_options(0)
     big = galera_provider_options(0, 45)
     assert (big["pc.wait_prim_timeout"], big["evs.install_timeout"], big["evs.inactive_timeout"],
-            big["evs.suspect_timeout"], big["gmcast.peer_timeout"]) == ("PT135S", "PT67.5S", "PT67.5S", "PT22.5S", "PT15S")
-    # the gossip slows down: keepalives and join retransmissions every 3 s, inactivity checked every 1.5 s
+            big["evs.suspect_timeout"], big["gmcast.peer_timeout"]) == ("PT135S", "PT67.5S", "PT67.5S", "PT31.5S", "PT22.5S")
+    # the gossip slows down: keepalives every (n/15)² s (each round costs every member frames growing faster
+    # than n²), join retransmissions every 3 s, inactivity checked every 1.5 s
     assert (big["evs.keepalive_period"], big["evs.join_retrans_period"], big["evs.inactive_check_period"]) == \
-        ("PT3S", "PT3S", "PT1.5S")
+        ("PT9S", "PT3S", "PT1.5S")
+    s = lambda k, o=big: float(o[k][2:-1])  # noqa: E731
+    for n in range(11, 61):  # Galera refuses a keepalive period not below a third of the suspicion timeout
+        o = galera_provider_options(0, n)
+        assert s("evs.keepalive_period", o) < s("evs.suspect_timeout", o) / 3, (n, o)
+        assert s("gmcast.peer_timeout", o) > 2 * s("evs.keepalive_period", o), (n, o)
     assert "evs.inactive_check_period" not in galera_provider_options(0, 10)
     # Galera's order: keepalive < suspect < inactive
-    s = lambda k: float(big[k][2:-1])  # noqa: E731
     assert s("evs.inactive_check_period") < s("evs.keepalive_period") < s("evs.suspect_timeout") < s("evs.inactive_timeout")
     assert galera_provider_options(300, 45)["pc.wait_prim_timeout"] == "PT135S"  # 100 RTT = 30 s: members win
 

@@ -50,22 +50,30 @@ def galera_wan_options(max_rtt_ms: float, members: int = 3) -> dict[str, str]:
     cluster's own chatter took both cores until peers timed out of each other. Failure detection is
     slower for it; replication is not.
 
+    The keepalives are most of an idle cluster's traffic and it grows faster than n²: each round cost
+    every member ≈ 150 frames at 10 members, ≈ 830 at 20 (measured through the lab's links, docs/lab-layout.md),
+    ≈ 5,600 extrapolated at 45 — 84,000 frames/s at 45 members with a keepalive every 3 s. So the period
+    grows as (n/15)² (9 s at 45: ≈ 28,000 frames/s) and the suspicion it bounds (Galera wants
+    keepalive < suspect/3) with it.
+
     From 20 ms on, wider send windows too (the defaults, 4 and 2 packets in
     flight, throttle replication over a WAN); they are dynamic options.
     """
     rtt_s = max_rtt_ms / 1000.0
     n = members if members > MEMBERS_AT_DEFAULTS else 0
+    keepalive = max(1.0, 3 * rtt_s, (n / 15) ** 2)
+    suspect = max(5.0, 30 * rtt_s, n / 2, 3.5 * keepalive if n else 0)
 
     def iso(s: float) -> str:
-        return f"PT{max(s, 0.5):g}S"
+        return f"PT{max(round(s, 2), 0.5):g}S"
 
     opts = {
-        "evs.keepalive_period": iso(max(1.0, 3 * rtt_s, n / 15)),
-        "evs.suspect_timeout": iso(max(5.0, 30 * rtt_s, n / 2)),
-        "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s, 1.5 * n)),
+        "evs.keepalive_period": iso(keepalive),
+        "evs.suspect_timeout": iso(suspect),
+        "evs.inactive_timeout": iso(max(15.0, 60 * rtt_s, 1.5 * n, 2 * suspect if n else 0)),
         "evs.install_timeout": iso(max(15.0, 60 * rtt_s, 1.5 * n)),
         "evs.join_retrans_period": iso(max(1.0, 2 * rtt_s, n / 15)),
-        "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s, n / 3)),
+        "gmcast.peer_timeout": iso(max(3.0, 20 * rtt_s, n / 3, 2.5 * keepalive if n else 0)),
         "pc.wait_prim_timeout": iso(max(30.0, 100 * rtt_s, 3 * n)),
     }
     if members > MEMBERS_AT_DEFAULTS:  # Galera checks for inactive members every 0.5 s by default
