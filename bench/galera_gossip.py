@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -61,6 +62,7 @@ def measure(n: int, overrides: dict[str, str], samples: int, window: float) -> N
                   f"frames/s per member ({samples} windows of {window:g} s)", flush=True)
         finally:
             sv.stop_all()
+            shutil.rmtree(run_dir, ignore_errors=True)  # ~240 MB a member
 
 
 def main() -> int:

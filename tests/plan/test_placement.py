@@ -84,6 +84,11 @@ def test_an_unschedulable_pod_waits_a_minute_then_fails_the_trial_naming_the_lab
     for words in ("t-r7/keystone-api-0", "wanwide.io/region=r7", "kubectl label node NODE wanwide.io/region=r7",
                   "spec.placement", "didn't match Pod's node affinity/selector"):
         assert words in step.message, (words, step.message)
+    # a node under disk pressure (the kubelet taints it): the message names the taint, not the label
+    taint = lc.Unschedulable(u.pod, 61.0, "0/1 nodes are available: 1 node(s) had untolerated taint(s).",
+                             {"kubernetes.io/os": "linux"})
+    msg = lc.decide(p, status, lc.Seen(unschedulable=taint), NOW).message
+    assert "taint" in msg and "disk-pressure" in msg and "kubectl label" not in msg, msg
     # cleaning up: a pod still pending does not matter any more
     step = lc.decide(p, {"phase": "CleaningUp", "phaseStartTime": "2026-11-26T11:59:00Z", "outcome": "Failed"},
                      lc.Seen(unschedulable=late, cleaned=lc.Progress(done=True)), NOW)

@@ -703,13 +703,18 @@ def decide(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
 
 
 def unschedulable_message(u: Unschedulable) -> str:
-    """What the user reads: which pod, what it needs of a node, what the scheduler said, how to fix it."""
+    """What the user reads: which pod, what stops it (as the scheduler said), how to fix that."""
+    said = u.scheduler.strip()
     needs = ", ".join(f"{k}={v}" for k, v in sorted(u.node_selector.items()))
-    fix = (f"it needs a node labelled {needs}: label nodes (kubectl label node NODE {needs.split(', ')[0]}) or change "
-           "the Topology's spec.placement (mode: none runs anywhere; mode: nodes names the nodes)"
-           if needs else "check its requests, tolerations and affinity against the nodes")
-    return (f"pod {u.pod} could not be scheduled for {u.waited_s:.0f} s; {fix}; the scheduler said: "
-            f"{u.scheduler.strip() or 'nothing'}")
+    fixes = []
+    if needs and (not said or "affinity/selector" in said or "untolerated taint" not in said):
+        fixes.append(f"it needs a node labelled {needs}: label nodes (kubectl label node NODE {needs.split(', ')[0]}) "
+                     "or change the Topology's spec.placement (mode: none runs anywhere; mode: nodes names the nodes)")
+    if "untolerated taint" in said:
+        fixes.append("a node carries a taint it does not tolerate: kubectl describe node shows which (the kubelet's "
+                     "own, node.kubernetes.io/disk-pressure or memory-pressure, goes when disk or memory is freed)")
+    fix = "; ".join(fixes) or "check its requests, tolerations and affinity against the nodes"
+    return f"pod {u.pod} could not be scheduled for {u.waited_s:.0f} s; {fix}; the scheduler said: {said or 'nothing'}"
 
 
 def timed_out_cleaning(status: Status, seen: Seen) -> Step:
