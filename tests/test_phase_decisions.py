@@ -114,6 +114,21 @@ def test_provisioning_deploys_keystone_wave0_then_wave1_stage_by_stage_in_parall
     assert "1 rendering" in d.message  # still being rendered: waits, the others go on
 
 
+def test_wave0_waits_for_the_database_objects_while_wave1_objects_go_ahead():
+    """Keystone's db-sync before mariadb-operator made its User and Grant was refused ("Access denied") and backed
+    off for minutes on the real node: wave 0 starts once every database object is Ready."""
+    first, *others = P.region_names
+    obs = {"passwords": {}, "charts": _charts(*P.region_names), "jobs": {},
+           "database_ready": {"MariaDB/galera": True, "User/keystone": False, "Grant/keystone": False}}
+    d = phases.decide(P, _status("Provisioning", "base"), obs, T0)
+    assert P.namespace(first) not in {a.lane for a in d.actions if isinstance(a, Apply)}
+    assert "Job" not in {o["kind"] for o in _applied(d)} and "User/keystone" in d.message and d.wake_s <= 5
+    assert {a.lane for a in d.actions} == {P.namespace(r) for r in others}  # the rest goes ahead meanwhile
+    ready = {**obs, "database_ready": dict.fromkeys(obs["database_ready"], True)}
+    d = phases.decide(P, _status("Provisioning", "base", keystoneAhead=len(others)), ready, T0)
+    assert [o["metadata"]["name"] for o in _applied(d) if o["kind"] == "Job"] == ["keystone-db-sync"]
+
+
 def test_wave1_objects_before_their_hooks_go_ahead_while_wave0_runs_and_are_not_applied_again():
     first, *others = P.region_names
     obs = {"passwords": {}, "charts": _charts(*P.region_names), "jobs": {f"{P.namespace(first)}/keystone-db-sync": "running"}}

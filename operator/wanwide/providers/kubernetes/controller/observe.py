@@ -119,6 +119,16 @@ def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     helm.CHART_ERRORS.labels("hook").inc(sum(s == "failed" for s in obs["jobs"].values()))  # deleted by this step
 
 
+def database_ready(w: Where, plan: TrialPlan) -> dict[str, bool]:
+    """Each database object (MariaDB, Database, User, Grant, CrdbCluster) by ``Kind/name``: Ready or not."""
+    ready: dict[str, bool] = {}
+    for o in database.render(plan):
+        if o["kind"] in DB_KINDS:
+            live = w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"])
+            ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
+    return ready
+
+
 def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     if "base" not in done(status):
         obs["rolebindings"] = {ns: rb for ns in plan.namespaces if (rb := rolebinding(w, plan, ns))}
@@ -130,14 +140,12 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
     except MissingSource as e:
         obs["missing"] = str(e)
         return
+    if "wave0" not in done(status):
+        obs["database_ready"] = database_ready(w, plan)
     if not {"wave0", "wave1"} <= done(status):
         _charts(w, plan, status, obs)
         return
-    ready: dict[str, bool] = {}
-    for o in database.render(plan):
-        if o["kind"] in DB_KINDS:
-            live = w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"])
-            ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
+    ready = database_ready(w, plan)
     mine = set(plan.namespaces)
     live = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d
             for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}, cached=True)

@@ -71,8 +71,8 @@ def chart_failed(status: dict[str, Any], error: str, actions: list[Any] | None =
 # ---- Deploy -------------------------------------------------------------------------------
 
 def deploying(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Decision:
-    """Deploy, in Kubernetes: base objects, then Keystone wave 0 (schema owner), then wave 1, then wait until
-    all is ready (the phase ``Injecting`` means done; a ``CleaningUp`` one, failed)."""
+    """Deploy, in Kubernetes: base objects, then (once the database's objects are Ready) Keystone wave 0 (schema
+    owner), then wave 1, then wait until all is ready (the phase ``Injecting`` means done; a ``CleaningUp`` one, failed)."""
     if obs.get("missing"):
         return fail_trial("MissingSecret", obs["missing"])
     if obs.get("render_failed"):
@@ -96,6 +96,10 @@ def deploying(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Decision:
             acts.append(Emit("MonitorsSkipped", monitoring.CRDS_MISSING, "Warning"))
         return Decision(status=marked(status, "base"), actions=acts)
     if "wave0" not in done(status):
+        db_waiting = [k for k, ok in obs.get("database_ready", {}).items() if not ok]
+        if db_waiting:  # Keystone's db-sync would be refused (its User, Grant not there yet) and back off for minutes
+            return ahead(plan, status, obs, Decision(message="waiting for the database before Keystone's db-sync: "
+                                                             + ", ".join(db_waiting[:5]), wake_s=5))
         return ahead(plan, status, obs, keystone_wave(plan, status, obs, 0))
     if "wave1" not in done(status):
         return keystone_wave(plan, status, obs, 1)
