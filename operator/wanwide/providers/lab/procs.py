@@ -127,9 +127,13 @@ def descendants(pid: int) -> list[int]:
 
 def kill_tree(pid: int, start: int | None = None, grace: float = 5.0) -> None:
     """SIGTERM pid and its descendants, SIGKILL what is left after ``grace`` s."""
-    if not alive(pid, start):
-        return
-    victims = [pid, *descendants(pid)]
+    kill_trees([(pid, start)], grace)
+
+
+def kill_trees(roots: list[tuple[int, int | None]], grace: float = 5.0) -> None:
+    """:func:`kill_tree` of every ``(pid, start)`` at once: all are asked to stop, then all are waited for
+    together (one by one, 40 Galera members took ~2 min to clean up)."""
+    victims = [v for pid, start in roots if alive(pid, start) for v in (pid, *descendants(pid))]
     starts = {p: start_time(p) for p in victims}
     for p in victims:
         with contextlib.suppress(ProcessLookupError, PermissionError):

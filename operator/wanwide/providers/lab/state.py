@@ -145,17 +145,16 @@ class LabState:
         """
         notes: list[str] = []
         with self._lock:
-            for p in reversed(self.data["processes"]):
-                if procs.alive(p["pid"], p.get("start")):
-                    procs.kill_tree(p["pid"], p.get("start"))
-                    notes.append(f"killed {p['name']} pid {p['pid']}")
+            live = [p for p in reversed(self.data["processes"]) if procs.alive(p["pid"], p.get("start"))]
+            procs.kill_trees([(p["pid"], p.get("start")) for p in live])  # all at once, then waited for together
+            notes += [f"killed {p['name']} pid {p['pid']}" for p in live]
             self.data["processes"] = []
             self.save()
+            inside = {ns: netns_pids(ns) for ns in reversed(self.data["netns"]) if netns_exists(ns)}
+            procs.kill_trees([(pid, None) for pids in inside.values() for pid in pids])
+            notes += [f"killed pid {pid} in netns {ns}" for ns, pids in inside.items() for pid in pids]
             for ns in reversed(self.data["netns"]):
                 if netns_exists(ns):
-                    for pid in netns_pids(ns):
-                        procs.kill_tree(pid, None)
-                        notes.append(f"killed pid {pid} in netns {ns}")
                     r = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)
                     if r.returncode == 0:
                         notes.append(f"deleted netns {ns}")
