@@ -24,6 +24,7 @@ import yaml
 
 from tests.cluster.operator_env import Operator, install_crds, install_rbac, owned, s3_client
 from tests.cluster.realnode_env import NODE, SCRIPT, env_exports, run
+from wanwide.core import lifecycle as lc
 
 pytestmark = [pytest.mark.realnode]
 REPO = Path(__file__).resolve().parents[2]
@@ -385,9 +386,12 @@ def volumes18(realnode):
     shutil.rmtree(realnode.state / "realnode" / "volumes", ignore_errors=True)
 
 
+PARTITION_S = 40
+
+
 def test_nine_region_galera_with_a_partition_window(stack, volumes18):
     """Issue 26 item 6: the study's middle scale with real pods — 9 regions (9 Keystones from the chart, 9
-    memcached, a 9-member Galera by the real mariadb-operator), a 30 s partition of r5 during the load,
+    memcached, a 9-member Galera by the real mariadb-operator), a 40 s partition of r5 during the load,
     end to end; the machine's peak memory and the phases' durations printed."""
     tc, ns = stack["tc"], stack["ns"]
     env = dict(tc.env)
@@ -401,7 +405,7 @@ def test_nine_region_galera_with_a_partition_window(stack, volumes18):
         topo["spec"]["generate"]["count"] = 9
         bench["spec"]["workload"] = {"load": "light", "loadRegion": "r1", "startDelay": "2m", "scenarios": [
             {"name": "authenticate_user_and_validate_token", "times": 20, "concurrency": 1}]}
-        bench["spec"]["faults"] = {"partitions": [{"regions": ["r5"], "start": "20s", "duration": "30s"}]}
+        bench["spec"]["faults"] = {"partitions": [{"regions": ["r5"], "start": "20s", "duration": f"{PARTITION_S}s"}]}
         bench["spec"]["timeouts"] = {"provisioning": "50m", "loading": "20m"}
         with _Memory() as mem:
             tc.apply(yaml.safe_dump_all([topo, bench]), ns)
@@ -413,8 +417,12 @@ def test_nine_region_galera_with_a_partition_window(stack, volumes18):
         print(f"\nnine regions: {time.time() - t0:.0f} s from apply to done; peak memory {mem.peak_gib:.1f} GiB "
               f"(before {mem.before / 2**30:.1f} GiB, machine {mem.total / 2**30:.1f} GiB)\n{events[-4000:]}")
         assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)
-        # Chaos Mesh put the partition in force, and soon (the operator read it: status.faultsInjected)
-        assert 0 <= t.get("faultsInjected", {}).get("partition0", -1) <= 10, t
+        # Chaos Mesh put the partition in force for most of its window (the operator read when: status.faultsInjected;
+        # 14.4 s after its start on 2026-11-27, 4 chaos objects over 9 regions' pods) and said so when late
+        lag = t.get("faultsInjected", {}).get("partition0", -1)
+        assert 0 <= lag <= PARTITION_S / 2, t
+        if lag > lc.FAULT_LATE_S + 5:  # clearly late (the operator looks every few seconds): a FaultLate said so
+            assert "partition0" in (t.get("faultsLate") or []), t
         spaces = sorted(s["metadata"]["name"] for s in owned(tc, "namespaces", ns, name))
         assert len([s for s in spaces if not s.endswith("-db")]) == 9, spaces
         db_ns = next(s for s in spaces if s.endswith("-db"))
