@@ -64,6 +64,7 @@ class GateInfo(BaseModel):
     max_wait_s: float | None = None
     waited_s: float | None = None
     passed: bool | None = None  # False: the wait ran out and the load started anyway
+    own_floor: bool | None = None  # True: passed on the experiment's own level pressure, nothing foreign
     pressure_pct: float | None = None  # CPU pressure over the last settle window at the release
     foreign_cpu_pct: float | None = None  # CPU used outside the experiment over that window
 
