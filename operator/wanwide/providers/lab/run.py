@@ -502,11 +502,12 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
 
 
 def _own(dep: Deployment, p: TrialPlan) -> dict[str, list]:
-    """The experiment's processes as the runner's configuration names them: the regions' network
-    namespaces, this process and the link processes outside them (wirefilter's, linkemu's; of the links
-    between regions and of those to hubs)."""
+    """The experiment's processes as the runner's configuration names them: the regions' and hubs'
+    network namespaces, this process and the link processes outside them (wirefilter's, linkemu's; of
+    the links between regions and of those to hubs)."""
     links = [*dep.net.pairs.values(), *dep.net.edges.values()]
-    return {"netns": [f"/var/run/netns/{dep.net.netns(r)}" for r in p.region_names],
+    hubs = dep.net.layout.hubs if dep.net.layout is not None else []
+    return {"netns": [f"/var/run/netns/{dep.net.node_netns(n)}" for n in [*p.region_names, *hubs]],
             "pids": [os.getpid(), *sorted({pid for lk in links for pid in lk.pids.values()})]}
 
 
