@@ -51,9 +51,10 @@ def galera_wan_options(max_rtt_ms: float, members: int = 3) -> dict[str, str]:
     slower for it; replication is not.
 
     The keepalives are most of an idle cluster's traffic and it grows faster than n²: each round cost
-    every member ≈ 150 frames at 10 members, ≈ 830 at 20 (measured through the lab's links, docs/lab-layout.md),
-    ≈ 5,600 extrapolated at 45 — 84,000 frames/s at 45 members with a keepalive every 3 s. So the period
-    grows as (n/15)² (9 s at 45: ≈ 28,000 frames/s) and the suspicion it bounds (Galera wants
+    every member ≈ 150 frames at 10 members, ≈ 830 at 20, ≈ 3,000–4,400 at 45 (measured through the lab's
+    links, docs/lab-layout.md): with a keepalive every 3 s a 45-member cluster's idle gossip alone would be
+    ≈ 45,000–66,000 frames/s (a 33-member one collapsed on 2 cores). So the period grows as (n/15)²
+    (9 s at 45: 15,000–22,000 frames/s measured) and the suspicion it bounds (Galera wants
     keepalive < suspect/3) with it.
 
     From 20 ms on, wider send windows too (the defaults, 4 and 2 packets in
