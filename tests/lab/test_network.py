@@ -34,14 +34,13 @@ def tolerance(ms: float) -> float:
     return max(1.0, 0.05 * ms)
 
 
-def _shapers() -> list[str]:
-    usable = {"netem": shaping.netem_available, "linkemu": linkemu.available,
-              "wirefilter": shaping.wirefilter_available}
-    return [s for s in shaping.SHAPERS if usable[s]()] or ["auto"]
+USABLE = {"netem": shaping.netem_available, "linkemu": linkemu.available, "wirefilter": shaping.wirefilter_available}
 
 
-@pytest.fixture(scope="module", params=_shapers())
+@pytest.fixture(scope="module", params=shaping.SHAPERS)
 def net3(request, leftovers):
+    if not USABLE[request.param]():  # asked here, not at collection (netem's probe makes a namespace)
+        pytest.skip(f"shaper {request.param} not on this machine")
     net = netns.build(["r1", "r2", "r3"], LINKS, shaper=request.param)
     yield net
     tag = net.tag

@@ -707,7 +707,7 @@ def unschedulable_message(u: Unschedulable) -> str:
     said = u.scheduler.strip()
     needs = ", ".join(f"{k}={v}" for k, v in sorted(u.node_selector.items()))
     fixes = []
-    if needs and (not said or "affinity/selector" in said or "untolerated taint" not in said):
+    if needs and ("affinity/selector" in said or "untolerated taint" not in said):
         fixes.append(f"it needs a node labelled {needs}: label nodes (kubectl label node NODE {needs.split(', ')[0]}) "
                      "or change the Topology's spec.placement (mode: none runs anywhere; mode: nodes names the nodes)")
     if "untolerated taint" in said:

@@ -32,33 +32,39 @@ _IFF_TAP, _IFF_NO_PI = 0x0002, 0x1000
 _lock = threading.Lock()
 
 
+def _built() -> Path:
+    """Where the emulator compiled from this source lives (cached by the source's hash)."""
+    return paths.cache_dir() / "bin" / f"ww-linkemu-{hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]}"
+
+
+def _cc() -> str | None:
+    return shutil.which("cc") or shutil.which("gcc")
+
+
 def binary() -> Path:
     """The compiled emulator for this source, built (``cc -O2``) into the cache when missing."""
-    key = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    out = paths.cache_dir() / "bin" / f"ww-linkemu-{key}"
+    out = _built()
     if out.exists():
         return out
-    cc = shutil.which("cc") or shutil.which("gcc")
+    cc = _cc()
     if not cc:
         raise LabError("the linkemu shaper needs a C compiler (cc): run hack/install-lab.sh")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     r = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(SOURCE)], capture_output=True, text=True)
     if r.returncode != 0:
-        raise LabError(f"building {SOURCE.name} failed: {r.stderr.strip()[-600:]}")
+        raise LabError(f"building {SOURCE.name} failed (hack/install-lab.sh installs gcc and libc6-dev): "
+                       f"{r.stderr.strip()[-600:]}")
     tmp.rename(out)
     return out
 
 
 def available() -> bool:
     """True when the emulator is built or can be (a C compiler and /dev/net/tun)."""
-    if not Path("/dev/net/tun").exists():
-        return False
     try:
-        key = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    except OSError:
+        return Path("/dev/net/tun").exists() and (_built().exists() or _cc() is not None)
+    except OSError:  # the source is not there
         return False
-    return (paths.cache_dir() / "bin" / f"ww-linkemu-{key}").exists() or bool(shutil.which("cc") or shutil.which("gcc"))
 
 
 def direction_args(ow: OneWay) -> list[int]:
@@ -113,9 +119,7 @@ def emulator_for(sock_dir: Path, state: Any = None) -> Emulator:
         em = Emulator(sock=sock, pid=p.pid)
         if state is not None:
             state.add_process(p.pid, f"ww-linkemu {sock_dir.name}", None)
-        from wanwide.providers.lab.shaping import boost
-
-        boost(p.pid)
+        procs.boost(p.pid)
         procs.wait_for(lambda: sock.exists() or p.poll() is not None, 10, f"ww-linkemu socket {sock}")
         if p.poll() is not None:
             raise LabError(f"ww-linkemu exited ({p.returncode}): see {sock_dir / 'linkemu.log'}")

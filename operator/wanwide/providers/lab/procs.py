@@ -270,3 +270,20 @@ class Managed:
 
     def wait_ready(self, check: Callable[[], Any], timeout: float, what: str | None = None) -> Any:
         return wait_for(check, timeout, what or self.name, self.log_path, proc=self.popen)
+
+
+def boost(pid: int) -> str:
+    """Give a shaping process real-time priority (SCHED_FIFO 20), else nice -10.
+
+    A wirefilter delays packets with timers in user space: on a loaded machine
+    its wake-ups come late and the RTT grows (measured: +5..20 ms at load 18
+    on 2 cores without this). Returns the policy obtained.
+    """
+    try:
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(20))
+        return "fifo"
+    except (OSError, AttributeError):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, pid, -10)
+            return "nice-10"
+    return "normal"

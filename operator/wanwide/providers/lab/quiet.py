@@ -10,7 +10,7 @@ stays at 0.0 % (it has a core to itself) while foreign CPU reads 50 %; two such 
 0.5 % and 100 %; four, 100 % and 100 %; two of ours and one foreign, 50 % and 33 %. Pressure
 alone misses a neighbour that takes a whole core.
 
-The experiment's own floor: with nothing foreign running, pressure that stays level for
+The experiment's own floor: with nothing foreign running, pressure that does not settle over
 ``FLOOR_WINDOWS`` settle windows is the experiment's own (at 45 regions a 45-member Galera's
 gossip holds it at 25–35 % on 2 cores, idle): waiting cannot lower it, so the gate passes and says
 so (``own_floor``), the figure going into the bundles like any other.
@@ -27,7 +27,7 @@ from typing import Any
 
 from wanwide.pipeline.runner.contention import TICKS, OwnProcesses, read_cpu_times, read_pressure
 
-FLOOR_WINDOWS = 6  # settle windows of pressure not settling (by FLOOR_BAND points), nothing foreign: the experiment's own
+FLOOR_WINDOWS = 6  # settle windows over which the pressure fell less than FLOOR_BAND points, nothing foreign
 FLOOR_BAND = 5.0
 
 Sample = tuple[int, float | None]  # PSI cpu some total (µs), foreign CPU-seconds so far (None: unknown)
@@ -106,8 +106,8 @@ def wait_quiet(
                 say(f"machine quiet after {waited:.0f}s: {_fmt(figures)} over the last {gate.settle_s:g}s")
             return info | {"waited_s": round(waited, 1), "passed": True, **_fields(figures)}
         if figures is not None and own_floor(seen, now, FLOOR_WINDOWS * gate.settle_s, gate.threshold_pct):
-            say(f"machine quiet but for the experiment itself after {waited:.0f}s: {_fmt(figures)}, level for "
-                f"{FLOOR_WINDOWS * gate.settle_s:g}s with nothing else running (its own processes' load; "
+            say(f"machine quiet but for the experiment itself after {waited:.0f}s: {_fmt(figures)}, not settling "
+                f"over {FLOOR_WINDOWS * gate.settle_s:g}s with nothing else running (its own processes' load; "
                 "recorded with the results)")
             return info | {"waited_s": round(waited, 1), "passed": True, "own_floor": True, **_fields(figures)}
         if waited >= gate.max_wait_s:

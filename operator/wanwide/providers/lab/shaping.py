@@ -208,7 +208,7 @@ class WirefilterShaper:
                        "-M", d / f"sw{side}.mgmt"], netns=ns)
             pid = _read_pid(pidf)
             link.pids[f"switch_{side}"] = pid
-            boost(pid)
+            procs.boost(pid)
             if state is not None:
                 state.add_process(pid, f"vde_switch {link.a}-{link.b} {side}", ns)
         rc = d / "wirefilter.rc"
@@ -221,7 +221,7 @@ class WirefilterShaper:
                    "--pidfile", pidf, "-M", link.mgmt], netns=link.ns_a)
         pid = _read_pid(pidf)
         link.pids["wirefilter"] = pid
-        boost(pid)
+        procs.boost(pid)
         if state is not None:
             state.add_process(pid, f"wirefilter {link.a}-{link.b}", link.ns_a)
         for _side, ns, ifname in ends:
@@ -271,23 +271,6 @@ def mgmt_command(sock: str, line: str, timeout: float = 5.0) -> str:
         with contextlib.suppress(OSError):
             s.sendall(b"logout\n")
         s.close()
-
-
-def boost(pid: int) -> str:
-    """Give a shaping process real-time priority (SCHED_FIFO 20), else nice -10.
-
-    A wirefilter delays packets with timers in user space: on a loaded machine
-    its wake-ups come late and the RTT grows (measured: +5..20 ms at load 18
-    on 2 cores without this). Returns the policy obtained.
-    """
-    try:
-        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(20))
-        return "fifo"
-    except (OSError, AttributeError):
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, pid, -10)
-            return "nice-10"
-    return "normal"
 
 
 def _read_pid(path: Path, timeout: float = 10.0) -> int:
