@@ -163,6 +163,8 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     assert again.returncode == 0 and "Skipped" in again.stdout
     assert "Provisioning" not in again.stdout and "Loading" not in again.stdout
     assert sorted(mf.relative_to(out) for mf in (out / "bundles").rglob("manifest.json")) == before
+    # and its record keeps what the first run measured of the trials it skipped
+    assert {t["trial"]: t for t in json.loads((out / "trials.json").read_text())} == record
 
 
 def test_ctrl_c_leaves_nothing_behind(tmp_path, lab_state_dir):

@@ -57,3 +57,54 @@ def test_complete_trial_keeps_its_bundles_but_not_rallys_work(tmp_path: Path) ->
     assert a.is_dir() and b.is_dir()
     assert bundles_complete(tmp_path, p) == [a, b]
     assert list((tmp_path / "bundles" / ".work").iterdir()) == []
+
+
+def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_path: Path, monkeypatch) -> None:
+    """``--stop-after``: the groups after the deadline are left pending (nothing of them started), the
+    next run with the same output skips what is complete and runs the rest; trials.json keeps the
+    first sitting's record of the trials it skips."""
+    from wanwide.providers.lab import run as lab_run
+    from wanwide.providers.lab.run import TrialOutcome
+
+    docs = load_documents([yaml.safe_dump_all([DOCS[0], {**DOCS[1], "spec": {
+        **DOCS[1]["spec"], "matrix": {"rtt": ["0ms", "100ms"], "repetitions": 3, "seed": 5}}}])])
+    (b,) = docs.benchmarks
+    trials = plan(b, docs.topology_for(b))
+    clock = [0.0]
+    started: list[list[str]] = []
+    done: set[str] = set()
+
+    class Time:
+        @staticmethod
+        def monotonic() -> float:
+            return clock[0]
+
+    def group(runner, g, position):
+        started.append([p.id for p in g])
+        if any(p.id not in done for p in g):
+            clock[0] += 600.0  # a deployment takes 10 min; a group complete from the first sitting no time
+        out = []
+        for p in g:
+            if p.id in done:
+                out.append(TrialOutcome(p.id, "skipped"))
+            else:
+                done.add(p.id)
+                out.append(TrialOutcome(p.id, "succeeded", network={"pairs": [{"sitting": len(started)}]}))
+        return out
+
+    monkeypatch.setattr(lab_run, "time", Time)
+    monkeypatch.setattr(lab_run, "_group", group)
+    monkeypatch.setattr(lab_run.paths, "missing", lambda: [])
+    monkeypatch.setattr(lab_run, "bundles_complete", lambda out, p: [out / p.id] if p.id in done else None)
+    out = tmp_path / "out"
+    assert lab_run.run(trials, str(out), report=False, stop_after_s=900.0) == 0
+    assert len(started) == 2  # started at 0 s and 600 s; the third round would start at 1,200 s
+    first = json.loads((out / "trials.json").read_text())
+    assert [t["result"] for t in first] == ["succeeded"] * 4 + ["pending"] * 2
+    assert "--stop-after" in first[-1]["reason"]
+    clock[0] = 0.0
+    assert lab_run.run(trials, str(out), report=False, stop_after_s=900.0) == 0
+    second = {t["trial"]: t for t in json.loads((out / "trials.json").read_text())}
+    assert {t["result"] for t in second.values()} == {"succeeded"}  # the skipped keep their first record
+    assert [t["network"]["pairs"][0]["sitting"] for t in second.values()].count(1) == 2
+    assert len(done) == len(trials) == 6

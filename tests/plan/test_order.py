@@ -122,3 +122,31 @@ def test_warmup_is_its_own_unmeasured_task():
     assert runner_config(p, "r1", where, start_at=None, local_dir="/x", new_deployment=False).warmup_task is None
     (off,) = _plans({}, warmup={"times": 0})
     assert warmup_task(off, "r1") is None
+
+
+def test_several_benchmarks_run_round_by_round_in_a_seeded_order():
+    """A campaign of several Benchmarks (the study's sizes, each its own repetitions): every Benchmark's
+    round 0 before any round 1, the Benchmarks of a round in an order drawn from their seeds, so a size
+    does not keep one time of day; a Benchmark with fewer repetitions simply drops out of later rounds."""
+    def bench(name: str, reps: int, seed: int) -> list:
+        return _plans({"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms"], "repetitions": reps,
+                       "seed": seed}, name)
+    plans = bench("three", 5, 1) + bench("nine", 3, 2) + bench("many", 2, 3)
+    gs = deployments(plans)
+    assert len(gs) == 2 * (5 + 3 + 2) and all(len(g) == 2 for g in gs)  # one per backend and round
+    rounds = [g[0].repetition for g in gs]
+    assert rounds == sorted(rounds)  # round by round
+    per_round = {}
+    for g in gs:
+        per_round.setdefault(g[0].repetition, []).append(g[0].benchmark)
+    assert {r: set(b) for r, b in per_round.items()} == {0: {"three", "nine", "many"}, 1: {"three", "nine", "many"},
+                                                       2: {"three", "nine"}, 3: {"three"}, 4: {"three"}}
+    # drawn from the seeds: over seeds, each Benchmark comes first in some round 0 (not the listed order)
+    firsts = {deployments(bench("three", 1, s) + bench("nine", 1, s + 100))[0][0].benchmark for s in range(12)}
+    assert firsts == {"three", "nine"}
+    assert deployments(plans) == gs  # the seeds decide
+    for g in gs:  # within a Benchmark's round its own seeded order still holds
+        assert [p.position for p in g] == sorted(p.position for p in g)
+    one_each = deployments(plans, fresh=True)
+    assert sorted(p.id + p.benchmark for g in one_each for p in g) == sorted(p.id + p.benchmark for p in plans)
+    assert all(len(g) == 1 for g in one_each)

@@ -32,6 +32,7 @@ What lives here, and nowhere else:
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -248,20 +249,26 @@ def deployment_key(p: TrialPlan) -> str:
 def deployments(trials: list[TrialPlan], fresh: bool = False) -> list[list[TrialPlan]]:
     """``trials`` in run order, cut into the groups that each run on one new deployment, in the order they
     run: per Benchmark and round (an interleaved order's repetition; a sequential order is one round),
-    the round's trials of one deployment key together; ``fresh``: one trial per deployment."""
+    the round's trials of one deployment key together; ``fresh``: one trial per deployment. Several
+    Benchmarks run round by round (every Benchmark's round 0, then round 1, ...), the Benchmarks of a
+    round in an order drawn from their seeds and the round: so no Benchmark keeps one time of day."""
     ordered = in_run_order(trials)
-    if fresh:
-        return [[p] for p in ordered]
-    out: list[list[TrialPlan]] = []
     rounds: dict[tuple[str, str, int], dict[str, list[TrialPlan]]] = {}
     for p in ordered:
         rnd = p.repetition if p.spec.matrix.order == "Interleaved" else 0
         groups = rounds.setdefault((p.bench_namespace, p.benchmark, rnd), {})
-        key = deployment_key(p)
-        if key not in groups:
-            groups[key] = []
-            out.append(groups[key])
-        groups[key].append(p)
+        key = deployment_key(p) + (f"#{p.id}" if fresh else "")
+        groups.setdefault(key, []).append(p)
+    benches = list(dict.fromkeys((ns, b) for ns, b, _ in rounds))
+    if len(benches) == 1:
+        return [g for gs in rounds.values() for g in gs.values()]
+    seeds = {(p.bench_namespace, p.benchmark): p.seed for p in ordered}
+    out: list[list[TrialPlan]] = []
+    for rnd in sorted({r for _, _, r in rounds}):
+        here = [b for b in benches if (*b, rnd) in rounds]
+        rng = random.Random(f"{rnd}:" + ",".join(f"{ns}/{b}={seeds[(ns, b)]}" for ns, b in here))
+        rng.shuffle(here)
+        out += [g for b in here for g in rounds[(*b, rnd)].values()]
     return out
 
 

@@ -24,7 +24,7 @@ def _run(args: argparse.Namespace) -> int:
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
                      max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
     return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate,
-               layout=args.layout)
+               layout=args.layout, stop_after_s=args.stop_after)
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -54,6 +54,18 @@ def _positive(text: str) -> float:
     return v
 
 
+def _duration(text: str) -> float:
+    from wanwide.core.api.units import seconds
+
+    try:
+        v = seconds(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration such as 90m or 2h") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be longer than 0")
+    return v
+
+
 def add_lab_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lab", help="run a Benchmark for real on this machine (namespaces, netem/linkemu/wirefilter)")
     lab = p.add_subparsers(dest="lab_command", required=True)
@@ -66,6 +78,9 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
                    "regions on their group's hub and group hubs on a core (two-level); auto: the fewest links "
                    "that give every pair exactly its shaping (docs/lab-layout.md)")
     r.add_argument("--no-report", action="store_true")
+    r.add_argument("--stop-after", type=_duration, metavar="DURATION",
+                   help="start no new deployment after this long (e.g. 150m); the trials left run when the same "
+                        "command is given again: it skips every trial whose bundles are complete in -o")
     r.add_argument("--fresh", action="store_true",
                    help="deploy anew for every trial (default: trials that differ only in the network, "
                         "faults or load share one deployment, re-shaped between them)")

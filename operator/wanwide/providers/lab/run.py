@@ -76,7 +76,7 @@ class Live:
 @dataclass
 class TrialOutcome:
     trial: str
-    result: str  # succeeded | failed | skipped
+    result: str  # succeeded | failed | skipped (complete from an earlier run) | pending (--stop-after)
     reason: str = ""
     earlier_attempts: list[str] = field(default_factory=list)  # why each earlier attempt failed
     bundles: list[str] = field(default_factory=list)
@@ -416,6 +416,7 @@ def outcome(p: TrialPlan, final: dict[str, Any], lt: LabTrial, out: Path) -> Tri
 
 def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], report: bool) -> int:
     failed = [o for o in outcomes if o.result == "failed"]
+    pending = [o for o in outcomes if o.result == "pending"]
     roots = sorted({bundles_root(out, p) for p in trials})
     if report and any(r.exists() for r in roots):
         from wanwide.pipeline.results.report import build_report
@@ -424,8 +425,9 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
         index = getattr(res, "index", None) or out / "report" / "index.html"
         print(f"report: {index}")
         print(f"summary: {out / 'report' / 'summary.csv'}")
-    print(f"{len(outcomes) - len(failed)}/{len(outcomes)} trials done, {len(failed)} failed; "
-          f"bundles in {', '.join(map(str, roots))}")
+    print(f"{len(outcomes) - len(failed) - len(pending)}/{len(outcomes)} trials done, {len(failed)} failed"
+          + (f", {len(pending)} left for the next run (the same command resumes)" if pending else "")
+          + f"; bundles in {', '.join(map(str, roots))}")
     for o in failed:
         print(f"trial {o.trial}: {o.reason[:500]}", file=sys.stderr)
     return 1 if failed else 0
@@ -462,9 +464,11 @@ def group_layout(group: list[TrialPlan], prefer: str) -> str:
 
 
 def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False,
-        gate: QuietGate | None = None, layout: str = "auto") -> int:
+        gate: QuietGate | None = None, layout: str = "auto", stop_after_s: float | None = None) -> int:
     """Run the planned trials for real on this machine, in their run order (``spec.matrix.order``),
-    each load released once the machine is quiet (``gate``); bundles and the report under ``out_dir``."""
+    each load released once the machine is quiet (``gate``); bundles and the report under ``out_dir``.
+    ``stop_after_s``: start no new deployment after that long; the trials left wait for the next run
+    with the same ``out_dir``, which skips every trial whose bundles are complete (a campaign in sittings)."""
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     missing = [m for m in paths.missing() if "versitygw" not in m]  # S3 is optional here
@@ -488,8 +492,12 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     # Also when started in the background, where the shell leaves SIGINT ignored.
     old_int = signal.signal(signal.SIGINT, on_signal)
     position = {id(p): i for i, p in enumerate(trials)}
+    deadline = None if stop_after_s is None else time.monotonic() + stop_after_s
     try:
         for group in groups:
+            if deadline is not None and time.monotonic() >= deadline:
+                outcomes += [_left(runner, p, position) for p in group]
+                continue
             outcomes += _group(runner, group, position)
     except KeyboardInterrupt:
         print("interrupted: cleaning up", file=sys.stderr)
@@ -497,8 +505,29 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     finally:
         signal.signal(signal.SIGTERM, old)
         signal.signal(signal.SIGINT, old_int)
-        (out / "trials.json").write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
+        write_trials(out / "trials.json", outcomes)
     return _summary(out, trials, outcomes, report)
+
+
+def _left(runner: LabRun, p: TrialPlan, position: dict[int, int]) -> TrialOutcome:
+    """A trial the deadline left for the next run (unless its bundles are already complete)."""
+    if bundles_complete(runner.out, p):
+        return TrialOutcome(p.id, "skipped")
+    runner.live.say(position[id(p)], p, "Pending", "--stop-after reached: left for the next run")
+    return TrialOutcome(p.id, "pending", "--stop-after reached before its deployment started")
+
+
+def write_trials(path: Path, outcomes: list[TrialOutcome]) -> None:
+    """``trials.json``: this run's outcomes; a trial skipped (complete from an earlier run) keeps what the
+    earlier run recorded of it (its bundles, its network check)."""
+    earlier: dict[str, dict] = {}
+    if path.is_file():
+        try:
+            earlier = {t["trial"]: t for t in json.loads(path.read_text())}
+        except (ValueError, KeyError, TypeError):
+            earlier = {}
+    rows = [earlier.get(o.trial, o.__dict__) if o.result == "skipped" else o.__dict__ for o in outcomes]
+    path.write_text(json.dumps(rows, indent=1))
 
 
 def _own(dep: Deployment, p: TrialPlan) -> dict[str, list]:
