@@ -155,3 +155,15 @@ def test_discover_mixed_and_parquet_roundtrip(tmp_path, data_dir, bundle_factory
     pd.testing.assert_series_equal(back["action_duration"], df["action_duration"])
     # a stored results.parquet is not taken for input
     assert len(discover([tmp_path])) == 3
+
+
+def test_a_live_lab_run_reads_as_its_complete_bundles(tmp_path, data_dir, bundle_factory):
+    """`wanwide report OUT/bundles` while the lab still runs: Rally's half-written files in the hidden
+    scratch dir (bundles/.work) are not results; the complete bundles are."""
+    bundle_factory(tmp_path / "bundles" / "b", data_dir / V12, params={"backend": "galera"})
+    work = tmp_path / "bundles" / ".work" / "20261127t000000z-aaaaaaaaaaaa"
+    work.mkdir(parents=True)
+    (work / "rally.json").write_text('[{"partial": ')  # being written
+    srcs = discover([tmp_path / "bundles"])
+    assert [s.kind for s in srcs] == ["bundle"]
+    assert len(ingest_paths([tmp_path / "bundles"])) == 27

@@ -150,7 +150,8 @@ def discover(paths: Iterable[str | Path]) -> list[Source]:
     """Bundles (dirs holding manifest.json) and plain Rally JSON files under ``paths``.
 
     Bundles first (sorted by path), then the JSON files outside every bundle (sorted), per
-    argument; manifest.json, task.json and anything inside a bundle are not plain files.
+    argument; manifest.json, task.json and anything inside a bundle are not plain files, and hidden
+    directories (``.work``: a live lab run's scratch) are not entered.
     """
     out: list[Source] = []
     seen: set[Path] = set()
@@ -180,7 +181,9 @@ def _walk(root: Path) -> tuple[list[Path], list[Path]]:
     bundles: list[Path] = []
     files: list[Path] = []
     inside: set[str] = set()  # bundle dirs, and dirs below one
-    for dirpath, _dirnames, filenames in os.walk(root):  # like Path.rglob: symlinked dirs not entered
+    for dirpath, dirnames, filenames in os.walk(root):  # like Path.rglob: symlinked dirs not entered
+        # hidden dirs are scratch, not results: the lab's bundles/.work holds a live run's Rally files
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         in_bundle = os.path.dirname(dirpath) in inside
         if MANIFEST in filenames:
             bundles.append(Path(dirpath))
