@@ -65,11 +65,192 @@ def load_region(d: Path) -> str:
     return "\n".join(lines)
 
 
-BLOCKS = {"load-region": load_region}
+SCEN = {"KeystoneBasic.authenticate_user_and_validate_token": "authenticate", "KeystoneBasic.create_user_update_password":
+        "create_user_update_password"}
+STUDY_RW = {  # the study's read/write share per scenario (its "List of Rally scenarios": % reads, % writes)
+    "authenticate_user_and_validate_token": (96.46, 3.54), "create_add_and_list_user_roles": (96.22, 3.78),
+    "create_and_list_tenants": (92.12, 7.88), "get_entities": (91.9, 8.1), "create_user_update_password": (89.79, 10.21),
+    "create_user_set_enabled_and_delete": (91.07, 8.93), "create_and_list_users": (92.05, 7.95)}
+CHANGE = {"up": "grows", "down": "shrinks", "same": f"no effect (within ±{RELATIVE_BOUND:.0%})", "unclear": "cannot tell",
+          "too-few": "cannot tell (n too small)"}
+
+
+def _read(d: Path):
+    with tempfile.TemporaryDirectory() as tmp:
+        return read_sources([d], Path(tmp))
+
+
+def _pct(v: float, lo: float, hi: float) -> str:
+    return f"{v:+.0%} [{lo:+.0%}, {hi:+.0%}]" if np.isfinite(lo) and np.isfinite(hi) else f"{v:+.0%} [n/a]"
+
+
+def _mean(x: pd.Series, side: str) -> str:
+    return f"{_ci(x[side], x[side + '_lo'], x[side + '_hi'])} ({x[side + '_n']})"
+
+
+def _cmp(t: pd.DataFrame, noisy: set, base: list[str], new: list[str], stat: str = "mean",
+         new_rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``compare`` of the Total over the rows matching ``base`` and ``new`` (``new`` from ``new_rows`` if given)."""
+    b, _ = select(t.copy(), base, "base", noisy, False)
+    n, _ = select((t if new_rows is None else new_rows).copy(), new, "new", noisy, False)
+    c = compare(b, n, stat)
+    return c[c["action"] == "Total"].copy()
+
+
+def _sort(c: pd.DataFrame, *cols: str) -> pd.DataFrame:
+    c = c.copy()
+    if "regions" in c:
+        c["_r"] = c["regions"].astype(int)
+    return c.sort_values([("_r" if x == "regions" else x) for x in cols])
+
+
+def _noise(r) -> str:
+    runs = r.runs
+    ok = runs[runs["result"] == "succeeded"]
+    cp, fc = ok["cpu_pressure_pct"].astype(float), ok["foreign_cpu_pct"].astype(float)
+    return (f"{len(ok)} runs; CPU pressure over their measured windows median {cp.median():.0f} % "
+            f"(range {cp.min():.0f}–{cp.max():.0f} %), CPU used outside the experiment median {fc.median():.1f} % "
+            f"(max {fc.max():.1f} %); noisy by the report's rule: {int(ok['noisy'].astype(bool).sum())}.")
+
+
+def sizes(d: Path) -> str:
+    """Light load, no delay: each backend's mean iteration time per size, and Galera against MariaDB."""
+    r = _read(d)
+    c = _cmp(r.table, r.noisy, ["backend=mariadb", "rtt=0ms", "load=light"], ["backend=galera", "rtt=0ms", "load=light"])
+    lines = ["| regions | scenario | MariaDB: mean [95 % CI] (iterations/runs) | Galera: mean [95 % CI] "
+             "| Galera vs MariaDB [95 % CI] | verdict |", "|---|---|---|---|---|---|"]
+    for _, x in _sort(c, "regions", "scenario").iterrows():
+        word = {"up": "Galera slower", "down": "Galera faster"}.get(x["verdict"], CHANGE[x["verdict"]])
+        lines.append(f"| {x['regions']} | {SCEN.get(x['scenario'], x['scenario'])} | {_mean(x, 'base')} | {_mean(x, 'new')} "
+                     f"| {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} | {word} |")
+    return "\n".join(lines)
+
+
+def delay(d: Path) -> str:
+    """Light load: each backend's mean iteration time at RTT 0 and its change at 100 and 300 ms, per size."""
+    r = _read(d)
+    out = {}
+    for rtt in ("100ms", "300ms"):
+        for be in ("mariadb", "galera"):
+            c = _cmp(r.table, r.noisy, [f"backend={be}", "rtt=0ms", "load=light"], [f"backend={be}", f"rtt={rtt}", "load=light"])
+            for _, x in c.iterrows():
+                out.setdefault((be, int(x["regions"]), x["scenario"]), {})[rtt] = x
+    lines = ["| backend | regions | scenario | RTT 0: mean [95 % CI] (iterations/runs) | RTT 100 ms: change [95 % CI] "
+             "| RTT 300 ms: change [95 % CI] | verdict at 300 ms |", "|---|---|---|---|---|---|---|"]
+    for (be, n, sc), v in sorted(out.items(), key=lambda kv: (kv[0][0] != "mariadb", kv[0][1], kv[0][2])):
+        x0 = next(iter(v.values()))
+        cells = [_pct(v[k]["delta"], v[k]["delta_lo"], v[k]["delta_hi"]) if k in v else "—" for k in ("100ms", "300ms")]
+        word = CHANGE[v["300ms"]["verdict"]] if "300ms" in v else "—"
+        lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {n} | {SCEN.get(sc, sc)} | {_mean(x0, 'base')} "
+                     f"| {cells[0]} | {cells[1]} | {word} |")
+    return "\n".join(lines)
+
+
+def high(d: Path) -> str:
+    """High load (a Rally in every region) against light (one Rally, in r1) at the same RTT and size: r1
+    (beside MariaDB) and the far regions apart; every far region's run is one unit of the interval (they
+    are exchangeable on a uniform WAN; each region's own numbers are in the report's runs)."""
+    r = _read(d)
+    t = r.table
+    light = t[t["param.load"].astype(str) == "light"]
+    rows = []
+    for be in ("mariadb", "galera"):
+        for rtt in ("0ms", "100ms", "300ms"):
+            base, new = [f"backend={be}", f"rtt={rtt}", "load=light"], [f"backend={be}", f"rtt={rtt}", "load=high"]
+            near = _cmp(light, r.noisy, base, new, new_rows=t[t["region"] == "r1"])
+            far = {(x["regions"], x["scenario"]): x for _, x in
+                   _cmp(light, r.noisy, base, new, new_rows=t[t["region"] != "r1"]).iterrows()}
+            rows += [(be != "mariadb", int(x["regions"]), int(rtt[:-2]), x["scenario"], be, rtt, x,
+                      far.get((x["regions"], x["scenario"]))) for _, x in near.iterrows()]
+    lines = ["| backend | regions | RTT | scenario | light, r1: mean [95 % CI] (iterations/runs) | high, r1: change [95 % CI] "
+             "| high, far regions: change [95 % CI] (iterations/runs) | verdict (r1 / far) |", "|---|---|---|---|---|---|---|---|"]
+    for *_, sc, be, rtt, x, f in sorted(rows, key=lambda z: z[:4]):
+        fcell = f"{_pct(f['delta'], f['delta_lo'], f['delta_hi'])} ({f['new_n']})" if f is not None else "—"
+        fword = CHANGE[f["verdict"]] if f is not None else "—"
+        lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {x['regions']} | {rtt} | {SCEN.get(sc, sc)} "
+                     f"| {_mean(x, 'base')} | {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} | {fcell} "
+                     f"| {CHANGE[x['verdict']]} / {fword} |")
+    return "\n".join(lines)
+
+
+def failures(d: Path) -> str:
+    """Failed iterations per backend, size, load and RTT, with the Clopper-Pearson 95 % interval."""
+    from scipy.stats import binomtest
+
+    r = _read(d)
+    t = r.table[r.table["action"] == "Total"]
+    lines = ["| backend | regions | load | RTT | iterations | failed | failure rate [95 % CI] | study |", "|---|---|---|---|---|---|---|---|"]
+    g = t.groupby(["param.backend", "param.regions", "param.load", "param.rtt"], observed=True)
+    keyf = lambda k: (k[0] != "mariadb", int(k[1]), k[2], int(str(k[3]).rstrip("ms")))  # noqa: E731
+    for k in sorted(g.groups, key=keyf):
+        x = g.get_group(k)
+        n, bad = len(x), int(x["error_type"].notna().sum())
+        ci = binomtest(bad, n).proportion_ci(0.95, method="exact")
+        study = "0.98 at 45 regions, high load" if k[0] == "mariadb" and k[2] == "high" else ""
+        lines.append(f"| {'MariaDB' if k[0] == 'mariadb' else 'Galera'} | {k[1]} | {k[2]} | {k[3]} | {n} | {bad} "
+                     f"| {bad / n:.3f} [{ci.low:.3f}, {ci.high:.3f}] | {study} |")
+    return "\n".join(lines)
+
+
+def noise(d: Path) -> str:
+    """The machine while the campaign measured: its pressure per size and backend, and the sittings."""
+    r = _read(d)
+    runs = r.runs.copy()
+    ok = runs[runs["result"] == "succeeded"].copy()
+    ok["start"] = pd.to_datetime(ok["start"], utc=True)
+    params = r.table.drop_duplicates(["benchmark", "trial_id"]).set_index(["benchmark", "trial_id"])
+    ok = ok.join(params[["param.backend", "param.regions", "param.load"]], on=["benchmark", "trial"])
+    lines = ["| backend | regions | load | runs | CPU pressure, median (range) | CPU outside the experiment, median (max) | noisy |",
+             "|---|---|---|---|---|---|---|"]
+    for k, x in ok.groupby(["param.backend", "param.regions", "param.load"], observed=True):
+        cp, fc = x["cpu_pressure_pct"].astype(float), x["foreign_cpu_pct"].astype(float)
+        lines.append(f"| {'MariaDB' if k[0] == 'mariadb' else 'Galera'} | {k[1]} | {k[2]} | {len(x)} "
+                     f"| {cp.median():.0f} % ({cp.min():.0f}–{cp.max():.0f}) | {fc.median():.1f} % ({fc.max():.1f}) "
+                     f"| {int(x['noisy'].astype(bool).sum())} |")
+    days = ok["start"].dt.strftime("%Y-%m-%d %H:%M")
+    lines += ["", f"{len(ok)} runs of {ok['trial'].nunique()} trials, {days.min()} – {days.max()} UTC; " + _noise(r)]
+    return "\n".join(lines)
+
+
+def read_write(d: Path) -> str:
+    """Reads and writes per scenario, one scenario per task (statement counters before and after it), and
+    the CPU one iteration costs on this machine (the experiment's CPU over the measured window)."""
+    from wanwide.pipeline.results.stats import read_write_table
+
+    r = _read(d)
+    rw = read_write_table(r.manifests)
+    lines = ["| scenario | study: % reads / % writes | wanwide: % reads [range over runs] | runs | CPU s per iteration (median over runs) |",
+             "|---|---|---|---|---|"]
+    cpu = {}
+    for m in r.manifests:
+        c = m.get("contention") or {}
+        it = sum((s.get("iterations") or 0) for s in (m.get("scenarios") or [])) or None
+        if c.get("busy_pct") is None or not it:
+            continue
+        own = (c["busy_pct"] - (c.get("foreign_cpu_pct") or 0)) / 100 * (m.get("host") or {}).get("cpus", 2)
+        cpu.setdefault(m["trial"]["parameters"].get("scenario"), []).append(own * c["window_s"] / it)
+    for sc, (sr, sw) in STUDY_RW.items():
+        x = rw[rw["scenario"].astype(str).str.endswith(sc)] if len(rw) else rw
+        if not len(x):
+            lines.append(f"| {sc} | {sr} / {sw} | not measured | 0 | — |")
+            continue
+        share = 100 * x["reads"] / (x["reads"] + x["writes"])
+        cs = cpu.get(sc) or cpu.get(f"KeystoneBasic.{sc}") or []
+        lines.append(f"| {sc} | {sr} / {sw} | {share.median():.2f} [{share.min():.2f}, {share.max():.2f}] | {len(x)} "
+                     f"| {np.median(cs):.2f} |" if cs else f"| {sc} | {sr} / {sw} | {share.median():.2f} [{share.min():.2f}, "
+                     f"{share.max():.2f}] | {len(x)} | — |")
+    return "\n".join(lines)
+
+
+BLOCKS = {"load-region": load_region, "study-sizes": sizes, "study-delay": delay, "study-high": high,
+          "study-failures": failures, "study-noise": noise, "study-rw": read_write}
+DATA = {"study-sizes": "study", "study-delay": "study", "study-high": "study", "study-failures": "study",
+        "study-noise": "study", "study-rw": "study-rw"}
 
 
 def render() -> dict[str, str]:
-    return {name: fn(HERE / name) for name, fn in BLOCKS.items() if (HERE / name / "dataset.json").is_file()}
+    return {name: fn(HERE / DATA.get(name, name)) for name, fn in BLOCKS.items()
+            if (HERE / DATA.get(name, name) / "dataset.json").is_file()}
 
 
 def page_blocks(text: str) -> dict[str, str]:

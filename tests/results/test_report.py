@@ -146,3 +146,20 @@ def test_summarize_failed_only_action(data_dir):
 
     s = summarize(ingest_file(data_dir / "galera-9-300ms-high-results.json"))
     assert set(s["action"]) == {"Total", "keystone_v3.fetch_token", "keystone_v3.validate_token"}
+
+
+def test_where_reports_only_the_selected_trials(tmp_path, data_dir, bundle_factory):
+    """`wanwide report --where load=light --where rtt=0ms`: one slice of a campaign (the study's figure of
+    sizes); tables, runs and figures hold only those trials, and a value nobody has is an error naming it."""
+    from wanwide.pipeline.results.compare import SelectError
+
+    for i, (load, rtt) in enumerate([("light", "0ms"), ("light", "100ms"), ("high", "0ms")]):
+        bundle_factory(tmp_path / "b", data_dir / V12, trial=f"t{i}", run_id=f"20261122t100000z-00000000000{i}",
+                       params={"backend": "mariadb", "load": load, "rtt": rtt})
+    r = build_report([tmp_path / "b"], tmp_path / "out", progress=False, conds=["load=light", "rtt=0ms"])
+    assert set(r.table["trial_id"]) == {"t0"}
+    runs = list(csv.DictReader((tmp_path / "out" / "runs.csv").open()))
+    assert [x["trial"] for x in runs] == ["t0"]
+    assert {x["rtt"] for x in csv.DictReader((tmp_path / "out" / "summary.csv").open())} == {"0ms"}
+    with pytest.raises(SelectError, match="--where 'rtt=5ms'.*0ms, 100ms"):
+        build_report([tmp_path / "b"], tmp_path / "out2", progress=False, conds=["rtt=5ms"])

@@ -53,6 +53,9 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-store", action="store_true",
                    help="do not store results.parquet beside the raw files (only in DIR)")
+    p.add_argument("--where", action="append", default=[], metavar="NAME=VALUE",
+                   help="only the trials with this parameter value (repeatable), e.g. --where load=light "
+                   "--where rtt=0ms for the figure of sizes")
     add_noise_flags(p)
     add_s3_flags(p)
     p.set_defaults(func=cmd_report)
@@ -136,7 +139,7 @@ def cmd_report(args) -> int:
     try:
         r = build_report(args.sources, args.output, progress=not args.no_progress,
                          store_parquet_beside=not args.no_store, s3=s3_options(args),
-                         noisy_threshold=args.noisy_threshold, exclude_noisy=args.exclude_noisy)
+                         noisy_threshold=args.noisy_threshold, exclude_noisy=args.exclude_noisy, conds=args.where)
     except IngestError as e:
         print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
         return 2

@@ -56,20 +56,22 @@ class SelectError(UserError, ValueError):
     """A ``--base-where``/``--new-where`` condition that names no parameter or selects nothing."""
 
 
-def where(df: pd.DataFrame, conds: list[str], side: str) -> pd.DataFrame:
-    """The rows of ``df`` whose parameters equal every ``NAME=VALUE`` of ``conds``."""
+def where(df: pd.DataFrame, conds: list[str], side: str, flag: str | None = None) -> pd.DataFrame:
+    """The rows of ``df`` whose parameters equal every ``NAME=VALUE`` of ``conds`` (errors name ``flag``,
+    by default ``--SIDE-where``)."""
+    flag = flag or f"--{side}-where"
     for cond in conds:
         name, eq, value = (x.strip() for x in cond.partition("="))
         col = PARAM_PREFIX + name
         if not eq or not name:
-            raise SelectError(f"--{side}-where {cond!r}: write NAME=VALUE, e.g. backend=mariadb")
+            raise SelectError(f"{flag} {cond!r}: write NAME=VALUE, e.g. backend=mariadb")
         if col not in df.columns:
             have = ", ".join(c[len(PARAM_PREFIX):] for c in param_columns(df)) or "none"
-            raise SelectError(f"--{side}-where {cond!r}: {side} has no parameter {name!r} (its parameters: {have})")
+            raise SelectError(f"{flag} {cond!r}: {side} has no parameter {name!r} (its parameters: {have})")
         present = df[col].astype(str)
         if not (present == value).any():
             vals = ", ".join(sorted(set(present[df[col].notna()]))) or "none"
-            raise SelectError(f"--{side}-where {cond!r}: no {side} result has {name}={value} (its values: {vals})")
+            raise SelectError(f"{flag} {cond!r}: no {side} result has {name}={value} (its values: {vals})")
         df = df[present == value]
     return df
 

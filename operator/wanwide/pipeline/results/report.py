@@ -158,8 +158,9 @@ class Read:
 
 def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False, env: dict[str, str] | None = None,
                  s3: S3Options | None = None, noisy_threshold: float | None = None,
-                 exclude_noisy: bool = False) -> Read:
-    """Read every source (s3:// downloaded under ``out/raw``); runs and their noise from the manifests."""
+                 exclude_noisy: bool = False, conds: list[str] | None = None) -> Read:
+    """Read every source (s3:// downloaded under ``out/raw``); runs and their noise from the manifests;
+    ``conds`` (``NAME=VALUE``): only the trials with those parameters, their manifests and runs."""
     out.mkdir(parents=True, exist_ok=True)
     local = _local_paths(sources, out, env, s3)
     sets = [p for p in local if dataset.is_dataset(p)]
@@ -172,6 +173,12 @@ def read_sources(sources: list[str | Path], out: Path, *, progress: bool = False
         raise IngestError(f"no iterations to report in {', '.join(map(str, sources))}: "
                           + (f"{len(empty)} workload(s), none with data (task aborted before it ran?)"
                              if empty else "no workloads in the Rally JSON"))
+    if conds:
+        from wanwide.pipeline.results.compare import where
+
+        df = where(df, conds, "report", flag="--where")
+        keep = set(zip(df["benchmark"].astype(str), df["trial_id"].astype(str), strict=True))
+        manifests = [m for m in manifests if (str(m.get("benchmark")), str((m.get("trial") or {}).get("id"))) in keep]
     runs = runs_table(manifests, noisy_threshold)
     partial = failed_attempt_runs(runs)
     if partial and len(df):
@@ -245,16 +252,18 @@ def build_report(
     s3: S3Options | None = None,
     noisy_threshold: float | None = None,
     exclude_noisy: bool = False,
+    conds: list[str] | None = None,
 ) -> ReportResult:
     """Read every source (bundle dirs, s3://bucket/prefix, plain Rally JSON) → DIR/…
 
     Writes results.parquet, summary.csv, headline.csv, load.csv, report.md, tables/*.csv,
     headline-*.png, bars-*.png, cdf-*.png, read_write.csv, rtt.csv/rtt.png, runs.csv, details.csv
-    and index.html; every PNG also as SVG. Returns what it wrote.
+    and index.html; every PNG also as SVG. ``conds``: only the trials with these parameters
+    (``NAME=VALUE``), e.g. one load and RTT for the study's figure of sizes. Returns what it wrote.
     """
     out = Path(out_dir)
     r = read_sources(sources, out, progress=progress, env=env, s3=s3, noisy_threshold=noisy_threshold,
-                     exclude_noisy=exclude_noisy)
+                     exclude_noisy=exclude_noisy, conds=conds)
     df, manifests, found = r.table, r.manifests, r.found
     # Parquet's encoding runs in C without the GIL: write beside the statistics and figures
     writer = ThreadPoolExecutor(max_workers=1)
