@@ -6,6 +6,7 @@ import math
 import os
 import socket
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from wanwide.core.contracts import DatabaseGauge, RttTarget
@@ -81,10 +82,13 @@ def percentile(values: list[float], q: float) -> float | None:
 def measure_rtt(
     src_region: str, targets: list[RttTarget], samples: int, timeout: float = 5.0, pause_s: float = 0.05
 ) -> list[dict[str, Any]]:
-    """RTT samples to each target with the one probe (pipeline/runner/probe.py: a refused connection is an answer)."""
+    """RTT samples to each target with the one probe (pipeline/runner/probe.py: a refused connection is an answer);
+    the targets at once (up to 16), each target's samples one after the other: at 300 ms RTT the 90 targets
+    of 45 regions took 4.5 min one by one."""
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(targets)))) as pool:
+        answers = list(pool.map(lambda t: probe.samples_ms(t.host, t.port, samples, pause_s, timeout), targets))
     out: list[dict[str, Any]] = []
-    for t in targets:
-        vals = probe.samples_ms(t.host, t.port, samples, pause_s, timeout)
+    for t, vals in zip(targets, answers, strict=True):
         lost = samples - len(vals)
         out.append({
             "src": src_region,
