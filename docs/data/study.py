@@ -385,8 +385,8 @@ def figures() -> list[Path]:
 
 
 def render() -> dict[str, str]:
-    return {name: fn(HERE / DATA.get(name, name)) for name, fn in BLOCKS.items()
-            if (HERE / DATA.get(name, name) / "dataset.json").is_file()}
+    return {name: fn(HERE / DATA.get(name, name)) if (HERE / DATA.get(name, name) / "dataset.json").is_file()
+            else f"*Not measured yet: no data set docs/data/{DATA.get(name, name)} committed.*" for name, fn in BLOCKS.items()}
 
 
 def page_blocks(text: str) -> dict[str, str]:
