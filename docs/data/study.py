@@ -342,11 +342,6 @@ def _fail_rate(t: pd.DataFrame, be: str, n: str, load: str) -> str:
     return f"{n} regions, every RTT: {bad}/{len(x)} = {bad / len(x):.3f} [{ci.low:.3f}, {ci.high:.3f}]"
 
 
-BLOCKS = {"study-findings": findings, "load-region": load_region, "study-sizes": sizes, "study-delay": delay, "study-high": high,
-          "study-failures": failures, "study-noise": noise, "study-rw": read_write}
-DATA = {"study-findings": "study", "study-sizes": "study", "study-delay": "study", "study-high": "study", "study-failures": "study",
-        "study-noise": "study", "study-rw": "study-rw"}
-
 
 IMG = HERE.parent / "img" / "study"
 FIGURES = {  # page figure name → (data set, the slice `wanwide report --where` draws it from, the report's file)
@@ -367,21 +362,60 @@ def draw(name: str, out: Path) -> Path:
     return out / file
 
 
+CAPTIONS = {
+    "sizes-authenticate": "Light load, no delay: mean time of each action by size (authenticate), a panel per backend",
+    "sizes-create_user": "Light load, no delay: mean time of each action by size (create_user_update_password)",
+    "delay-9-authenticate": "Light load, 9 regions: mean time of each action by RTT (authenticate)",
+    "delay-9-create_user": "Light load, 9 regions: mean time of each action by RTT (create_user_update_password)",
+    "high-cdf-authenticate": "High load, no delay: CDF of an iteration's time (authenticate), per backend and size",
+}
+
+
+def drawable() -> list[str]:
+    """The page's figures whose slice of the data has iterations of their scenario."""
+    out = []
+    for name, (data, conds, file) in FIGURES.items():
+        if not (HERE / data / "dataset.json").is_file():
+            continue
+        t = _read(HERE / data).table
+        for cond in conds:
+            k, _, v = cond.partition("=")
+            t = t[t[f"param.{k}"].astype(str) == v] if f"param.{k}" in t else t.iloc[:0]
+        scen = file.split("-", 1)[1].removesuffix(".png")
+        if len(t) and (t["scenario"].astype(str) == scen).any():
+            out.append(name)
+    return out
+
+
+def figure_links(_d: Path) -> str:
+    """The figures block: every drawable figure of the page, as `wanwide report --where` draws it."""
+    lines = []
+    for name in drawable():
+        data, conds, _ = FIGURES[name]
+        lines += [f"![{CAPTIONS[name]}](img/study/{name}.png)", "",
+                  f"*`wanwide report docs/data/{data} {' '.join('--where ' + c for c in conds)} -o OUT`*", ""]
+    return "\n".join(lines).rstrip("\n") or "*No figure yet: no slice of the data has iterations.*"
+
+
 def figures() -> list[Path]:
-    """Every figure of the page, redrawn into docs/img/study/ (PNG and SVG)."""
+    """Every drawable figure of the page, redrawn into docs/img/study/ (PNG and SVG)."""
     import shutil
 
     IMG.mkdir(parents=True, exist_ok=True)
     done = []
-    for name in FIGURES:
-        if not (HERE / FIGURES[name][0] / "dataset.json").is_file():
-            continue
+    for name in drawable():
         with tempfile.TemporaryDirectory() as tmp:
             png = draw(name, Path(tmp))
             for src, suffix in ((png, ".png"), (png.with_suffix(".svg"), ".svg")):
                 shutil.copy(src, IMG / f"{name}{suffix}")
         done.append(IMG / f"{name}.png")
     return done
+
+
+BLOCKS = {"study-findings": findings, "load-region": load_region, "study-sizes": sizes, "study-delay": delay, "study-high": high,
+          "study-failures": failures, "study-noise": noise, "study-rw": read_write, "study-figures": figure_links}
+DATA = {"study-findings": "study", "study-sizes": "study", "study-delay": "study", "study-high": "study", "study-failures": "study",
+        "study-noise": "study", "study-rw": "study-rw", "study-figures": "study"}
 
 
 def render() -> dict[str, str]:
