@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wanwide.pipeline.results.compare import compare, select
+from wanwide.pipeline.results.compare import COLUMNS, SelectError, compare, select
 from wanwide.pipeline.results.headline import RELATIVE_BOUND
 from wanwide.pipeline.results.report import read_sources
 
@@ -92,8 +92,11 @@ def _mean(x: pd.Series, side: str) -> str:
 def _cmp(t: pd.DataFrame, noisy: set, base: list[str], new: list[str], stat: str = "mean",
          new_rows: pd.DataFrame | None = None) -> pd.DataFrame:
     """``compare`` of the Total over the rows matching ``base`` and ``new`` (``new`` from ``new_rows`` if given)."""
-    b, _ = select(t.copy(), base, "base", noisy, False)
-    n, _ = select((t if new_rows is None else new_rows).copy(), new, "new", noisy, False)
+    try:
+        b, _ = select(t.copy(), base, "base", noisy, False)
+        n, _ = select((t if new_rows is None else new_rows).copy(), new, "new", noisy, False)
+    except SelectError:  # a side not measured (yet)
+        return pd.DataFrame(columns=["regions", *COLUMNS])
     c = compare(b, n, stat)
     return c[c["action"] == "Total"].copy()
 
@@ -103,6 +106,11 @@ def _sort(c: pd.DataFrame, *cols: str) -> pd.DataFrame:
     if "regions" in c:
         c["_r"] = c["regions"].astype(int)
     return c.sort_values([("_r" if x == "regions" else x) for x in cols])
+
+
+def _table(lines: list[str], what: str) -> str:
+    """A table, or what is not measured yet when it has no row."""
+    return "\n".join(lines) if len(lines) > 2 else f"*Not measured yet: {what}.*"
 
 
 def _noise(r) -> str:
@@ -124,7 +132,7 @@ def sizes(d: Path) -> str:
         word = {"up": "Galera slower", "down": "Galera faster"}.get(x["verdict"], CHANGE[x["verdict"]])
         lines.append(f"| {x['regions']} | {SCEN.get(x['scenario'], x['scenario'])} | {_mean(x, 'base')} | {_mean(x, 'new')} "
                      f"| {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} | {word} |")
-    return "\n".join(lines)
+    return _table(lines, "no light-load trials at RTT 0 of both backends in the data")
 
 
 def delay(d: Path) -> str:
@@ -144,7 +152,7 @@ def delay(d: Path) -> str:
         word = CHANGE[v["300ms"]["verdict"]] if "300ms" in v else "—"
         lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {n} | {SCEN.get(sc, sc)} | {_mean(x0, 'base')} "
                      f"| {cells[0]} | {cells[1]} | {word} |")
-    return "\n".join(lines)
+    return _table(lines, "no light-load trials at RTT 0 and 100 or 300 ms of one backend in the data")
 
 
 def high(d: Path) -> str:
@@ -171,7 +179,7 @@ def high(d: Path) -> str:
         lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {x['regions']} | {rtt} | {SCEN.get(sc, sc)} "
                      f"| {_mean(x, 'base')} | {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} | {fcell} "
                      f"| {CHANGE[x['verdict']]} / {fword} |")
-    return "\n".join(lines)
+    return _table(lines, "no high-load trials with their light-load counterparts in the data")
 
 
 def failures(d: Path) -> str:
@@ -209,7 +217,7 @@ def noise(d: Path) -> str:
                      f"| {cp.median():.0f} % ({cp.min():.0f}–{cp.max():.0f}) | {fc.median():.1f} % ({fc.max():.1f}) "
                      f"| {int(x['noisy'].astype(bool).sum())} |")
     days = ok["start"].dt.strftime("%Y-%m-%d %H:%M")
-    lines += ["", f"{len(ok)} runs of {ok['trial'].nunique()} trials, {days.min()} – {days.max()} UTC; " + _noise(r)]
+    lines += ["", f"{ok.drop_duplicates(['benchmark', 'trial']).shape[0]} trials, {days.min()} – {days.max()} UTC: " + _noise(r)]
     return "\n".join(lines)
 
 
