@@ -108,6 +108,36 @@ def _sort(c: pd.DataFrame, *cols: str) -> pd.DataFrame:
     return c.sort_values([("_r" if x == "regions" else x) for x in cols])
 
 
+def cpu_per_iteration(manifests: list[dict]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(benchmark, trial) → (CPU-seconds the experiment used per measured iteration, CPU pressure %): the
+    CPU busy minus the CPU used outside the experiment, over the measured window, on every core, shared
+    by every region's iterations of the trial (its runs start together)."""
+    acc: dict[tuple[str, str], list] = {}
+    for m in manifests:
+        c, it = m.get("contention") or {}, (m.get("rally") or {}).get("iterations")
+        if (m.get("status") or {}).get("result") != "succeeded" or c.get("busy_pct") is None or not it:
+            continue
+        k = (str(m.get("benchmark")), str((m.get("trial") or {}).get("id")))
+        own = max(0.0, c["busy_pct"] - (c.get("foreign_cpu_pct") or 0.0)) / 100 * ((m.get("host") or {}).get("cpu_count") or 2)
+        a = acc.setdefault(k, [0.0, 0, [], []])
+        a[0] = max(a[0], own * c["window_s"])  # one window for the trial: the largest of its runs'
+        a[1] += it
+        a[3].append(c.get("cpu_some_pct") or np.nan)
+    return {k: (a[0] / a[1], float(np.nanmedian(a[3]))) for k, a in acc.items()}
+
+
+def _cost(r, **params: str) -> str:
+    """Median over the matching trials of their CPU-seconds per iteration, and of their CPU pressure."""
+    t = r.table.drop_duplicates(["benchmark", "trial_id"])
+    for k, v in params.items():
+        t = t[t[f"param.{k}"].astype(str) == v]
+    cost = cpu_per_iteration(r.manifests)
+    vals = [cost[(str(b), str(i))] for b, i in zip(t["benchmark"], t["trial_id"], strict=True) if (str(b), str(i)) in cost]
+    if not vals:
+        return "—"
+    return f"{np.median([v[0] for v in vals]):.2f} s · {np.median([v[1] for v in vals]):.0f} %"
+
+
 def _table(lines: list[str], what: str) -> str:
     """A table, or what is not measured yet when it has no row."""
     return "\n".join(lines) if len(lines) > 2 else f"*Not measured yet: {what}.*"
@@ -127,11 +157,14 @@ def sizes(d: Path) -> str:
     r = _read(d)
     c = _cmp(r.table, r.noisy, ["backend=mariadb", "rtt=0ms", "load=light"], ["backend=galera", "rtt=0ms", "load=light"])
     lines = ["| regions | scenario | MariaDB: mean [95 % CI] (iterations/runs) | Galera: mean [95 % CI] "
-             "| Galera vs MariaDB [95 % CI] | verdict |", "|---|---|---|---|---|---|"]
+             "| Galera vs MariaDB [95 % CI] | verdict | CPU-s per iteration · CPU pressure (MariaDB / Galera) |",
+             "|---|---|---|---|---|---|---|"]
     for _, x in _sort(c, "regions", "scenario").iterrows():
         word = {"up": "Galera slower", "down": "Galera faster"}.get(x["verdict"], CHANGE[x["verdict"]])
+        n = str(x["regions"])
+        cost = " / ".join(_cost(r, backend=b, regions=n, rtt="0ms", load="light") for b in ("mariadb", "galera"))
         lines.append(f"| {x['regions']} | {SCEN.get(x['scenario'], x['scenario'])} | {_mean(x, 'base')} | {_mean(x, 'new')} "
-                     f"| {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} | {word} |")
+                     f"| {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} | {word} | {cost} |")
     return _table(lines, "no light-load trials at RTT 0 of both backends in the data")
 
 
@@ -145,13 +178,14 @@ def delay(d: Path) -> str:
             for _, x in c.iterrows():
                 out.setdefault((be, int(x["regions"]), x["scenario"]), {})[rtt] = x
     lines = ["| backend | regions | scenario | RTT 0: mean [95 % CI] (iterations/runs) | RTT 100 ms: change [95 % CI] "
-             "| RTT 300 ms: change [95 % CI] | verdict at 300 ms |", "|---|---|---|---|---|---|---|"]
+             "| RTT 300 ms: change [95 % CI] | verdict at 300 ms | CPU-s per iteration · CPU pressure at RTT 0 |",
+             "|---|---|---|---|---|---|---|---|"]
     for (be, n, sc), v in sorted(out.items(), key=lambda kv: (kv[0][0] != "mariadb", kv[0][1], kv[0][2])):
         x0 = next(iter(v.values()))
         cells = [_pct(v[k]["delta"], v[k]["delta_lo"], v[k]["delta_hi"]) if k in v else "—" for k in ("100ms", "300ms")]
         word = CHANGE[v["300ms"]["verdict"]] if "300ms" in v else "—"
         lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {n} | {SCEN.get(sc, sc)} | {_mean(x0, 'base')} "
-                     f"| {cells[0]} | {cells[1]} | {word} |")
+                     f"| {cells[0]} | {cells[1]} | {word} | {_cost(r, backend=be, regions=str(n), rtt='0ms', load='light')} |")
     return _table(lines, "no light-load trials at RTT 0 and 100 or 300 ms of one backend in the data")
 
 
@@ -172,13 +206,15 @@ def high(d: Path) -> str:
             rows += [(be != "mariadb", int(x["regions"]), int(rtt[:-2]), x["scenario"], be, rtt, x,
                       far.get((x["regions"], x["scenario"]))) for _, x in near.iterrows()]
     lines = ["| backend | regions | RTT | scenario | light, r1: mean [95 % CI] (iterations/runs) | high, r1: change [95 % CI] "
-             "| high, far regions: change [95 % CI] (iterations/runs) | verdict (r1 / far) |", "|---|---|---|---|---|---|---|---|"]
+             "| high, far regions: change [95 % CI] (iterations/runs) | verdict (r1 / far) "
+             "| CPU-s per iteration · CPU pressure (light / high) |", "|---|---|---|---|---|---|---|---|---|"]
     for *_, sc, be, rtt, x, f in sorted(rows, key=lambda z: z[:4]):
         fcell = f"{_pct(f['delta'], f['delta_lo'], f['delta_hi'])} ({f['new_n']})" if f is not None else "—"
         fword = CHANGE[f["verdict"]] if f is not None else "—"
         lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {x['regions']} | {rtt} | {SCEN.get(sc, sc)} "
                      f"| {_mean(x, 'base')} | {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} | {fcell} "
-                     f"| {CHANGE[x['verdict']]} / {fword} |")
+                     f"| {CHANGE[x['verdict']]} / {fword} "
+                     f"| {' / '.join(_cost(r, backend=be, regions=str(x['regions']), rtt=rtt, load=ld) for ld in ('light', 'high'))} |")
     return _table(lines, "no high-load trials with their light-load counterparts in the data")
 
 
@@ -230,14 +266,12 @@ def read_write(d: Path) -> str:
     rw = read_write_table(r.manifests)
     lines = ["| scenario | study: % reads / % writes | wanwide: % reads [range over runs] | runs | CPU s per iteration (median over runs) |",
              "|---|---|---|---|---|"]
-    cpu = {}
+    cost = cpu_per_iteration(r.manifests)
+    cpu: dict[str, list[float]] = {}
     for m in r.manifests:
-        c = m.get("contention") or {}
-        it = sum((s.get("iterations") or 0) for s in (m.get("scenarios") or [])) or None
-        if c.get("busy_pct") is None or not it:
-            continue
-        own = (c["busy_pct"] - (c.get("foreign_cpu_pct") or 0)) / 100 * (m.get("host") or {}).get("cpus", 2)
-        cpu.setdefault(m["trial"]["parameters"].get("scenario"), []).append(own * c["window_s"] / it)
+        k = (str(m.get("benchmark")), str((m.get("trial") or {}).get("id")))
+        if k in cost:
+            cpu.setdefault(str(m["trial"]["parameters"].get("scenario")), []).append(cost[k][0])
     for sc, (sr, sw) in STUDY_RW.items():
         x = rw[rw["scenario"].astype(str).str.endswith(sc)] if len(rw) else rw
         if not len(x):
