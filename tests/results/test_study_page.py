@@ -50,3 +50,21 @@ def test_every_figure_of_the_page_is_what_wanwide_report_draws_from_the_data(tmp
         committed = DOCS / "img" / "study" / f"{name}.png"
         assert committed.is_file() and committed.read_bytes() == png.read_bytes(), \
             f"docs/img/study/{name}.png is not what the data gives: run docs/data/study.py --figures"
+
+
+def test_cpu_per_iteration_is_the_experiments_cpu_over_every_regions_iterations():
+    """High load: a trial's runs share one window; its CPU (busy minus foreign, on every core) is divided by
+    every region's iterations. Failed runs and runs without contention do not count."""
+    study = _study()
+
+    def m(trial, it, window, busy, foreign, result="succeeded", pressure=50.0):
+        return {"benchmark": "b", "trial": {"id": trial}, "status": {"result": result}, "rally": {"iterations": it},
+                "host": {"cpu_count": 2}, "contention": {"window_s": window, "busy_pct": busy,
+                                                         "foreign_cpu_pct": foreign, "cpu_some_pct": pressure}}
+    got = study.cpu_per_iteration([m("t0", 10, 100.0, 80.0, 5.0, pressure=40.0), m("t0", 10, 90.0, 80.0, 5.0, pressure=60.0),
+                                   m("t1", 10, 100.0, 50.0, 0.0), m("t1", 10, 100.0, 99.0, 0.0, result="failed"),
+                                   {"benchmark": "b", "trial": {"id": "t2"}, "status": {"result": "succeeded"},
+                                    "rally": {"iterations": 5}, "contention": {}}])
+    assert set(got) == {("b", "t0"), ("b", "t1")}
+    assert abs(got[("b", "t0")][0] - 0.75 * 2 * 100 / 20) < 1e-9 and got[("b", "t0")][1] == 50.0
+    assert abs(got[("b", "t1")][0] - 0.5 * 2 * 100 / 10) < 1e-9
