@@ -191,8 +191,9 @@ def delay(d: Path) -> str:
 
 def high(d: Path) -> str:
     """High load (a Rally in every region) against light (one Rally, in r1) at the same RTT and size: r1
-    (beside MariaDB) and the far regions apart; every far region's run is one unit of the interval (they
-    are exchangeable on a uniform WAN; each region's own numbers are in the report's runs)."""
+    (beside MariaDB) and the far regions apart (pooled: exchangeable on a uniform WAN; each region's own
+    numbers are in the report's tables). The unit of the intervals is the trial (one deployment): a
+    trial's regions are one unit, not several (pipeline/results/stats.py ``run_ids``)."""
     r = _read(d)
     t = r.table
     light = t[t["param.load"].astype(str) == "light"]
