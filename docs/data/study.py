@@ -26,8 +26,6 @@ from wanwide.pipeline.results.report import read_sources
 
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parent / "results-study.md"
-WORDS = {"up": "grows", "down": "shrinks", "same": f"no effect (within ±{RELATIVE_BOUND:.0%})",
-         "unclear": "cannot tell", "too-few": "cannot tell (n too small)"}
 WHERE = {"r1": "beside the database (r1)", "r3": "far region (r3)"}
 
 
@@ -58,7 +56,7 @@ def load_region(d: Path) -> str:
         lines.append(f"| {WHERE.get(x['loadRegion'], x['loadRegion'])} | {x['scenario'].split('.')[-1]} | {x['action']} "
                      f"| {_ci(x['base'], x['base_lo'], x['base_hi'])} ({x['base_n']}) "
                      f"| {_ci(x['new'], x['new_lo'], x['new_hi'])} ({x['new_n']}) "
-                     f"| {change} | {WORDS.get(x['verdict'], x['verdict'])} |")
+                     f"| {change} | {CHANGE[x['verdict']]} |")
     runs = r.runs
     noisy = sorted(f"{t}" for _, t in r.noisy)
     lines += ["", f"{len(runs)} runs ({len(r.manifests)} bundles), noisy by the report's rule: "
@@ -73,7 +71,7 @@ STUDY_RW = {  # the study's read/write share per scenario (its "List of Rally sc
     "create_and_list_tenants": (92.12, 7.88), "get_entities": (91.9, 8.1), "create_user_update_password": (89.79, 10.21),
     "create_user_set_enabled_and_delete": (91.07, 8.93), "create_and_list_users": (92.05, 7.95)}
 CHANGE = {"up": "grows", "down": "shrinks", "same": f"no effect (within ±{RELATIVE_BOUND:.0%})", "unclear": "cannot tell",
-          "too-few": "cannot tell (n too small: one deployment)"}
+          "too-few": "cannot tell (n too small)", "one-deployment": "cannot tell (n too small: one deployment)"}
 
 
 def _read(d: Path):
@@ -101,7 +99,7 @@ def _cmp(t: pd.DataFrame, noisy: set, base: list[str], new: list[str], stat: str
     c = c[c["action"] == "Total"].copy()
     # one deployment a side is no repetition: its interval is the iterations' (one machine state), no verdict
     runs = np.minimum(*(c[f"{k}_n"].astype(str).str.split("/").str[1].astype(int) for k in ("base", "new")))
-    c.loc[(runs < 2).to_numpy(), "verdict"] = "too-few"
+    c.loc[(runs < 2).to_numpy(), "verdict"] = "one-deployment"
     return c
 
 
@@ -275,10 +273,9 @@ def read_write(d: Path) -> str:
             lines.append(f"| {sc} | {sr} / {sw} | not measured | 0 | — |")
             continue
         share = 100 * x["reads"] / (x["reads"] + x["writes"])
-        cs = cpu.get(sc) or cpu.get(f"KeystoneBasic.{sc}") or []
+        cs = cpu.get(sc)
         lines.append(f"| {sc} | {sr} / {sw} | {share.median():.2f} [{share.min():.2f}, {share.max():.2f}] | {len(x)} "
-                     f"| {np.median(cs):.2f} |" if cs else f"| {sc} | {sr} / {sw} | {share.median():.2f} [{share.min():.2f}, "
-                     f"{share.max():.2f}] | {len(x)} | — |")
+                     f"| {f'{np.median(cs):.2f}' if cs else '—'} |")
     return "\n".join(lines)
 
 
@@ -310,7 +307,8 @@ def findings(d: Path) -> str:
                         "(figure 7) | — | **not measured yet** (the campaign's later sittings) |")
             continue
         v = {"up": "**agrees** (Galera slower)", "down": "**contradicts** (Galera faster)",
-             "too-few": "**cannot tell (n too small: one deployment a side so far)**"}.get(
+             "too-few": "**cannot tell (n too small)**",
+             "one-deployment": "**cannot tell (n too small: one deployment a side so far)**"}.get(
             x["verdict"], f"**{CHANGE[x['verdict']]}** which is faster")
         rows.append(f"| Light load, {n} regions, no delay: MariaDB faster than Galera (authenticate) | MariaDB < Galera < "
                     f"CockroachDB (figure 7) | Galera vs MariaDB mean: {cell(x)} ({x['base_n']} / {x['new_n']} iterations/runs) "
@@ -329,8 +327,8 @@ def findings(d: Path) -> str:
             rows.append(f"| {claim}: 9 regions, RTT 300 vs 0 ms | {study} | — | **not measured yet** |")
             continue
         want_growth = "writes suffer" in claim
-        if x["verdict"] == "too-few":
-            v = "**cannot tell (n too small: one deployment a side so far)**"
+        if x["verdict"] in ("too-few", "one-deployment"):
+            v = f"**{CHANGE[x['verdict']]}**"
         elif want_growth:
             v = "**agrees**" if x["verdict"] == "up" else ("**contradicts**" if x["verdict"] in ("same", "down") else "**cannot tell**")
         else:

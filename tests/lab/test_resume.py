@@ -62,17 +62,19 @@ def test_complete_trial_keeps_its_bundles_but_not_rallys_work(tmp_path: Path) ->
 def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_path: Path, monkeypatch) -> None:
     """``--stop-after``: the groups after the deadline are left pending (nothing of them started), the
     next run with the same output skips what is complete and runs the rest; trials.json keeps the
-    first sitting's record of the trials it skips."""
+    earlier sitting's record of each trial it skips — by Benchmark, as two Benchmarks have the same trial ids."""
     from wanwide.providers.lab import run as lab_run
     from wanwide.providers.lab.run import TrialOutcome
 
-    docs = load_documents([yaml.safe_dump_all([DOCS[0], {**DOCS[1], "spec": {
-        **DOCS[1]["spec"], "matrix": {"rtt": ["0ms", "100ms"], "repetitions": 3, "seed": 5}}}])])
-    (b,) = docs.benchmarks
-    trials = plan(b, docs.topology_for(b))
+    spec = {**DOCS[1]["spec"], "matrix": {"rtt": ["0ms", "100ms"], "repetitions": 3, "seed": 5}}
+    docs = load_documents([yaml.safe_dump_all([DOCS[0], {**DOCS[1], "spec": spec},
+                                               {**DOCS[1], "metadata": {"name": "b2"}, "spec": spec}])])
+    trials = [p for b in docs.benchmarks for p in plan(b, docs.topology_for(b))]
+    assert {p.id for p in trials if p.benchmark == "b"} == {p.id for p in trials if p.benchmark == "b2"}
     clock = [0.0]
+    sitting = [1]
     started: list[list[str]] = []
-    done: set[str] = set()
+    done: set[tuple[str, str]] = set()
 
     class Time:
         @staticmethod
@@ -81,30 +83,35 @@ def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_pa
 
     def group(runner, g, position):
         started.append([p.id for p in g])
-        if any(p.id not in done for p in g):
-            clock[0] += 600.0  # a deployment takes 10 min; a group complete from the first sitting no time
+        if any((p.benchmark, p.id) not in done for p in g):
+            clock[0] += 600.0  # a deployment takes 10 min; a group complete from an earlier sitting no time
         out = []
         for p in g:
-            if p.id in done:
-                out.append(TrialOutcome(p.id, "skipped"))
+            if (p.benchmark, p.id) in done:
+                out.append(TrialOutcome(p.benchmark, p.id, "skipped"))
             else:
-                done.add(p.id)
-                out.append(TrialOutcome(p.id, "succeeded", network={"pairs": [{"sitting": len(started)}]}))
+                done.add((p.benchmark, p.id))
+                out.append(TrialOutcome(p.benchmark, p.id, "succeeded",
+                                        network={"pairs": [{"sitting": sitting[0], "benchmark": p.benchmark}]}))
         return out
 
     monkeypatch.setattr(lab_run, "time", Time)
     monkeypatch.setattr(lab_run, "_group", group)
     monkeypatch.setattr(lab_run.paths, "missing", lambda: [])
-    monkeypatch.setattr(lab_run, "bundles_complete", lambda out, p: [out / p.id] if p.id in done else None)
+    monkeypatch.setattr(lab_run, "bundles_complete",
+                        lambda out, p: [out / p.benchmark / p.id] if (p.benchmark, p.id) in done else None)
     out = tmp_path / "out"
     assert lab_run.run(trials, str(out), report=False, stop_after_s=900.0) == 0
-    assert len(started) == 2  # started at 0 s and 600 s; the third round would start at 1,200 s
+    assert len(started) == 2  # started at 0 s and 600 s; the next group would start at 1,200 s
     first = json.loads((out / "trials.json").read_text())
-    assert [t["result"] for t in first] == ["succeeded"] * 4 + ["pending"] * 2
+    assert [t["result"] for t in first] == ["succeeded"] * 4 + ["pending"] * 8
     assert "--stop-after" in first[-1]["reason"]
-    clock[0] = 0.0
-    assert lab_run.run(trials, str(out), report=False, stop_after_s=900.0) == 0
-    second = {t["trial"]: t for t in json.loads((out / "trials.json").read_text())}
-    assert {t["result"] for t in second.values()} == {"succeeded"}  # the skipped keep their first record
-    assert [t["network"]["pairs"][0]["sitting"] for t in second.values()].count(1) == 2
-    assert len(done) == len(trials) == 6
+    for n in (2, 3):
+        clock[0], sitting[0] = 0.0, n
+        assert lab_run.run(trials, str(out), report=False, stop_after_s=900.0) == 0
+    record = json.loads((out / "trials.json").read_text())
+    assert {t["result"] for t in record} == {"succeeded"}  # the skipped keep their earlier record
+    assert sorted((t["benchmark"], t["trial"]) for t in record) == sorted((p.benchmark, p.id) for p in trials)
+    assert all(t["network"]["pairs"][0]["benchmark"] == t["benchmark"] for t in record)  # not another's t000
+    assert sorted(t["network"]["pairs"][0]["sitting"] for t in record) == [1] * 4 + [2] * 4 + [3] * 4
+    assert len(done) == len(trials) == 12

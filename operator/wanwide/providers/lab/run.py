@@ -75,6 +75,7 @@ class Live:
 
 @dataclass
 class TrialOutcome:
+    benchmark: str
     trial: str
     result: str  # succeeded | failed | skipped (complete from an earlier run) | pending (--stop-after)
     reason: str = ""
@@ -363,7 +364,7 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> 
                             "an interrupted run left")
         if complete:
             runner.live.say(position[id(p)], p, "Skipped", "complete bundles already in the output")
-            outcomes.append(TrialOutcome(p.id, "skipped"))
+            outcomes.append(TrialOutcome(p.benchmark, p.id, "skipped"))
         else:
             todo.append(p)
     dep: Deployment | None = None
@@ -409,7 +410,7 @@ def outcome(p: TrialPlan, final: dict[str, Any], lt: LabTrial, out: Path) -> Tri
     ok = final.get("phase") == "Succeeded"
     reason = "" if ok else f"{final.get('reason') or 'Failed'}: {final.get('outcomeMessage') or final.get('message') or ''}"
     earlier = [f"attempt {e['attempt']}: {e['message']}" for e in lt.log if e["reason"] == "LoadRetry"]
-    return TrialOutcome(p.id, "succeeded" if ok else "failed", reason, earlier_attempts=earlier,
+    return TrialOutcome(p.benchmark, p.id, "succeeded" if ok else "failed", reason, earlier_attempts=earlier,
                         bundles=[str(b) for b in bundles_complete(out, p) or []],
                         network={"pairs": getattr(lt, "rows", [])})
 
@@ -512,21 +513,21 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
 def _left(runner: LabRun, p: TrialPlan, position: dict[int, int]) -> TrialOutcome:
     """A trial the deadline left for the next run (unless its bundles are already complete)."""
     if bundles_complete(runner.out, p):
-        return TrialOutcome(p.id, "skipped")
+        return TrialOutcome(p.benchmark, p.id, "skipped")
     runner.live.say(position[id(p)], p, "Pending", "--stop-after reached: left for the next run")
-    return TrialOutcome(p.id, "pending", "--stop-after reached before its deployment started")
+    return TrialOutcome(p.benchmark, p.id, "pending", "--stop-after reached before its deployment started")
 
 
 def write_trials(path: Path, outcomes: list[TrialOutcome]) -> None:
     """``trials.json``: this run's outcomes; a trial skipped (complete from an earlier run) keeps what the
     earlier run recorded of it (its bundles, its network check)."""
-    earlier: dict[str, dict] = {}
+    earlier: dict[tuple, dict] = {}
     if path.is_file():
-        try:
-            earlier = {t["trial"]: t for t in json.loads(path.read_text())}
-        except (ValueError, KeyError, TypeError):
+        try:  # by Benchmark and trial: a campaign's Benchmarks have the same trial ids
+            earlier = {(t.get("benchmark"), t["trial"]): t for t in json.loads(path.read_text())}
+        except (ValueError, KeyError, TypeError, AttributeError):
             earlier = {}
-    rows = [earlier.get(o.trial, o.__dict__) if o.result == "skipped" else o.__dict__ for o in outcomes]
+    rows = [earlier.get((o.benchmark, o.trial), o.__dict__) if o.result == "skipped" else o.__dict__ for o in outcomes]
     path.write_text(json.dumps(rows, indent=1))
 
 
