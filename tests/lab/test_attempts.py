@@ -93,5 +93,7 @@ def test_a_bug_fails_the_trial_at_once_and_the_group_goes_on(tmp_path):
     clock = Clock()
     lab = FakeLab(clock, deploy_fails=KeyError("metadata"), out=tmp_path)
     p = _p()
-    (o,) = _group(lab, [p], {id(p): 0})  # type: ignore[arg-type]
+    outs: list = []
+    _group(lab, [p], {id(p): 0}, outs)  # type: ignore[arg-type]
+    (o,) = outs
     assert o.result == "failed" and o.reason.startswith("InternalError: Provisioning step failed with KeyError")

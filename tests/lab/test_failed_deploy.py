@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import statistics
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,12 @@ def test_a_deployment_that_fails_half_way_is_gone_before_the_next_trial_deploys(
         built.append(d.net.tag)
         return d
 
+    rtt_at_deploy: list[tuple[float, float]] = []  # (asked, measured) while the services start
+
     def _keystones(self, svc, p, db, say):  # the database is up (two real Galera members): then it fails
         assert len(db) == 2 and all(s.running() for s in db.values())
+        asked = p.links[("r1", "r2")].delay_ms + p.links[("r2", "r1")].delay_ms if p.links else 0.0
+        rtt_at_deploy.append((asked, statistics.median(svc.net.measure_rtt("r1", "r2", samples=5))))
         raise LabError("keystone r2 did not come up (made to fail by the test)")
 
     monkeypatch.setattr(lab_run.LabRun, "_provision", _provision)
@@ -65,3 +70,9 @@ def test_a_deployment_that_fails_half_way_is_gone_before_the_next_trial_deploys(
     assert seen_at_second == [[]], f"the failed deployment was still there: {seen_at_second}"
     assert leftovers(built[1]) == []
     assert not list(work.glob("*/*-galera")), "its data directories stay behind"
+    # the services started on an unconstrained WAN (the second trial asked for 10 ms RTT)
+    assert [a for a, _ in rtt_at_deploy] == [0.0, 10.0] and all(m < 5 for _, m in rtt_at_deploy), rtt_at_deploy
+    # what they said is kept in the run's output (the deployment's directory is gone)
+    kept = tmp_path / "out" / "logs" / "ci-halfway" / "t000" / "deploy-failed"
+    assert "Synced" in (kept / "r1-galera" / "error.log").read_text()
+    assert (kept / "r2-galera" / "error.log").is_file()

@@ -107,3 +107,29 @@ def test_a_delay_change_through_a_hub_is_refused_naming_reshape(leftovers) -> No
         tag = net.tag
         net.destroy()
     assert leftovers(tag) == []
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("layout", ["mesh", "star"])
+def test_services_start_on_an_unconstrained_wan_then_every_pair_has_its_rtt_back(layout, leftovers) -> None:
+    """A new deployment's services start with every link unshaped, as the studies' harness deployed before
+    it constrained (44 Galera members joining at 300 ms RTT did not reach a primary view at 45 regions),
+    and every pair is shaped as asked after, also when the deployment fails inside."""
+    regions = REGIONS[:3]
+    links = {(a, b): OneWay(50) for a in regions for b in regions if a != b}
+    net = netns.build(regions, links, layout=layout, shapeable=True)
+    try:
+        assert net.describe()["layout"] == layout
+        with net.unconstrained():
+            assert statistics.median(net.measure_rtt("r1", "r3", samples=5)) < 5
+            assert statistics.median(net.measure_rtt("r2", "r1", samples=5)) < 5
+            assert net.links == links  # what the trial asked for is not forgotten
+        for a, b in (("r1", "r3"), ("r2", "r1")):
+            assert statistics.median(net.measure_rtt(a, b, samples=5)) == pytest.approx(100, abs=tolerance(100))
+        with pytest.raises(RuntimeError, match="a service did not come up"), net.unconstrained():
+            raise RuntimeError("a service did not come up")
+        assert statistics.median(net.measure_rtt("r3", "r2", samples=5)) == pytest.approx(100, abs=tolerance(100))
+    finally:
+        tag = net.tag
+        net.destroy()
+    assert leftovers(tag) == []

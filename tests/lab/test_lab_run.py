@@ -184,3 +184,7 @@ def test_ctrl_c_leaves_nothing_behind(tmp_path, lab_state_dir):
     rest, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, seen + rest
     assert _leftovers(lab_state_dir) == []
+    # every trial is in trials.json, left for the next run (the same command resumes)
+    record = json.loads((out / "trials.json").read_text())
+    assert record and {(t["result"], t["reason"]) for t in record} == {
+        ("pending", "the run was interrupted before it ended")}, record

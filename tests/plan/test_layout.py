@@ -99,3 +99,30 @@ def test_the_lab_wires_hubs_only_where_the_extra_hop_fits_the_tolerance():
     assert group_layout(trials(["20ms"]), "auto") == "mesh"
     assert group_layout(trials(["100ms", "20ms"]), "auto") == "mesh"
     assert group_layout(trials(["20ms"]), "star") == "star"  # asked for: as asked
+
+
+def test_every_trial_gets_its_own_deployments_layout_in_a_campaign() -> None:
+    """Two Benchmarks with the same trial ids (a campaign), 3 regions (a mesh) and 9 at 100 ms (a star):
+    each trial gets its own group's layout, also one that is not its group's first (a resumed run deploys
+    for the first trial not yet complete)."""
+    from tests.plan.specs import benchmark
+    from wanwide.core.api.benchmark import Benchmark
+    from wanwide.core.api.topology import TopologySpec
+    from wanwide.core.lifecycle import deployments
+    from wanwide.core.plan.trial import plan
+    from wanwide.providers.lab.run import trial_layouts
+
+    def trials(name: str, count: int) -> list:
+        b = benchmark("mariadb", "uniform", faults={}, matrix={"rtt": ["100ms", "300ms"]})
+        b["metadata"]["name"] = name
+        b["spec"].pop("topology")
+        b["spec"]["topologyRef"] = "t"
+        return plan(Benchmark.model_validate(b), TopologySpec.model_validate({"generate": {"count": count}}))
+
+    small, big = trials("small", 3), trials("big", 9)
+    assert [p.id for p in small] == [p.id for p in big]  # the same ids
+    groups = deployments(small + big)
+    got = trial_layouts(groups, "auto")
+    assert {k: v for k, v in got.items() if k[0] == "small"} == {("small", p.id): "mesh" for p in small}
+    assert {k: v for k, v in got.items() if k[0] == "big"} == {("big", p.id): "star" for p in big}
+    assert trial_layouts(groups, "mesh") == {(p.benchmark, p.id): "mesh" for p in small + big}

@@ -53,6 +53,7 @@ class Deployment:
         return {"provider": "lab", "id": self.id, "shared": self.shared,
                 "trial_index": self.trials.index(p.id) if p.id in self.trials else len(self.trials),
                 "previous_trials": [t for t in self.trials if t != p.id],
+                "services_started_on": "unconstrained WAN",  # then shaped (RealOps.deploy)
                 **({"galera_dynamic_options": dict(self.galera_dynamic)} if self.galera_dynamic else {})}
 
     def close(self) -> None:

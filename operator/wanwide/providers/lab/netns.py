@@ -35,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,6 +246,32 @@ class Network:
                 shaping.shaper_for(link.kind).update(link, a_to_b, b_to_a)
         self.layout = new
         self.links.update({p: w for p, w in links.items() if p[0] != p[1]})
+
+    @contextlib.contextmanager
+    def unconstrained(self) -> Iterator[None]:
+        """Every shaped link (between regions, to and between hubs) passes traffic unshaped for the
+        ``with`` block, then takes its shaping back: services deploy on an unconstrained WAN and are then
+        constrained, as the studies' harness did (deploy, then ``tc netem``) and the Kubernetes provider
+        does (its NetworkChaos comes after the deployment). ``links`` (what the trial asked for) is not
+        touched; a fault's drops are not expected here (a new deployment has none)."""
+        if self.drops:
+            raise LabError(f"unconstrained(): {len(self.drops)} pair(s) have fault drops; lift them first")
+        zero = OneWay()
+        saved = [(lk, lk.a_to_b, lk.b_to_a) for lk in [*self.pairs.values(), *self.edges.values()]
+                 if lk.kind != "veth" and not (lk.a_to_b.is_noop and lk.b_to_a.is_noop)]
+        lifted: list[tuple[shaping.Link, OneWay, OneWay]] = []
+        try:
+            for lk, a_to_b, b_to_a in saved:
+                shaping.shaper_for(lk.kind).update(lk, zero, zero)
+                lifted.append((lk, a_to_b, b_to_a))
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):  # the deployment failed: it goes anyway; keep its error
+                for lk, a_to_b, b_to_a in lifted:
+                    shaping.shaper_for(lk.kind).update(lk, a_to_b, b_to_a)
+            raise
+        for lk, a_to_b, b_to_a in lifted:
+            shaping.shaper_for(lk.kind).update(lk, a_to_b, b_to_a)
 
     def describe(self) -> dict[str, Any]:
         """What to record in a bundle: shaper, addresses, links."""

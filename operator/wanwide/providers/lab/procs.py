@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import time
@@ -62,8 +63,30 @@ def run(
     return r
 
 
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s*")
+
+
 def tail_text(text: str, lines: int = 30) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+    """The last ``lines`` lines, a run of lines that differ only in their leading timestamp counted as one
+    (a joiner's minutes of "Connection refused" would otherwise hide the line that says why it stopped)."""
+    out: list[str] = []
+    run, last = 0, ""
+    for line in text.rstrip().splitlines():
+        if out and _STAMP.sub("", line) == _STAMP.sub("", out[-1]):
+            run, last = run + 1, line
+            continue
+        if run:
+            out.append(f"    (the line above {run} more time(s), the last: {_stamp(last)})")
+        out.append(line)
+        run = 0
+    if run:
+        out.append(f"    (the line above {run} more time(s), the last: {_stamp(last)})")
+    return "\n".join(out[-lines:])
+
+
+def _stamp(line: str) -> str:
+    m = _STAMP.match(line)
+    return m.group(0).strip() if m else line[:40]
 
 
 def tail(path: str | Path, lines: int = 30) -> str:
@@ -76,6 +99,22 @@ def tail(path: str | Path, lines: int = 30) -> str:
     except OSError as e:
         return f"(no log: {e})"
     return tail_text(data, lines)
+
+
+def keep_tails(src: Path, dest: Path, limit: int = 256 * 1024) -> Path | None:
+    """Copy the last ``limit`` bytes of every ``*.log`` under ``src`` to the same place under ``dest``
+    (what a failed deployment's services said, before its directory goes); ``dest`` or None if none."""
+    kept = 0
+    for f in sorted(src.rglob("*.log")) if src.is_dir() else []:
+        with contextlib.suppress(OSError):
+            with open(f, "rb") as fh:
+                fh.seek(max(0, f.stat().st_size - limit))
+                data = fh.read()
+            to = dest / f.relative_to(src)
+            to.parent.mkdir(parents=True, exist_ok=True)
+            to.write_bytes(data)
+            kept += 1
+    return dest if kept else None
 
 
 def start_time(pid: int) -> int | None:

@@ -33,7 +33,7 @@ from wanwide.pipeline.runner.contention import OwnProcesses, netns_inode
 from wanwide.pipeline.runner.run import READY
 from wanwide.providers.lab import netns, paths
 from wanwide.providers.lab.deployment import Deployment
-from wanwide.providers.lab.procs import LabError
+from wanwide.providers.lab.procs import LabError, keep_tails
 from wanwide.providers.lab.quiet import QuietGate, wait_quiet
 from wanwide.providers.lab.results import (
     bundles_complete,
@@ -110,7 +110,7 @@ class LabRun:
         self.live = live
         self.shaper = shaper
         self.layout = layout
-        self.layouts: dict[str, str] = {}  # a deployment's first trial → the layout it is wired with
+        self.layouts: dict[tuple[str, str], str] = {}  # (Benchmark, trial) → its deployment's layout
         self.gate = gate or QuietGate()
         self.work = work or Path(os.environ.get("WANWIDE_LAB_WORK", "/var/tmp/wanwide-lab"))
 
@@ -123,11 +123,16 @@ class LabRun:
                            "use mariadb or galera in the lab")
         new = dep is None
         dep = self._provision(p, dep, shared, say)
-        try:
-            self._services(dep, p, say)
+        if not new:
+            return dep
+        try:  # on an unconstrained WAN, then constrained (the Injecting phase finds the links as asked)
+            with dep.net.unconstrained():
+                self._services(dep, p, say)
         except BaseException:  # a deployment that never came up is nobody's: what it started goes now
-            if new:
-                dep.close()
+            kept = keep_tails(dep.svc.run_dir, self.out / "logs" / p.benchmark / p.id / "deploy-failed")
+            if kept:
+                say("Provisioning", f"the failed deployment's service logs: {kept}")
+            dep.close()
             raise
         return dep
 
@@ -224,12 +229,13 @@ class LabRun:
         # links a later trial or a fault window re-shapes go through the shaper from the start
         net = netns.build(p.region_names, p.links, shaper=self.shaper, handle_signals=False,
                           shapeable=shared or bool(p.faults), benchmark=p.benchmark,
-                          layout=self.layouts.get(p.id, self.layout),
+                          layout=self.layouts.get((p.benchmark, p.id), self.layout),
                           group_of={r.name: r.group for r in p.regions})
         d = net.describe()
         say("Provisioning", f"{len(p.regions)} namespaces, shaper {net.shaper}, {d['layout']} layout "
             f"({len(net.pairs) + len(net.edges)} links{', hubs ' + ', '.join(d['hubs']) if d['hubs'] else ''})"
-            + (" (a deployment shared by this Benchmark's trials)" if shared else ""))
+            + (" (a deployment shared by this Benchmark's trials)" if shared else "")
+            + "; services start on it unconstrained, then it is shaped")
         run_dir = self.work / f"{p.benchmark}-{net.tag}"
         net.state.add_dir(run_dir)  # data, keys, service logs: removed with the network
         return Deployment(net, Services(net, run_dir), {}, {}, shared)
@@ -353,9 +359,10 @@ def _last_progress(path: Path) -> str:
     return lines[-1][len("[runner] "):][:150] if lines else ""
 
 
-def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> list[TrialOutcome]:
-    """The trials of one deployment group, skipping those whose bundles are already complete."""
-    outcomes, todo = [], []
+def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], outcomes: list[TrialOutcome]) -> None:
+    """The trials of one deployment group, skipping those whose bundles are already complete; each outcome
+    goes to ``outcomes`` as it ends (an interrupted group's ended trials are recorded too)."""
+    todo = []
     for p in group:
         complete = bundles_complete(runner.out, p)
         dropped = drop_interrupted(runner.out, p, keep=complete or [])
@@ -402,7 +409,6 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int]) -> 
         if dep is not None:
             runner.live.say(position[id(todo[-1])], todo[-1], "CleaningUp", f"deployment {dep.id}")
             dep.close()
-    return outcomes
 
 
 def outcome(p: TrialPlan, final: dict[str, Any], lt: LabTrial, out: Path) -> TrialOutcome:
@@ -464,6 +470,14 @@ def group_layout(group: list[TrialPlan], prefer: str) -> str:
     return kind if same else "mesh"
 
 
+def trial_layouts(groups: list[list[TrialPlan]], prefer: str) -> dict[tuple[str, str], str]:
+    """(Benchmark, trial) → the layout of the deployment its group shares: every trial of a group, since the
+    one that deploys is the first not yet complete (a resumed run), and by Benchmark too, since a campaign's
+    Benchmarks have the same trial ids (keyed by trial alone, a 45-region deployment got a 3-region
+    group's mesh: 990 links)."""
+    return {(p.benchmark, p.id): kind for g in groups for kind in [group_layout(g, prefer)] for p in g}
+
+
 def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False,
         gate: QuietGate | None = None, layout: str = "auto", stop_after_s: float | None = None) -> int:
     """Run the planned trials for real on this machine, in their run order (``spec.matrix.order``),
@@ -483,7 +497,7 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     groups = deployments(trials, fresh)  # the order they run in, and which share a deployment
     trials = [p for g in groups for p in g]
     runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper, gate=gate, layout=layout)
-    runner.layouts = {g[0].id: group_layout(g, layout) for g in groups}
+    runner.layouts = trial_layouts(groups, layout)
     outcomes: list[TrialOutcome] = []
 
     def on_signal(signum, _frame):
@@ -499,9 +513,12 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
             if deadline is not None and time.monotonic() >= deadline:
                 outcomes += [_left(runner, p, position) for p in group]
                 continue
-            outcomes += _group(runner, group, position)
+            _group(runner, group, position, outcomes)
     except KeyboardInterrupt:
         print("interrupted: cleaning up", file=sys.stderr)
+        ended = {(o.benchmark, o.trial) for o in outcomes}
+        outcomes += [TrialOutcome(p.benchmark, p.id, "pending", "the run was interrupted before it ended")
+                     for p in trials if (p.benchmark, p.id) not in ended]
         return 130
     finally:
         signal.signal(signal.SIGTERM, old)
