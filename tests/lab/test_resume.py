@@ -81,11 +81,10 @@ def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_pa
         def monotonic() -> float:
             return clock[0]
 
-    def group(runner, g, position):
+    def group(runner, g, position, out):
         started.append([p.id for p in g])
         if any((p.benchmark, p.id) not in done for p in g):
             clock[0] += 600.0  # a deployment takes 10 min; a group complete from an earlier sitting no time
-        out = []
         for p in g:
             if (p.benchmark, p.id) in done:
                 out.append(TrialOutcome(p.benchmark, p.id, "skipped"))
@@ -93,7 +92,6 @@ def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_pa
                 done.add((p.benchmark, p.id))
                 out.append(TrialOutcome(p.benchmark, p.id, "succeeded",
                                         network={"pairs": [{"sitting": sitting[0], "benchmark": p.benchmark}]}))
-        return out
 
     monkeypatch.setattr(lab_run, "time", Time)
     monkeypatch.setattr(lab_run, "_group", group)
