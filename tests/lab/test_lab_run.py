@@ -107,6 +107,7 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     assert deps[0]["id"] == deps[1]["id"] and deps[0]["shared"] is True
     assert (deps[0]["trial_index"], deps[1]["trial_index"]) == (0, 1)
     assert deps[1]["previous_trials"] == [first]
+    assert {(d["services_started_on"], d["layout"], d["links"]) for d in deps} == {("unconstrained WAN", "mesh", 1)}
     # the warm-up ran once, before the deployment's first trial, and is not in the measured results
     warm = ms[first]["warmup"]
     assert warm["iterations"] == 4 and warm["failed_iterations"] == 0 and ms[second]["warmup"] is None

@@ -54,6 +54,8 @@ class Deployment:
                 "trial_index": self.trials.index(p.id) if p.id in self.trials else len(self.trials),
                 "previous_trials": [t for t in self.trials if t != p.id],
                 "services_started_on": "unconstrained WAN",  # then shaped (RealOps.deploy)
+                "layout": "mesh" if self.net.layout is None else self.net.layout.kind,
+                "links": len(self.net.pairs) + len(self.net.edges),
                 **({"galera_dynamic_options": dict(self.galera_dynamic)} if self.galera_dynamic else {})}
 
     def close(self) -> None:
