@@ -35,7 +35,7 @@ from wanwide.providers.kubernetes.controller.trial import (
     trial_plan,
 )
 from wanwide.providers.kubernetes.kube import readiness
-from wanwide.providers.kubernetes.render import render_trial
+from wanwide.providers.kubernetes.render import chaos, render_trial
 from wanwide.providers.kubernetes.render.chart import documents, stages
 
 T0 = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
@@ -346,8 +346,9 @@ class Cluster:
     """The trial's chaos objects as the API server would hold them after each decision's actions, each injected
     by Chaos Mesh ``lag_s`` after it was applied (``inject=False``: never, as on the real node once)."""
 
-    def __init__(self, plan: TrialPlan = P, inject: bool = True, lag_s: float = 1):
-        self.plan, self.inject, self.lag_s = plan, inject, lag_s
+    def __init__(self, plan: TrialPlan = P, inject: bool = True, lag_s: float = 1,
+                 addresses: dict[str, list[str]] | None = None):
+        self.plan, self.inject, self.lag_s, self.addresses = plan, inject, lag_s, addresses
         self.live = {o["metadata"]["name"]: o for o in render_trial(plan).wan}
         self.events: list[str] = []
         self.said: list[Emit] = []
@@ -362,7 +363,9 @@ class Cluster:
 
     def step(self, status: dict, at: dt.datetime, jobs: str = "running") -> Decision:
         d = phases.decide(self.plan, status, {"jobs": dict.fromkeys(self.plan.load_regions, jobs),
-                                              "chaos": list(self.live.values())}, at)
+                                              "chaos": list(self.live.values()),
+                                              **({} if self.addresses is None else {"pod_addresses": self.addresses})},
+                          at)
         for a in d.actions:
             if isinstance(a, Delete) and a.kind == "NetworkChaos":
                 self.live.pop(a.name)
@@ -426,6 +429,54 @@ def test_the_fault_schedule_is_kept_on_time_overlaps_included_and_a_retry_replay
     c.step(st, at(130))
     assert c.cut() == {"partition0"}, "the retry replays the partition 30 s after its own start"
     assert c.events[-3:] == ["45s partition0 ended", "45s loss0 ended", "130s partition0 began"]
+
+
+def test_a_cut_is_injected_on_its_own_side_with_the_others_addresses():
+    """Seen on the real node: a 40 s partition of one region of 9 in force 14–21 s late, Chaos Mesh injecting
+    both sides (≈ 54 pods). With the running pods' addresses the operator cuts paris on its own side: its
+    namespace's pods and its member drop what goes to and comes from every other region's addresses, one
+    object per pod set; a pod elsewhere that restarts with a new address does not re-create the cut (Chaos
+    Mesh forbids changing it; the fault would be late again); it ends on time and its lag is recorded."""
+    addrs = {"paris": ["10.244.0.11", "10.244.0.12", "10.244.0.13"], "rennes": ["10.244.0.21", "10.244.0.22"],
+             "chicago": ["10.244.0.31", "10.244.0.32"]}
+    c, st = Cluster(addresses=addrs, lag_s=2), _loading("load-1")
+    at = lambda s: T0 + dt.timedelta(seconds=s)  # noqa: E731
+    c.step(st, at(30))
+    cuts = {n: o for n, o in c.live.items() if o["spec"]["action"] == "partition"}
+    assert len(cuts) == 2, cuts  # paris's namespace, paris's Galera member: not 4 pairs of pod sets
+    others = ["10.244.0.21", "10.244.0.22", "10.244.0.31", "10.244.0.32"]
+    for o in cuts.values():
+        spec = o["spec"]
+        assert "target" not in spec and spec["direction"] == "both" and spec["externalTargets"] == others
+        assert spec["duration"] == "20s"
+    sel = sorted(json.dumps(o["spec"]["selector"], sort_keys=True) for o in cuts.values())
+    assert sel == sorted([json.dumps({"namespaces": [P.namespace("paris")], **chaos.RUNNING}, sort_keys=True),
+                          json.dumps({"pods": {P.db_namespace: ["galera-0"]}, **chaos.RUNNING}, sort_keys=True)])
+    c.addresses = {**addrs, "rennes": ["10.244.0.21", "10.244.0.99"]}  # a rennes pod restarted elsewhere
+    d = c.step(st, at(35))
+    assert not [a for a in d.actions if isinstance(a, (Apply, Delete))] and set(c.live) >= set(cuts)
+    assert st["faultsInjected"] == {"partition0": 2}
+    c.step(st, at(50))
+    assert c.cut() == set() and c.events[:2] == ["30s partition0 began", "50s partition0 ended"]
+    # a region with no running pod (nothing to take the addresses of): both sides by selector, as before
+    c, st = Cluster(addresses={k: v for k, v in addrs.items() if k != "chicago"}), _loading("load-1")
+    c.step(st, at(30))
+    assert {o["spec"].get("target") is not None for o in c.live.values() if o["spec"]["action"] == "partition"} == {True}
+
+
+def test_a_regions_addresses_are_its_running_pods_and_its_members_not_anyone_elses():
+    from wanwide.providers.kubernetes.controller.observe import pod_addresses
+
+    def pod(ns: str, name: str, ip: str, **spec) -> dict:
+        return {"metadata": {"namespace": ns, "name": name}, "status": {"podIP": ip, "podIPs": [{"ip": ip}]},
+                "spec": spec}
+
+    running = [pod(P.namespace("paris"), "keystone-api-1", "10.244.0.11"), pod(P.db_namespace, "galera-0", "10.244.0.12"),
+               pod(P.db_namespace, "galera-1", "10.244.0.21"), pod(P.namespace("rennes"), "memcached-2", "10.244.0.22"),
+               pod("kube-system", "coredns-3", "10.244.0.2"), pod(P.db_namespace, "galera-metrics-4", "10.244.0.5"),
+               pod(P.namespace("chicago"), "on-the-host", "192.168.1.5", hostNetwork=True)]
+    assert pod_addresses(P, running) == {"paris": ["10.244.0.11", "10.244.0.12"],
+                                         "rennes": ["10.244.0.21", "10.244.0.22"]}
 
 
 def test_each_fault_window_is_checked_in_force_and_its_lag_recorded():

@@ -10,7 +10,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from wanwide.core.lifecycle import probe_pairs
+from wanwide.core.lifecycle import CUT, probe_pairs
 from wanwide.core.plan import names
 from wanwide.core.plan.monitoring import MONITOR_KINDS
 from wanwide.core.plan.trial import TrialPlan
@@ -192,6 +192,9 @@ def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
             return
     if plan.faults:  # the fault schedule is kept by comparing what is in force with what is there
         obs["chaos"] = chaos_children(w, plan)
+        if any(f.kind in CUT for f in plan.faults):  # a cut is injected on its own side, with the others' addresses
+            obs["pod_addresses"] = pod_addresses(plan, w.kube.list("v1", "Pod", None, cached=True,
+                                                                   fields={"status.phase": "Running"}))
     if not status.get("loadStartAt"):
         return
     if f"load-{attempt(status)}" not in done(status):
@@ -206,6 +209,22 @@ def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
         obs["jobs"] = {r: readiness.job_state(live.get(r)) for r in plan.load_regions}
         if any(s not in ("complete", "failed", "missing") for s in obs["jobs"].values()):
             obs["store"] = results.probe(w.kube, plan, w.instance)  # a runner may be waiting for it
+
+
+def pod_addresses(plan: TrialPlan, running: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Region → the addresses of its running pods (of ``running``): its namespace's, and its database member's
+    in a database namespace of their own; regions with none are left out."""
+    region_of = {plan.namespace(r): r for r in plan.region_names}
+    member_of = {(plan.db_namespace, pod): r for r, pod in database.members(plan).items()}
+    out: dict[str, set[str]] = {}
+    for p in running:
+        md, st = p.get("metadata") or {}, p.get("status") or {}
+        ns = md.get("namespace")
+        region = region_of.get(ns) or member_of.get((ns, md.get("name")))
+        ips = {a["ip"] for a in st.get("podIPs") or [] if a.get("ip")} | ({st["podIP"]} if st.get("podIP") else set())
+        if region and ips and not (p.get("spec") or {}).get("hostNetwork"):
+            out.setdefault(region, set()).update(ips)
+    return {r: sorted(v) for r, v in out.items()}
 
 
 def collecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:

@@ -226,7 +226,7 @@ def faults_in_force(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Render
     start = ts.parse(status["loadStartAt"])
     live = {c["metadata"]["name"]: c for c in obs.get("chaos", []) if not c["metadata"].get("deletionTimestamp")}
     windows: dict[str, list[str]] = {}
-    for o in r.chaos_at((now - start).total_seconds()):
+    for o in r.chaos_at((now - start).total_seconds(), obs.get("pod_addresses")):
         for n in ((o["metadata"].get("annotations") or {}).get(names.A_FAULT) or "").split(","):
             if n:
                 windows.setdefault(n, []).append(o["metadata"]["name"])
@@ -337,7 +337,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
             if phase == "Injecting":
                 out.actions += wan_acts or []
             else:
-                acts, going = reconcile_chaos(r.chaos_at(a.elapsed_s), obs.get("chaos", []))
+                acts, going = reconcile_chaos(r.chaos_at(a.elapsed_s, obs.get("pod_addresses")), obs.get("chaos", []))
                 out.actions += acts
                 if going:  # the same name still being removed: apply once it is gone
                     out.wake_s = min(out.wake_s or 1.0, 1.0)

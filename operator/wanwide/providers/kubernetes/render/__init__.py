@@ -58,9 +58,10 @@ class Rendered:
         """VerifyingNetwork: the network check's probe ConfigMaps and Jobs (measurement ``check``)."""
         return rally.probe_jobs(self.plan, check, results)
 
-    def chaos_at(self, elapsed_s: float | None) -> list[dict[str, Any]]:
-        """Injecting to Collecting: the chaos in force ``elapsed_s`` after the load start (None: the WAN)."""
-        return chaos.at(self.plan, elapsed_s)
+    def chaos_at(self, elapsed_s: float | None, addresses: chaos.Addresses | None = None) -> list[dict[str, Any]]:
+        """Injecting to Collecting: the chaos in force ``elapsed_s`` after the load start (None: the WAN);
+        ``addresses``: region → its running pods' addresses (a cut is then injected on its side only)."""
+        return chaos.at(self.plan, elapsed_s, addresses)
 
     @cached_property
     def faults(self) -> list[dict[str, Any]]:

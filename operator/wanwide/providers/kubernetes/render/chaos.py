@@ -9,6 +9,7 @@ nothing else, so chaos can never reach outside the trial.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wanwide.core.api.units import fmt_ms, fmt_pct, fmt_rate
@@ -89,14 +90,36 @@ def wan(plan: TrialPlan, links: LinkMap | None = None) -> list[dict[str, Any]]:
     return [o for r in plan.region_names for c in cls[r] for o in _class_objects(plan, c)]
 
 
-def cuts(plan: TrialPlan, cutting: tuple[Active, ...], elapsed_s: float) -> list[dict[str, Any]]:
-    """A ``partition`` object per cutting window in force (both ways between its regions and the rest),
-    for what is left of it: Chaos Mesh ends it by itself should the operator be down then."""
+Addresses = Mapping[str, Sequence[str]]
+"""Region → the addresses of its running pods (its namespace's and its database member's), as observed."""
+
+
+def cuts(plan: TrialPlan, cutting: tuple[Active, ...], elapsed_s: float,
+         addresses: Addresses | None = None) -> list[dict[str, Any]]:
+    """``partition`` objects per cutting window in force (both ways between its regions and the rest),
+    for what is left of it: Chaos Mesh ends it by itself should the operator be down then.
+
+    With ``addresses`` of every other region, only the cut side is injected: its pods drop what goes to
+    and comes from the others' addresses (``externalTargets``, which Chaos Mesh takes in both directions
+    for a partition), one object per pod set: a cut of one region of 9 is 3 pods to inject, not ≈ 54
+    (both sides, every pair of pod sets), which on the real node put a 40 s partition in force 14–21 s
+    late. The addresses are the ones running when the cut began (a pod of another region that restarts
+    during it comes back with a new one, not cut: its region's members record says so). Without them
+    (``wanwide plan``'s preview, or a region with no running pod), both sides by selector."""
     out = []
     for a in cutting:
         cut = list(a.window.regions)
         others = [r for r in plan.region_names if r not in cut]
         left = max(1, math.ceil(a.end_s - max(elapsed_s, a.start_s)))
+        if addresses is not None and all(addresses.get(r) for r in others):
+            peers = sorted({ip for r in others for ip in addresses[r]})
+            for s_kind, src in _pod_sets(plan, cut):
+                name = f"{a.name}-{_tag(plan)}" + (f"-{s_kind}" if members(plan) else "")
+                out.append(obj(CHAOS_API, "NetworkChaos", meta(name, plan.namespace(cut[0]), plan.labels(cut[0], "fault"),
+                                                               {names.A_FAULT: a.name}),
+                               spec={"action": "partition", "mode": "all", "selector": src, "direction": "both",
+                                     "externalTargets": peers, "duration": f"{left}s"}))
+            continue
         for s_kind, src in _pod_sets(plan, cut):
             for t_kind, dst in _pod_sets(plan, others):
                 name = f"{a.name}-{_tag(plan)}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
@@ -107,9 +130,10 @@ def cuts(plan: TrialPlan, cutting: tuple[Active, ...], elapsed_s: float) -> list
     return out
 
 
-def at(plan: TrialPlan, elapsed_s: float | None) -> list[dict[str, Any]]:
+def at(plan: TrialPlan, elapsed_s: float | None, addresses: Addresses | None = None) -> list[dict[str, Any]]:
     """Every chaos object in force ``elapsed_s`` seconds after the load start (None: not loading: the
-    plan's WAN alone), as the lifecycle's fault schedule says (core/lifecycle.py)."""
+    plan's WAN alone), as the lifecycle's fault schedule says (core/lifecycle.py); ``addresses``: see
+    :func:`cuts`."""
     if elapsed_s is None or not plan.faults:
         return wan(plan)
     active = in_force(plan.faults, elapsed_s)
@@ -120,7 +144,7 @@ def at(plan: TrialPlan, elapsed_s: float | None) -> list[dict[str, Any]]:
         losses = ",".join(a.name for a in active if a.window.kind == "loss")
         netems = [o if o["metadata"]["name"] in base else
                   {**o, "metadata": {**o["metadata"], "annotations": {names.A_FAULT: losses}}} for o in netems]
-    return netems + cuts(plan, w.cut_by, elapsed_s)
+    return netems + cuts(plan, w.cut_by, elapsed_s, addresses)
 
 
 def timeline(plan: TrialPlan, until_s: float) -> list[dict[str, Any]]:
@@ -147,7 +171,9 @@ def _within(want: Any, live: Any) -> bool:
 
 
 def same(live: dict[str, Any], want: dict[str, Any]) -> bool:
-    """Whether a live chaos object is the one wanted (a cut's duration counts from its creation: not compared).
-    Chaos Mesh forbids changing a chaos object's spec, so a false "not the same" costs a delete and a
-    re-create: the fault late, as the real-node partition test found."""
-    return _within({k: v for k, v in want["spec"].items() if k != "duration"}, live.get("spec") or {})
+    """Whether a live chaos object is the one wanted (a cut's duration counts from its creation, its
+    addresses are those of when it began: neither compared). Chaos Mesh forbids changing a chaos object's
+    spec, so a false "not the same" costs a delete and a re-create: the fault late, as the real-node
+    partition test found."""
+    return _within({k: v for k, v in want["spec"].items() if k not in ("duration", "externalTargets")},
+                   live.get("spec") or {})
