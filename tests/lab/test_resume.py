@@ -113,3 +113,10 @@ def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_pa
     assert all(t["network"]["pairs"][0]["benchmark"] == t["benchmark"] for t in record)  # not another's t000
     assert sorted(t["network"]["pairs"][0]["sitting"] for t in record) == [1] * 4 + [2] * 4 + [3] * 4
     assert len(done) == len(trials) == 12
+    # a run interrupted before it reaches them keeps the records of the complete trials, too
+    def interrupted(runner, g, position, out):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lab_run, "_group", interrupted)
+    assert lab_run.run(trials, str(out), report=False) == 130
+    assert json.loads((out / "trials.json").read_text()) == record

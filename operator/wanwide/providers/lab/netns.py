@@ -260,18 +260,17 @@ class Network:
         saved = [(lk, lk.a_to_b, lk.b_to_a) for lk in [*self.pairs.values(), *self.edges.values()]
                  if lk.kind != "veth" and not (lk.a_to_b.is_noop and lk.b_to_a.is_noop)]
         lifted: list[tuple[shaping.Link, OneWay, OneWay]] = []
+        ok = False
         try:
             for lk, a_to_b, b_to_a in saved:
                 shaping.shaper_for(lk.kind).update(lk, zero, zero)
                 lifted.append((lk, a_to_b, b_to_a))
             yield
-        except BaseException:
-            with contextlib.suppress(Exception):  # the deployment failed: it goes anyway; keep its error
+            ok = True
+        finally:  # after a failure the deployment goes anyway: its error, not the restore's, is kept
+            with contextlib.nullcontext() if ok else contextlib.suppress(Exception):
                 for lk, a_to_b, b_to_a in lifted:
                     shaping.shaper_for(lk.kind).update(lk, a_to_b, b_to_a)
-            raise
-        for lk, a_to_b, b_to_a in lifted:
-            shaping.shaper_for(lk.kind).update(lk, a_to_b, b_to_a)
 
     def describe(self) -> dict[str, Any]:
         """What to record in a bundle: shaper, addresses, links."""

@@ -517,7 +517,8 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     except KeyboardInterrupt:
         print("interrupted: cleaning up", file=sys.stderr)
         ended = {(o.benchmark, o.trial) for o in outcomes}
-        outcomes += [TrialOutcome(p.benchmark, p.id, "pending", "the run was interrupted before it ended")
+        outcomes += [TrialOutcome(p.benchmark, p.id, "skipped") if bundles_complete(runner.out, p) else
+                     TrialOutcome(p.benchmark, p.id, "pending", "the run was interrupted before it ended")
                      for p in trials if (p.benchmark, p.id) not in ended]
         return 130
     finally:

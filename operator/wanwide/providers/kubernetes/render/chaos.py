@@ -113,20 +113,16 @@ def cuts(plan: TrialPlan, cutting: tuple[Active, ...], elapsed_s: float,
         left = max(1, math.ceil(a.end_s - max(elapsed_s, a.start_s)))
         if addresses is not None and all(addresses.get(r) for r in others):
             peers = sorted({ip for r in others for ip in addresses[r]})
-            for s_kind, src in _pod_sets(plan, cut):
-                name = f"{a.name}-{_tag(plan)}" + (f"-{s_kind}" if members(plan) else "")
-                out.append(obj(CHAOS_API, "NetworkChaos", meta(name, plan.namespace(cut[0]), plan.labels(cut[0], "fault"),
-                                                               {names.A_FAULT: a.name}),
-                               spec={"action": "partition", "mode": "all", "selector": src, "direction": "both",
-                                     "externalTargets": peers, "duration": f"{left}s"}))
-            continue
-        for s_kind, src in _pod_sets(plan, cut):
-            for t_kind, dst in _pod_sets(plan, others):
-                name = f"{a.name}-{_tag(plan)}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
-                out.append(obj(CHAOS_API, "NetworkChaos", meta(name, plan.namespace(cut[0]), plan.labels(cut[0], "fault"),
-                                                               {names.A_FAULT: a.name}),
-                               spec={"action": "partition", "mode": "all", "selector": src, "direction": "both",
-                                     "target": {"mode": "all", "selector": dst}, "duration": f"{left}s"}))
+            sides = [(s_kind, src, {"externalTargets": peers}) for s_kind, src in _pod_sets(plan, cut)]
+        else:
+            sides = [(s_kind + t_kind, src, {"target": {"mode": "all", "selector": dst}})
+                     for s_kind, src in _pod_sets(plan, cut) for t_kind, dst in _pod_sets(plan, others)]
+        for suffix, src, toward in sides:
+            name = f"{a.name}-{_tag(plan)}" + (f"-{suffix}" if members(plan) else "")
+            out.append(obj(CHAOS_API, "NetworkChaos", meta(name, plan.namespace(cut[0]), plan.labels(cut[0], "fault"),
+                                                           {names.A_FAULT: a.name}),
+                           spec={"action": "partition", "mode": "all", "selector": src, "direction": "both",
+                                 **toward, "duration": f"{left}s"}))
     return out
 
 
