@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -44,26 +45,29 @@ def _clean(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be greater than 0")
-    return v
+def _above_zero(parse: Callable[[str], float], form: str) -> Callable[[str], float]:
+    """An argparse type: ``parse`` the text, refusing what it cannot read (shown ``form``) and values ≤ 0."""
+
+    def convert(text: str) -> float:
+        try:
+            v = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: {form}") from None
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be greater than 0")
+        return v
+
+    return convert
 
 
-def _duration(text: str) -> float:
+def _seconds(text: str) -> float:
     from wanwide.core.api.units import seconds
 
-    try:
-        v = seconds(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: a duration such as 90m or 2h") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be longer than 0")
-    return v
+    return seconds(text)
+
+
+_positive = _above_zero(float, "not a number")
+_duration = _above_zero(_seconds, "a duration such as 90m or 2h")
 
 
 def add_lab_parser(sub: argparse._SubParsersAction) -> None:
