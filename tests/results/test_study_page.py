@@ -68,3 +68,24 @@ def test_cpu_per_iteration_is_the_experiments_cpu_over_every_regions_iterations(
     assert set(got) == {("b", "t0"), ("b", "t1")}
     assert abs(got[("b", "t0")][0] - 0.75 * 2 * 100 / 20) < 1e-9 and got[("b", "t0")][1] == 50.0
     assert abs(got[("b", "t1")][0] - 0.5 * 2 * 100 / 10) < 1e-9
+
+
+def test_read_write_verdict_needs_every_run_to_agree():
+    """The study: create_user_update_password writes most. Agrees only when its fewest writes are above every
+    other scenario's most; contradicts only when another scenario writes more in every run; fewer than two
+    runs of a scenario cannot tell."""
+    import pandas as pd
+
+    study = _study()
+    names = [k.rsplit(".", 1)[-1] for k in study.STUDY_READ_PCT]
+
+    def runs(shares: dict[str, list[float]]) -> pd.DataFrame:
+        return pd.DataFrame([{"scenario": sc, "read_pct": r} for sc, rs in shares.items() for r in rs])
+
+    base = {sc: [95.0, 95.5] for sc in names}
+    assert "agrees" in study.rw_verdict(runs(base | {"create_user_update_password": [90.0, 90.5]}))
+    assert "cannot tell**: the runs' ranges overlap" in study.rw_verdict(runs(base | {"create_user_update_password": [90.0, 95.2]}))
+    said = study.rw_verdict(runs(base | {"create_user_update_password": [96.0, 96.5], "get_entities": [91.0, 91.2]}))
+    assert "contradicts" in said and "get_entities" in said
+    assert "n too small" in study.rw_verdict(runs(base | {"create_user_update_password": [90.0]}))
+    assert "n too small" in study.rw_verdict(runs({sc: v for sc, v in base.items() if sc != "get_entities"}))

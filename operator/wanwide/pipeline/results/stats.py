@@ -219,8 +219,9 @@ def point_tables(summary: pd.DataFrame) -> list[PointTable]:
 
 
 # ---------------------------------------------------------------- from bundle manifests
-def read_write_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
-    """Database reads and writes per (scenario, backend), next to the 2018 study's read share."""
+def read_write_runs(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run that counted the database's statements (before and after its task): scenario
+    (``mixed: …`` when the task held several), backend, region, trial, reads, writes, read_pct."""
     rows = []
     for m in manifests:
         db = m.get("database") or {}
@@ -232,9 +233,16 @@ def read_write_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
             "backend": db.get("backend"), "region": m.get("region"), "trial": (m.get("trial") or {}).get("id"),
             "reads": db["reads"], "writes": db["writes"],
         })
-    if not rows:
+    d = pd.DataFrame(rows, columns=["scenario", "backend", "region", "trial", "reads", "writes"])
+    d["read_pct"] = 100 * d["reads"] / (d["reads"] + d["writes"]) if len(d) else pd.Series(dtype=float)
+    return d
+
+
+def read_write_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+    """Database reads and writes per (scenario, backend), summed over runs, next to the 2018 study's read share."""
+    d = read_write_runs(manifests)
+    if not len(d):
         return pd.DataFrame(columns=["scenario", "backend", "runs", "reads", "writes", "read_pct", "write_pct", "study_read_pct"])
-    d = pd.DataFrame(rows)
     g = d.groupby(["scenario", "backend"], dropna=False).agg(runs=("reads", "size"), reads=("reads", "sum"),
                                                              writes=("writes", "sum")).reset_index()
     tot = g["reads"] + g["writes"]
