@@ -234,7 +234,7 @@ def read_write_runs(manifests: list[dict[str, Any]]) -> pd.DataFrame:
             "reads": db["reads"], "writes": db["writes"],
         })
     d = pd.DataFrame(rows, columns=["scenario", "backend", "region", "trial", "reads", "writes"])
-    d["read_pct"] = 100 * d["reads"] / (d["reads"] + d["writes"]) if len(d) else pd.Series(dtype=float)
+    d["read_pct"] = 100 * d["reads"] / (d["reads"] + d["writes"])
     return d
 
 
