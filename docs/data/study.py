@@ -319,6 +319,81 @@ def _rw_finding() -> str:
     return head + f" {value} | {rw_verdict(runs)} |"
 
 
+# Sitting 1 ran before the bundles recorded their link layout (deployment.layout); its 9-region deployments'
+# layouts are the lab.log's "Provisioning: 9 namespaces, shaper linkemu, mesh layout (36 links)" / "star layout
+# (9 links, hubs _hub)" lines of 2026-11-27 10:45-12:47 (a bug wired four of them as a mesh: results-study.md, Design).
+SITTING1_LAYOUT = {"4a38e": "mesh", "533f9": "mesh", "5e3cc": "mesh", "b9750": "mesh", "e7f5f": "star", "77e3b": "star"}
+
+
+def trial_means(r, benchmarks: tuple[str, ...] = ("study-9", "study-9-high")) -> pd.DataFrame:
+    """Per trial and scenario: the mean Total of its successful iterations (every region's), with the trial's
+    point (backend, load, rtt), its deployment and that deployment's link layout."""
+    t = r.table
+    t = t[(t["action"] == "Total") & t["error_type"].isna() & t["benchmark"].isin(benchmarks)]
+    g = t.groupby(["benchmark", "trial_id", "scenario"], observed=True)
+    out = g["action_duration"].mean().rename("mean").reset_index()
+    for k in ("backend", "load", "rtt"):
+        out[k] = g[f"param.{k}"].first().astype(str).to_numpy()
+    dep = {(str(m.get("benchmark")), str((m.get("trial") or {}).get("id"))): m.get("deployment") or {} for m in r.manifests}
+    ids = [str(dep.get((b, i), {}).get("id")) for b, i in zip(out["benchmark"], out["trial_id"], strict=True)]
+    out["deployment"] = ids
+    out["layout"] = [dep.get((b, i), {}).get("layout") or SITTING1_LAYOUT.get(d, "unknown")
+                     for b, i, d in zip(out["benchmark"], out["trial_id"], ids, strict=True)]
+    return out
+
+
+def layout_effect(means: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Mesh- against star-wired deployments of the same points: per point (benchmark, backend, rtt, scenario)
+    the log of the mesh trial's mean over the geometric mean of its star trials; per mesh deployment the mean of
+    its points' logs (a deployment's points share its state: it is the unit); over the deployments a t interval
+    (scipy.stats.t). Returns the per-deployment rows and the summary (ratio, lo, hi, n, verdict)."""
+    from scipy import stats
+
+    key = ["benchmark", "backend", "rtt", "scenario"]
+    star = means[means["layout"] == "star"].groupby(key)["mean"].agg(
+        ref=lambda x: float(np.exp(np.log(x).mean())), star_runs="size").reset_index()
+    mesh = means[means["layout"] == "mesh"].merge(star, on=key)
+    mesh["log_ratio"] = np.log(mesh["mean"] / mesh["ref"])
+    per = mesh.groupby("deployment").agg(
+        benchmark=("benchmark", "first"), backend=("backend", "first"), rtts=("rtt", lambda x: ", ".join(sorted(set(x), key=lambda v: int(v[:-2])))),
+        points=("log_ratio", "size"), star_runs=("star_runs", "min"), log_ratio=("log_ratio", "mean"),
+        lo=("log_ratio", "min"), hi=("log_ratio", "max")).reset_index()
+    n = len(per)
+    summary: dict = {"n": n, "ratio": float(np.exp(per["log_ratio"].mean())) if n else np.nan, "lo": np.nan, "hi": np.nan}
+    if n < 2:
+        summary["verdict"] = "cannot tell (n too small)"
+        return per, summary
+    m, se = per["log_ratio"].mean(), per["log_ratio"].std(ddof=1) / np.sqrt(n)
+    half = stats.t.ppf(0.975, n - 1) * se
+    lo, hi = float(np.exp(m - half)), float(np.exp(m + half))
+    summary.update(lo=lo, hi=hi)
+    if lo >= 1 - RELATIVE_BOUND and hi <= 1 + RELATIVE_BOUND:
+        summary["verdict"] = f"no effect (within ±{RELATIVE_BOUND:.0%})"
+    elif lo > 1:
+        summary["verdict"] = "mesh slower"
+    elif hi < 1:
+        summary["verdict"] = "mesh faster"
+    else:
+        summary["verdict"] = "cannot tell"
+    return per, summary
+
+
+def layout(d: Path) -> str:
+    """Sitting 1's four mesh-wired 9-region deployments against the star-wired repetitions of the same points."""
+    per, s = layout_effect(trial_means(_read(d)))
+    lines = ["| mesh deployment | benchmark | backend | RTTs | points (× 2 scenarios) | star runs per point | mesh vs star: "
+             "geometric mean [range over points] |", "|---|---|---|---|---|---|---|"]
+    for _, x in per.sort_values(["benchmark", "backend", "deployment"]).iterrows():
+        lines.append(f"| {x['deployment']} | {x['benchmark']} | {'MariaDB' if x['backend'] == 'mariadb' else 'Galera'} | {x['rtts']} "
+                     f"| {x['points'] // 2} | {x['star_runs']} | {np.exp(x['log_ratio']) - 1:+.0%} "
+                     f"[{np.exp(x['lo']) - 1:+.0%}, {np.exp(x['hi']) - 1:+.0%}] |")
+    if len(lines) == 2:
+        return "*Not measured yet: the star-wired repetitions (rounds 2–3 of study-9 and study-9-high) of the mesh-wired points.*"
+    ci = (f"{s['ratio'] - 1:+.0%} [{s['lo'] - 1:+.0%}, {s['hi'] - 1:+.0%}] (t interval over {s['n']} deployments)"
+          if np.isfinite(s["lo"]) else f"{s['ratio'] - 1:+.0%} [n/a] ({s['n']} deployment)")
+    return "\n".join(lines + ["", f"Mesh against star, the deployments' mean: {ci}: **{s['verdict']}**."])
+
+
 def _trials(r) -> str:
     ok = r.runs[r.runs["result"] == "succeeded"]
     return f"{ok.drop_duplicates(['benchmark', 'trial'])['trial'].count()} trials"
@@ -490,9 +565,10 @@ def figures() -> list[Path]:
 
 
 BLOCKS = {"study-findings": findings, "load-region": load_region, "study-sizes": sizes, "study-delay": delay, "study-high": high,
-          "study-failures": failures, "study-noise": noise, "study-rw": read_write, "study-figures": figure_links}
+          "study-failures": failures, "study-noise": noise, "study-rw": read_write, "study-figures": figure_links,
+          "study-layout": layout}
 DATA = {"study-findings": "study", "study-sizes": "study", "study-delay": "study", "study-high": "study", "study-failures": "study",
-        "study-noise": "study", "study-rw": "study-rw", "study-figures": "study"}
+        "study-noise": "study", "study-rw": "study-rw", "study-figures": "study", "study-layout": "study"}
 
 
 def render() -> dict[str, str]:

@@ -89,3 +89,39 @@ def test_read_write_verdict_needs_every_run_to_agree():
     assert "contradicts" in said and "get_entities" in said
     assert "n too small" in study.rw_verdict(runs(base | {"create_user_update_password": [90.0]}))
     assert "n too small" in study.rw_verdict(runs({sc: v for sc, v in base.items() if sc != "get_entities"}))
+
+
+def test_layout_effect_takes_the_mesh_deployment_as_its_unit():
+    """Mesh- against star-wired deployments of the same points: a mesh 20 % slower at every point is said
+    slower with an interval around +20 %; the same within 2 % is no effect within ±10 %; one mesh deployment,
+    or points without a star run, cannot tell; a mesh deployment's points count once, not once each."""
+    import numpy as np
+    import pandas as pd
+
+    study = _study()
+
+    def means(factors: dict[str, float], star=(1.0, 1.04), rtts=("0ms", "100ms", "300ms")) -> pd.DataFrame:
+        rows = []
+        for k, (dep, f) in enumerate(factors.items()):
+            be, bench = ("mariadb" if k % 2 == 0 else "galera"), f"b{k}"  # one mesh deployment per point, as measured
+            for rtt in rtts:
+                for sc in ("auth", "write"):
+                    base = 10.0 * (1 + int(rtt[:-2]) / 100)
+                    rows.append(dict(benchmark=bench, backend=be, rtt=rtt, scenario=sc, mean=base * f, deployment=dep, layout="mesh"))
+                    rows += [dict(benchmark=bench, backend=be, rtt=rtt, scenario=sc, mean=base * s, deployment=f"s{k}{j}",
+                                  layout="star") for j, s in enumerate(star)]
+        return pd.DataFrame(rows)
+
+    ref = float(np.exp(np.log([1.0, 1.04]).mean()))
+    per, s = study.layout_effect(means({"m1": 1.20 * ref, "m2": 1.22 * ref, "m3": 1.18 * ref, "m4": 1.21 * ref}))
+    assert len(per) == 4 and set(per["points"]) == {6} and set(per["star_runs"]) == {2}
+    assert s["verdict"] == "mesh slower" and s["n"] == 4 and s["lo"] > 1.1 and s["hi"] < 1.3 and abs(s["ratio"] - 1.2025) < 0.01
+    _, s = study.layout_effect(means({"m1": 1.01 * ref, "m2": 0.99 * ref, "m3": 1.02 * ref}))
+    assert s["verdict"] == "no effect (within ±10%)" and 0.9 <= s["lo"] <= s["hi"] <= 1.1
+    _, s = study.layout_effect(means({"m1": 0.8 * ref, "m2": 1.3 * ref}))
+    assert s["verdict"] == "cannot tell" and s["lo"] < 1 < s["hi"]
+    _, s = study.layout_effect(means({"m1": 1.5 * ref}))
+    assert s["verdict"] == "cannot tell (n too small)" and not np.isfinite(s["lo"])
+    no_star = means({"m1": 1.2, "m2": 1.2})
+    per, s = study.layout_effect(no_star[no_star["layout"] == "mesh"])
+    assert per.empty and s["n"] == 0 and "n too small" in s["verdict"]
