@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wanwide.pipeline.results.ci import t975, verdict
 from wanwide.pipeline.results.compare import COLUMNS, SelectError, compare, select
 from wanwide.pipeline.results.headline import RELATIVE_BOUND
 from wanwide.pipeline.results.report import read_sources
@@ -346,9 +347,7 @@ def layout_effect(means: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """Mesh- against star-wired deployments of the same points: per point (benchmark, backend, rtt, scenario)
     the log of the mesh trial's mean over the geometric mean of its star trials; per mesh deployment the mean of
     its points' logs (a deployment's points share its state: it is the unit); over the deployments a t interval
-    (scipy.stats.t). Returns the per-deployment rows and the summary (ratio, lo, hi, n, verdict)."""
-    from scipy import stats
-
+    (the report's ``t975`` and ``verdict``). Returns the per-deployment rows and the summary (ratio, lo, hi, n, verdict)."""
     key = ["benchmark", "backend", "rtt", "scenario"]
     star = means[means["layout"] == "star"].groupby(key)["mean"].agg(
         ref=lambda x: float(np.exp(np.log(x).mean())), star_runs="size").reset_index()
@@ -360,21 +359,11 @@ def layout_effect(means: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
         lo=("log_ratio", "min"), hi=("log_ratio", "max")).reset_index()
     n = len(per)
     summary: dict = {"n": n, "ratio": float(np.exp(per["log_ratio"].mean())) if n else np.nan, "lo": np.nan, "hi": np.nan}
-    if n < 2:
-        summary["verdict"] = "cannot tell (n too small)"
-        return per, summary
-    m, se = per["log_ratio"].mean(), per["log_ratio"].std(ddof=1) / np.sqrt(n)
-    half = stats.t.ppf(0.975, n - 1) * se
-    lo, hi = float(np.exp(m - half)), float(np.exp(m + half))
-    summary.update(lo=lo, hi=hi)
-    if lo >= 1 - RELATIVE_BOUND and hi <= 1 + RELATIVE_BOUND:
-        summary["verdict"] = f"no effect (within ±{RELATIVE_BOUND:.0%})"
-    elif lo > 1:
-        summary["verdict"] = "mesh slower"
-    elif hi < 1:
-        summary["verdict"] = "mesh faster"
-    else:
-        summary["verdict"] = "cannot tell"
+    if n >= 2:
+        m, half = per["log_ratio"].mean(), t975(n - 1) * per["log_ratio"].std(ddof=1) / np.sqrt(n)
+        summary.update(lo=float(np.exp(m - half)), hi=float(np.exp(m + half)))
+    said = verdict(summary["lo"] - 1, summary["hi"] - 1, RELATIVE_BOUND)
+    summary["verdict"] = {"up": "mesh slower", "down": "mesh faster"}.get(said, CHANGE[said])
     return per, summary
 
 
