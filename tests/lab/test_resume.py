@@ -120,3 +120,83 @@ def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_pa
     monkeypatch.setattr(lab_run, "_group", interrupted)
     assert lab_run.run(trials, str(out), report=False) == 130
     assert json.loads((out / "trials.json").read_text()) == record
+
+
+def _campaign() -> list:
+    spec = {**DOCS[1]["spec"], "matrix": {"rtt": ["0ms", "100ms"], "repetitions": 2, "seed": 5}}
+    docs = load_documents([yaml.safe_dump_all([DOCS[0], {**DOCS[1], "spec": spec}])])
+    (b,) = docs.benchmarks
+    return plan(b, docs.topology_for(b))
+
+
+def _exported(path: Path, runs: list[tuple]) -> Path:
+    """A data set as `wanwide results export` writes it, holding these (trial, region, result, parameters) runs."""
+    import pandas as pd
+
+    from wanwide.pipeline.results import dataset
+
+    manifests = [{"benchmark": p.benchmark, "region": r, "role": "load", "status": {"result": result},
+                  "trial": {"id": p.id, "parameters": params or dict(p.parameters), "seed": p.seed}}
+                 for p, r, result, params in runs]
+    dataset.write(path, pd.DataFrame({"action": pd.Series([], dtype=str)}), manifests, pd.DataFrame(),
+                  ["bundles"], [], [])
+    return path
+
+
+def _fake_trials(monkeypatch) -> list[str]:
+    """Every trial the lab would deploy and load, recorded instead (and succeeding)."""
+    from wanwide.providers.lab import run as lab_run
+
+    ran: list[str] = []
+
+    class Trial:
+        def __init__(self, runner, p, say, **kw):
+            ran.append(p.id)
+            self.dep, self.log, self.runners, self.status = None, [], {}, {}
+
+        def run(self) -> dict:
+            return {"phase": "Succeeded"}
+
+    monkeypatch.setattr(lab_run, "LabTrial", Trial)
+    monkeypatch.setattr(lab_run.paths, "missing", lambda: [])
+    return ran
+
+
+def test_a_campaign_resumes_from_its_exported_data_set(tmp_path: Path, monkeypatch) -> None:
+    """``--done DATASET``: the bundles are gone (another machine), the export is not: the trials it holds
+    with every load region succeeded are skipped; one with a region failed runs again, as do the rest."""
+    from wanwide.providers.lab import run as lab_run
+
+    trials = _campaign()
+    assert len(trials) == 4 and all(p.load_regions == ["r1", "r2"] for p in trials)
+    a, b, c, _ = trials
+    ds = _exported(tmp_path / "ds", [(a, "r1", "succeeded", None), (a, "r2", "succeeded", None),
+                                     (b, "r1", "failed", None), (b, "r1", "succeeded", None),
+                                     (b, "r2", "succeeded", None),
+                                     (c, "r1", "succeeded", None), (c, "r2", "failed", None)])
+    ran = _fake_trials(monkeypatch)
+    out = tmp_path / "out"
+    assert lab_run.run(trials, str(out), report=False, done=[str(ds)]) == 0
+    assert sorted(ran) == sorted(p.id for p in trials[2:])
+    record = {t["trial"]: t["result"] for t in json.loads((out / "trials.json").read_text())}
+    assert record == {a.id: "skipped", b.id: "skipped", c.id: "succeeded", trials[3].id: "succeeded"}
+    assert "done in a --done data set" in (out / "lab.log").read_text()
+
+
+def test_a_data_set_of_another_plan_stops_the_run_before_it_starts(tmp_path: Path, monkeypatch, capsys) -> None:
+    from wanwide.providers.lab import run as lab_run
+
+    trials = _campaign()
+    p = trials[0]
+    other = {**p.parameters, "rtt": "50ms"}
+    ds = _exported(tmp_path / "ds", [(p, "r1", "succeeded", other), (p, "r2", "succeeded", None)])
+    ran = _fake_trials(monkeypatch)
+    assert lab_run.run(trials, str(tmp_path / "out"), report=False, done=[str(ds)]) == 2
+    err = capsys.readouterr().err
+    assert f"trial {p.id} region r1" in err and "'rtt': '50ms'" in err
+    assert "drop --done" in err and "region r2" not in err
+    assert ran == [] and not (tmp_path / "out" / "trials.json").exists()
+    plain = tmp_path / "bundles"
+    plain.mkdir()
+    assert lab_run.run(trials, str(tmp_path / "out"), report=False, done=[str(plain)]) == 2
+    assert "not a data set" in capsys.readouterr().err and ran == []

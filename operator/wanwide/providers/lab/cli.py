@@ -25,7 +25,7 @@ def _run(args: argparse.Namespace) -> int:
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
                      max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
     return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate,
-               layout=args.layout, stop_after_s=args.stop_after)
+               layout=args.layout, stop_after_s=args.stop_after, done=args.done)
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -85,6 +85,10 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--stop-after", type=_duration, metavar="DURATION",
                    help="start no new deployment after this long (e.g. 150m); the trials left run when the same "
                         "command is given again: it skips every trial whose bundles are complete in -o")
+    r.add_argument("--done", action="append", metavar="DATASET",
+                   help="a data set (`wanwide results export`) whose trials count as done (repeatable): those "
+                        "with a succeeded run in every load region are skipped, as complete bundles in -o are; "
+                        "one holding a trial under other parameters stops the run before it starts")
     r.add_argument("--fresh", action="store_true",
                    help="deploy anew for every trial (default: trials that differ only in the network, "
                         "faults or load share one deployment, re-shaped between them)")

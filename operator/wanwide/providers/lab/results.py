@@ -6,6 +6,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from wanwide.core import contracts
 from wanwide.core.contracts import S3Target
@@ -63,6 +64,51 @@ def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:
     """The succeeded bundles of every load region of a trial, or None if any is missing."""
     found = succeeded_bundles(out, p)
     return [found[r] for r in p.load_regions] if len(found) == len(p.load_regions) else None
+
+
+Earlier = dict[tuple[str, str], dict[str, dict[str, Any]]]
+"""(Benchmark, trial) → load region → the manifest of its succeeded run in a ``--done`` data set."""
+
+
+def earlier_runs(sets: list[Path]) -> Earlier:
+    """The succeeded load runs of data sets (``wanwide results export``): a campaign whose bundles were
+    exported, resumed where the bundles are not (another machine, a lost disk)."""
+    from wanwide.pipeline.results import dataset
+
+    runs: Earlier = {}
+    for s in sets:
+        if not dataset.is_dataset(s):
+            raise dataset.DatasetError(f"--done {s}: not a data set (no {dataset.META}; make one with "
+                                       "`wanwide results export BUNDLES -o DIR`)")
+        for m in dataset.read(s).manifests:
+            if m.get("role", "load") == "load" and (m.get("status") or {}).get("result") == "succeeded":
+                trial = m.get("trial") or {}
+                runs.setdefault((str(m.get("benchmark")), str(trial.get("id"))), {})[str(m.get("region"))] = m
+    return runs
+
+
+def done_earlier(earlier: Earlier, p: TrialPlan) -> bool:
+    """Whether a ``--done`` data set holds a succeeded run of every load region of trial ``p``."""
+    return set(p.load_regions) <= set(earlier.get((p.benchmark, p.id), {}))
+
+
+def earlier_mismatches(earlier: Earlier, trials: list[TrialPlan]) -> list[str]:
+    """The trials a ``--done`` data set holds under another plan (parameters, seed, regions): their runs
+    measured something else, so they cannot stand for this plan's trials."""
+    problems = []
+    for p in trials:
+        for region, m in sorted(earlier.get((p.benchmark, p.id), {}).items()):
+            t = m.get("trial") or {}
+            have = {"parameters": dict(t.get("parameters") or {}), "seed": t.get("seed")}
+            want = {"parameters": dict(p.parameters), "seed": p.seed}
+            if region not in p.load_regions:
+                problems.append(f"{p.benchmark} trial {p.id}: the data set has a run in region {region}, "
+                                f"which this plan does not load ({', '.join(p.load_regions)})")
+            elif have != want:
+                problems.append(f"{p.benchmark} trial {p.id} region {region}: the data set's run had "
+                                f"{have}, this plan {want}: the Benchmark changed since; drop --done or give "
+                                "the Benchmark as it was")
+    return problems
 
 
 def upload(out: Path, p: TrialPlan, bundles: list[Path], say: Callable[[str, str], None]) -> str:

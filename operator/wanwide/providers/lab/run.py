@@ -36,10 +36,14 @@ from wanwide.providers.lab.deployment import Deployment
 from wanwide.providers.lab.procs import LabError, keep_tails
 from wanwide.providers.lab.quiet import QuietGate, wait_quiet
 from wanwide.providers.lab.results import (
+    Earlier,
     bundles_complete,
     bundles_root,
     check_results,
+    done_earlier,
     drop_interrupted,
+    earlier_mismatches,
+    earlier_runs,
     succeeded_bundles,
     upload,
 )
@@ -111,6 +115,7 @@ class LabRun:
         self.shaper = shaper
         self.layout = layout
         self.layouts: dict[tuple[str, str], str] = {}  # (Benchmark, trial) → its deployment's layout
+        self.earlier: Earlier = {}  # the trials --done data sets hold
         self.gate = gate or QuietGate()
         self.work = work or Path(os.environ.get("WANWIDE_LAB_WORK", "/var/tmp/wanwide-lab"))
 
@@ -369,8 +374,9 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], out
         if dropped:
             runner.live.say(position[id(p)], p, "Resuming", f"removed {len(dropped)} bundle(s) or work dir(s) "
                             "an interrupted run left")
-        if complete:
-            runner.live.say(position[id(p)], p, "Skipped", "complete bundles already in the output")
+        why = done_why(runner, p)
+        if why:
+            runner.live.say(position[id(p)], p, "Skipped", why)
             outcomes.append(TrialOutcome(p.benchmark, p.id, "skipped"))
         else:
             todo.append(p)
@@ -409,6 +415,14 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], out
         if dep is not None:
             runner.live.say(position[id(todo[-1])], todo[-1], "CleaningUp", f"deployment {dep.id}")
             dep.close()
+
+
+def done_why(runner: LabRun, p: TrialPlan) -> str:
+    """Why trial ``p`` needs no run ("" if it does): its complete bundles in the output, or a ``--done``
+    data set holding it."""
+    if bundles_complete(runner.out, p):
+        return "complete bundles already in the output"
+    return "done in a --done data set" if done_earlier(runner.earlier, p) else ""
 
 
 def outcome(p: TrialPlan, final: dict[str, Any], lt: LabTrial, out: Path) -> TrialOutcome:
@@ -479,11 +493,14 @@ def trial_layouts(groups: list[list[TrialPlan]], prefer: str) -> dict[tuple[str,
 
 
 def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False,
-        gate: QuietGate | None = None, layout: str = "auto", stop_after_s: float | None = None) -> int:
+        gate: QuietGate | None = None, layout: str = "auto", stop_after_s: float | None = None,
+        done: list[str] | None = None) -> int:
     """Run the planned trials for real on this machine, in their run order (``spec.matrix.order``),
     each load released once the machine is quiet (``gate``); bundles and the report under ``out_dir``.
     ``stop_after_s``: start no new deployment after that long; the trials left wait for the next run
-    with the same ``out_dir``, which skips every trial whose bundles are complete (a campaign in sittings)."""
+    with the same ``out_dir``, which skips every trial whose bundles are complete (a campaign in sittings).
+    ``done``: data sets (``wanwide results export``) whose trials are skipped too (a campaign resumed where
+    its earlier bundles are not); one holding a trial under other parameters is an error before anything runs."""
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     missing = [m for m in paths.missing() if "versitygw" not in m]  # S3 is optional here
@@ -491,6 +508,12 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
         print("error: the lab needs: " + ", ".join(missing) + " — run hack/install-lab.sh", file=sys.stderr)
         return 2
     problems = check_results(trials)
+    try:
+        earlier = earlier_runs([Path(d) for d in done or []])
+    except ValueError as e:
+        problems.append(str(e))
+        earlier = {}
+    problems += earlier_mismatches(earlier, trials)
     if problems:
         print("error: " + "\n       ".join(problems), file=sys.stderr)
         return 2
@@ -498,6 +521,7 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     trials = [p for g in groups for p in g]
     runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper, gate=gate, layout=layout)
     runner.layouts = trial_layouts(groups, layout)
+    runner.earlier = earlier
     outcomes: list[TrialOutcome] = []
 
     def on_signal(signum, _frame):
@@ -517,7 +541,7 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     except KeyboardInterrupt:
         print("interrupted: cleaning up", file=sys.stderr)
         ended = {(o.benchmark, o.trial) for o in outcomes}
-        outcomes += [TrialOutcome(p.benchmark, p.id, "skipped") if bundles_complete(runner.out, p) else
+        outcomes += [TrialOutcome(p.benchmark, p.id, "skipped") if done_why(runner, p) else
                      TrialOutcome(p.benchmark, p.id, "pending", "the run was interrupted before it ended")
                      for p in trials if (p.benchmark, p.id) not in ended]
         return 130
@@ -529,8 +553,8 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
 
 
 def _left(runner: LabRun, p: TrialPlan, position: dict[int, int]) -> TrialOutcome:
-    """A trial the deadline left for the next run (unless its bundles are already complete)."""
-    if bundles_complete(runner.out, p):
+    """A trial the deadline left for the next run (unless it is done already)."""
+    if done_why(runner, p):
         return TrialOutcome(p.benchmark, p.id, "skipped")
     runner.live.say(position[id(p)], p, "Pending", "--stop-after reached: left for the next run")
     return TrialOutcome(p.benchmark, p.id, "pending", "--stop-after reached before its deployment started")
