@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from wanwide.pipeline.results import dataset
+from wanwide.pipeline.results.ingest import IngestError
 from wanwide.pipeline.results.report import build_report, export_dataset
 
 WANWIDE = str(Path(sys.executable).with_name("wanwide"))
@@ -92,3 +93,31 @@ def test_a_data_set_missing_a_file_says_which(tmp_path, data_dir, bundle_factory
     (tmp_path / "data" / name).unlink()
     with pytest.raises(Exception, match=f"lacks {name}"):
         build_report([tmp_path / "data"], tmp_path / "rep", progress=False)
+
+
+def test_sittings_exported_apart_merge_into_the_campaigns_data_set(tmp_path, data_dir, bundle_factory):
+    """A campaign in sittings: each sitting's bundles exported alone, the data sets merged by exporting them
+    together, give the report the bundles of all sittings give; a run given twice is refused."""
+    import shutil
+
+    whole = _bundles(tmp_path / "all" / "bundles", data_dir, bundle_factory)
+    runs = sorted(m.parent for m in whole.rglob("manifest.json"))
+    assert len(runs) == 5
+    for k, run in enumerate(runs):  # sitting 1: the first two runs, sitting 2: the rest
+        dest = tmp_path / ("s1" if k < 2 else "s2") / "bundles" / run.relative_to(whole)
+        shutil.copytree(run, dest)
+    export_dataset([tmp_path / "s1" / "bundles"], tmp_path / "d1")
+    export_dataset([tmp_path / "s2" / "bundles"], tmp_path / "d2")
+    export_dataset([tmp_path / "d1", tmp_path / "d2"], tmp_path / "merged")
+    export_dataset([whole], tmp_path / "data")
+    a = build_report([tmp_path / "data"], tmp_path / "rep-all", progress=False, store_parquet_beside=False)
+    b = build_report([tmp_path / "merged"], tmp_path / "rep-merged", progress=False, store_parquet_beside=False)
+    assert json.loads((tmp_path / "merged" / "dataset.json").read_text())["runs"] == 5
+    assert int((a.table["action"] == "Total").sum()) == int((b.table["action"] == "Total").sum()) > 0
+    tables = sorted(f for f in _files(tmp_path / "rep-all") if f.endswith(".csv"))
+    differ = [t for t in tables if not filecmp.cmp(tmp_path / "rep-all" / t, tmp_path / "rep-merged" / t,
+                                                     shallow=False)]
+    assert differ == [], differ
+    with pytest.raises(IngestError, match=r"3 run\(s\) in more than one data set, e\.g\. .*merged and .*d2\)"):
+        export_dataset([tmp_path / "merged", tmp_path / "d2"], tmp_path / "twice")
+    assert not (tmp_path / "twice").exists()

@@ -215,6 +215,12 @@ def _read_datasets(sets: list[Path], local: list[Path]) -> tuple[pd.DataFrame, l
         read = [dataset.read(p) for p in sets]
     except dataset.DatasetError as e:
         raise IngestError(str(e)) from None
+    seen: dict[str, int] = {}
+    twice = sorted({f"{m.get('run_id')} ({sets[seen[m.get('run_id')]]} and {sets[i]})" for i, d in enumerate(read)
+                    for m in d.manifests if seen.setdefault(m.get("run_id"), i) != i})
+    if twice:
+        raise IngestError(f"{len(twice)} run(s) in more than one data set, e.g. {twice[0]}: give each run once "
+                          "(merging sittings: export each sitting's new bundles alone)")
     inputs = [i for d in read for i in d.inputs]
     if len(read) == 1:
         return read[0].table, read[0].manifests, inputs
