@@ -52,7 +52,8 @@ class FakeRunners:
 
 
 class FakeLab:
-    """A stand-in for LabRun's operations (the lab's lowest layer); ``out`` and ``live`` as LabRun has them."""
+    """A stand-in for LabRun's operations (the lab's lowest layer); ``out``, ``live`` and ``earlier`` (no
+    ``--done`` data set) as LabRun has them."""
 
     def __init__(self, clock: Clock, *, rtt_factor: float = 1.0, run_s: float = 60.0,
                  results: dict[int, dict[str, str]] | None = None, upload_fails: bool = False,
@@ -62,6 +63,7 @@ class FakeLab:
         self.upload_fails, self.deploy_fails = upload_fails, deploy_fails
         self.out = out or Path("/nonexistent")
         self.live = Live(1, stream=io.StringIO())
+        self.earlier: dict = {}
         self.calls: list[tuple[Any, ...]] = []
         self.deployments = 0
         self.bundles: set[str] = set()
