@@ -151,6 +151,25 @@ def test_durations_over_runs_keep_their_interval_above_zero_and_their_coverage()
     assert 0.9 <= _coverage(hits) <= 1.0
 
 
+def test_two_runs_far_apart_give_finite_replicates_and_comparisons_without_warnings():
+    """Two runs are Student's t with 1 degree of freedom (a Cauchy): its far draws used to overflow
+    to inf (or 0), and the comparisons built on them warned and lost those replicates."""
+    import warnings
+
+    a = group_ci(np.concatenate([np.full(10, 0.1), np.full(10, 9.0)]) * np.linspace(0.95, 1.05, 20),
+                 np.repeat([0, 1], 10))
+    b = group_ci(np.concatenate([np.full(10, 0.2), np.full(10, 8.0)]) * np.linspace(0.95, 1.05, 20),
+                 np.repeat([0, 1], 10))
+    for e in (a.mean, a.median, b.mean, b.median):
+        assert e.method == "t-over-runs"
+        assert np.isfinite(e.replicates).all() and (e.replicates > 0).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = ratio_interval(a.median, b.median)
+        s = slope([0.0, 100.0], [a.median, b.median])
+    assert r.lo < 0 < r.hi and s.lo < 0 < s.hi  # two runs that far apart cannot tell these apart
+
+
 def test_a_claim_of_no_effect_needs_an_interval_inside_the_bound():
     assert verdict(0.2, 1.5, 0.5) == "up"
     assert verdict(-1.2, -0.1, 0.5) == "down"

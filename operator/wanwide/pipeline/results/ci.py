@@ -72,6 +72,7 @@ class GroupCI:
 
 
 _NAN = float("nan")
+_LOG_CAP = 300.0  # a replicate's log-factor bound: e^300 times any duration stays finite, so do ratios of two
 
 
 def _undefined(value: float, method: str) -> Estimate:
@@ -163,7 +164,8 @@ def _over_runs(x: np.ndarray, runs: list[np.ndarray], rng: np.random.Generator) 
             half = max(q * float(np.std(np.log(per_run), ddof=1)) / math.sqrt(k),
                        math.log1p(iid_half[stat] / center))
             lo, hi = center * math.exp(-half), center * math.exp(half)
-            reps = center * np.exp(half / q * rng.standard_t(k - 1, B))
+            # t(1) and t(2) have heavy tails: a draw far out must stay a large finite factor, not inf
+            reps = center * np.exp(np.clip(half / q * rng.standard_t(k - 1, B), -_LOG_CAP, _LOG_CAP))
         else:
             half = max(q * float(np.std(per_run, ddof=1)) / math.sqrt(k), iid_half[stat])
             lo, hi = center - half, center + half
@@ -215,7 +217,8 @@ class Ratio:
 def ratio_interval(base: Estimate, new: Estimate) -> Ratio:
     """The relative difference of two independent estimates, its interval from their replicates."""
     value = new.value / base.value - 1 if base.value else _NAN
-    r = new.replicates / base.replicates - 1
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # kept below: finite ones only
+        r = new.replicates / base.replicates - 1
     r = r[np.isfinite(r)]
     if len(r) < B // 2:
         return Ratio(value, _NAN, _NAN, _NAN)

@@ -85,7 +85,8 @@ def slope(xs: list[float], ests: list[Estimate]) -> Slope:
     y = np.array([e.value for e in ests])
     reps = np.vstack([e.replicates for e in ests])  # points × B
     value = float((xc * (y - y.mean())).sum() / ss)
-    rs = (xc[:, None] * (reps - reps.mean(axis=0))).sum(axis=0) / ss
+    with np.errstate(invalid="ignore", over="ignore"):  # a replicate that is not finite is dropped below
+        rs = (xc[:, None] * (reps - reps.mean(axis=0))).sum(axis=0) / ss
     rs = rs[np.isfinite(rs)]
     if len(rs) < len(reps[0]) // 2:
         return Slope(value, np.nan, np.nan)
