@@ -33,6 +33,11 @@ def lab_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from wanwide.providers.lab.state import cleanup_all
 
     cleanup_all(d, include_live=True)
+    for work in Path("/var/tmp").glob(f"wanwide-*-{os.getpid()}"):  # the tests' work dirs, once emptied
+        try:
+            work.rmdir()
+        except OSError:
+            pass  # not empty: what a failed test left is kept to look at
     if old is None:
         os.environ.pop("WANWIDE_LAB_STATE_DIR", None)
     else:
