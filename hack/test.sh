@@ -42,7 +42,7 @@ step_end
 log "unit tests"
 trap - ERR
 set +e
-"$py" -m pytest -m "not lab and not cluster and not realnode and not images and not install" -q -p no:cacheprovider "$@"
+"$py" -m pytest -m "not lab and not cluster and not realnode and not images and not install" -q -p no:cacheprovider --durations=15 "$@"
 unit=$?
 set -e
 trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
