@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -40,11 +39,8 @@ def release(p: TrialPlan | None = None) -> HelmRelease:
 def render(helm: str) -> str:
     """``helm template`` of :func:`release` (run from the repository root)."""
     rel = release()
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        yaml.safe_dump(rel.values, f)
-        f.flush()
-        return subprocess.run([helm, "template", rel.name, rel.chart, "--namespace", rel.namespace, "--values", f.name],
-                              capture_output=True, text=True, check=True, cwd=REPO).stdout
+    return subprocess.run([helm, "template", rel.name, rel.chart, "--namespace", rel.namespace, "--values", "-"],
+                          input=yaml.safe_dump(rel.values), capture_output=True, text=True, check=True, cwd=REPO).stdout
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from tests.lab.test_network import tolerance, within
+from tests.lab.test_network import tolerance
 from wanwide.core.plan.links import OneWay
 from wanwide.providers.lab import netns
 
@@ -28,15 +28,23 @@ def _links(intra: float, inter: float, override: float | None = None) -> dict:
 
 
 def _rtts(net: netns.Network, links: dict) -> dict:
+    """Every ordered pair's RTT floor against its request. The floor of a pair's samples is its path's
+    delay (the user-space shaper and the machine's steal time only ever add to a sample): hops that give a
+    pair the wrong delay move the floor, a busy moment moves the median (CI, 2026-11-28: two pairs'
+    medians 2.6-3.4 ms over 40 ms twice, their lowest samples 1.1 and 1.2 ms over). The shaper's own
+    precision is test_network's."""
     bad, got = {}, {}
     for a in REGIONS:
         for b in REGIONS:
             if a == b:
                 continue
             want = links[(a, b)].delay_ms + links[(b, a)].delay_ms
-            med, seen = within(lambda a=a, b=b: net.measure_rtt(a, b, samples=7), want, tolerance(want))
-            got[(a, b)] = med
-            if abs(med - want) > tolerance(want):
+            seen = [net.measure_rtt(a, b, samples=7)]
+            if not seen[0] or abs(min(seen[0]) - want) > tolerance(want):  # once more, as the lifecycle does
+                seen.append(net.measure_rtt(a, b, samples=7))
+            floor = min(seen[-1]) if seen[-1] else float("nan")
+            got[(a, b)] = floor
+            if not abs(floor - want) <= tolerance(want):
                 bad[(a, b)] = (want, seen)
     return {"got": got, "bad": bad}
 

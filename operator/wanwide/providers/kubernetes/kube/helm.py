@@ -43,14 +43,16 @@ def helm_binary() -> str:
     return found
 
 
-def command(rel: HelmRelease, chart: str, values_file: str) -> list[str]:
-    """``helm template``: the release's objects, hooks included; offline (helm's default capabilities)."""
-    return [helm_binary(), "template", rel.name, chart, "--namespace", rel.namespace, "--values", values_file]
+def command(rel: HelmRelease, chart: str) -> list[str]:
+    """``helm template``: the release's objects, hooks included; offline (helm's default capabilities). The
+    values (passwords among them) go through its stdin, never a file: an operator killed mid-render would
+    leave the file in its /tmp, an emptyDir that outlives the container."""
+    return [helm_binary(), "template", rel.name, chart, "--namespace", rel.namespace, "--values", "-"]
 
 
-def _run(cmd: list[str], what: str, timeout: float = 300) -> str:
+def _run(cmd: list[str], what: str, timeout: float = 300, stdin: str | None = None) -> str:
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=stdin)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise HelmError(f"{what} could not run: {e}") from e
     if p.returncode != 0:
@@ -101,11 +103,8 @@ class Renders:
 
     def render(self, rel: HelmRelease, labels: dict[str, str]) -> Chart:
         try:
-            with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-                yaml.safe_dump(rel.values, f)
-                f.flush()
-                text = _run(command(rel, self.chart_path(rel), f.name),
-                            f"helm template {rel.name} in {rel.namespace}")
+            text = _run(command(rel, self.chart_path(rel)), f"helm template {rel.name} in {rel.namespace}",
+                        stdin=yaml.safe_dump(rel.values))
             return stages(documents(text), rel.name, rel.namespace, labels)
         except (HelmError, ChartError, yaml.YAMLError) as e:
             CHART_ERRORS.labels("template").inc()
