@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -34,10 +35,8 @@ def lab_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     cleanup_all(d, include_live=True)
     for work in Path("/var/tmp").glob(f"wanwide-*-{os.getpid()}"):  # the tests' work dirs, once emptied
-        try:
+        with contextlib.suppress(OSError):  # not empty: what a failed test left is kept to look at
             work.rmdir()
-        except OSError:
-            pass  # not empty: what a failed test left is kept to look at
     if old is None:
         os.environ.pop("WANWIDE_LAB_STATE_DIR", None)
     else:
