@@ -37,8 +37,9 @@ log "control-plane build, then the cluster tier, in the background (logs: $log_d
   exec "$py" -m pytest -m "cluster" -q -p no:cacheprovider --durations=30 "$@" >"$cluster_log" 2>&1
 ) &
 cluster_pid=$!
-stop_cluster_tier() { # on an early exit: the background tier and its build go too
+stop_cluster_tier() { # on an early exit: the background tier, its build and the test cluster go too
   if kill -0 "$cluster_pid" 2>/dev/null; then pkill -TERM -P "$cluster_pid" || true; kill "$cluster_pid" || true; fi
+  hack/testcluster.sh down >/dev/null 2>&1 || true
 }
 trap stop_cluster_tier EXIT
 

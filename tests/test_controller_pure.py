@@ -67,9 +67,10 @@ def test_helm_only_renders_offline(monkeypatch):
 def _a_helm() -> str | None:
     import os
     import shutil
-    from pathlib import Path
 
-    cached = sorted((Path.home() / ".cache" / "wanwide" / "bin").glob("helm-v3*"))
+    from wanwide.providers.lab.paths import cache_dir
+
+    cached = sorted((cache_dir() / "bin").glob("helm-v3*"))  # what hack/testcluster.sh build makes
     return os.environ.get("WANWIDE_HELM") or shutil.which("helm") or (str(cached[-1]) if cached else None)
 
 
