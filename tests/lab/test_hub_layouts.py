@@ -5,8 +5,6 @@ here)."""
 
 from __future__ import annotations
 
-import statistics
-
 import pytest
 
 from tests.lab.test_network import tolerance
@@ -25,6 +23,12 @@ def _links(intra: float, inter: float, override: float | None = None) -> dict:
     if override is not None:  # r1-r4: a per-pair override, on a link of its own
         links[("r1", "r4")] = links[("r4", "r1")] = OneWay(override / 2)
     return links
+
+
+def _floor(net: netns.Network, a: str, b: str, samples: int = 7) -> float:
+    """The lowest of a pair's RTT samples: its path's delay (see _rtts); nan when none came back."""
+    seen = net.measure_rtt(a, b, samples=samples)
+    return min(seen) if seen else float("nan")
 
 
 def _rtts(net: netns.Network, links: dict) -> dict:
@@ -98,7 +102,8 @@ def test_loss_through_a_hub_is_the_pairs_loss_exactly(leftovers) -> None:
         other = 1 - len(net.measure_rtt("r1", "r3", samples=100, method="ping", interval=0.01, timeout=1)) / 100
         assert 0.12 <= lost <= 0.29, lost
         assert other <= 0.02, other
-        assert statistics.median(net.measure_rtt("r3", "r4", samples=5)) == pytest.approx(40, abs=2)
+        # another pair's delay is untouched (its floor: CI, 2026-11-28, a median of 5 was 43.8 ms, busy)
+        assert _floor(net, "r3", "r4") == pytest.approx(40, abs=tolerance(40))
     finally:
         tag = net.tag
         net.destroy()
@@ -129,14 +134,13 @@ def test_services_start_on_an_unconstrained_wan_then_every_pair_has_its_rtt_back
     try:
         assert net.describe()["layout"] == layout
         with net.unconstrained():
-            assert statistics.median(net.measure_rtt("r1", "r3", samples=5)) < 5
-            assert statistics.median(net.measure_rtt("r2", "r1", samples=5)) < 5
+            assert _floor(net, "r1", "r3") < 5 and _floor(net, "r2", "r1") < 5
             assert net.links == links  # what the trial asked for is not forgotten
         for a, b in (("r1", "r3"), ("r2", "r1")):
-            assert statistics.median(net.measure_rtt(a, b, samples=5)) == pytest.approx(100, abs=tolerance(100))
+            assert _floor(net, a, b) == pytest.approx(100, abs=tolerance(100))
         with pytest.raises(RuntimeError, match="a service did not come up"), net.unconstrained():
             raise RuntimeError("a service did not come up")
-        assert statistics.median(net.measure_rtt("r3", "r2", samples=5)) == pytest.approx(100, abs=tolerance(100))
+        assert _floor(net, "r3", "r2") == pytest.approx(100, abs=tolerance(100))
     finally:
         tag = net.tag
         net.destroy()
