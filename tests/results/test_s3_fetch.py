@@ -24,6 +24,10 @@ REPO = Path(__file__).resolve().parents[2]
 AK, SK = "wwtestaccess", "wwtestsecret-0123456789"
 BUCKET, PREFIX = "results", "wanwide/lab/0a1b2c3d/fetch-bench"
 URI = f"s3://{BUCKET}/{PREFIX}"
+# the lab's S3 server (hack/install-lab.sh installs it): in the lab tier, which hack/test.sh runs once the
+# control-plane build that also makes versitygw is done (in the unit tier, on a fresh machine, the build
+# beside it had not made it yet and these were skipped: CI of 2026-11-28)
+pytestmark = pytest.mark.lab
 
 
 def _free_port() -> int:
