@@ -19,7 +19,7 @@ DEFAULT_THRESHOLD = 10.0  # % (see providers/lab/quiet.py for where the default 
 
 RUN_COLUMNS = ["benchmark", "trial", "repetition", "position", "region", "attempt", "run_id", "result", "reason",
                "start", "skew_s", "gate_waited_s", "cpu_pressure_pct", "foreign_cpu_pct", "steal_pct",
-               "memory_pressure_pct", "loadavg", "noisy", "noisy_why", "cache", "deployment"]
+               "memory_pressure_pct", "loadavg", "noisy", "noisy_why", "cache", "deployment", "machine"]
 DETAIL_COLUMNS = ["benchmark", "trial", "region", "run_id", "versions", "cache_settings", "warmup"]
 
 
@@ -65,6 +65,13 @@ def _deployment(d: dict[str, Any] | None) -> str:
     return str(d.get("provider") or "")
 
 
+def machine(host: dict[str, Any]) -> str:
+    """A run's machine in a few words: CPU model and the first 8 characters of the boot id ("" when the
+    bundle predates them)."""
+    boot = str(host.get("boot_id") or "")[:8]
+    return " · ".join(x for x in (host.get("cpu_model") or "", f"boot {boot}" if boot else "") if x)
+
+
 def runs_table(manifests: list[dict[str, Any]], threshold: float | None = None) -> pd.DataFrame:
     """One row per run: identity, status, start skew, contention, noisy or not, cache in words."""
     rows = []
@@ -84,6 +91,7 @@ def runs_table(manifests: list[dict[str, Any]], threshold: float | None = None) 
             "noisy": is_noisy, "noisy_why": why if is_noisy else "",
             "cache": cache_label((m.get("keystone") or {}).get("cache")),
             "deployment": _deployment(m.get("deployment")),
+            "machine": machine(host),
         })
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 

@@ -121,6 +121,8 @@ class HostInfo(BaseModel):
     cpu_count: int | None = None
     loadavg_before: list[float] | None = None
     loadavg_after: list[float] | None = None
+    cpu_model: str | None = None
+    boot_id: str | None = None  # the kernel's: a new machine, or the same one rebooted
 
 
 class RallyInfo(BaseModel):

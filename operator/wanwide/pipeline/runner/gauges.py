@@ -106,9 +106,31 @@ def measure_rtt(
     return out
 
 
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def cpu_model(cpuinfo: str) -> str | None:
+    """The first ``model name`` of /proc/cpuinfo (x86; other architectures may have none)."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and value.strip():
+            return value.strip()
+    return None
+
+
 def host_info() -> dict[str, Any]:
+    """The machine the run measured on: its name, CPUs and load, and what tells one machine (or boot) from
+    another when hostnames repeat (a campaign's sittings may land on new machines of the same kind): the
+    CPU model and the kernel's boot id (the node's, also in a pod: /proc/sys/kernel is not namespaced)."""
     try:
         load = list(os.getloadavg())
     except OSError:
         load = None
-    return {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(), "loadavg": load}
+    return {"hostname": socket.gethostname(), "cpu_count": os.cpu_count(), "loadavg": load,
+            "cpu_model": cpu_model(_read("/proc/cpuinfo")),
+            "boot_id": _read("/proc/sys/kernel/random/boot_id").strip() or None}

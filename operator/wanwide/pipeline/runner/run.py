@@ -232,7 +232,8 @@ def _new_run(cfg: RunnerConfig, run_id: str) -> _Run:
         start_info=StartInfo(barrier="release" if cfg.release else "start_at" if cfg.start_at else "none",
                              scheduled=cfg.start_at and iso(cfg.start_time()), max_skew_s=cfg.max_start_skew_s),
         db_info=DatabaseInfo(backend=db.backend if db else None, host=db.host if db else None),
-        host_info=HostInfo(hostname=host["hostname"], cpu_count=host["cpu_count"], loadavg_before=host["loadavg"]),
+        host_info=HostInfo(hostname=host["hostname"], cpu_count=host["cpu_count"], loadavg_before=host["loadavg"],
+                           cpu_model=host["cpu_model"], boot_id=host["boot_id"]),
         network=NetworkInfo(requested=[link.model_dump() for link in cfg.network_requested]),
     )
 
