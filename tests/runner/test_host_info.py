@@ -12,11 +12,15 @@ from wanwide.pipeline.runner import gauges
 ARM = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\n"
 
 
+def lscpu_model() -> str:
+    """This machine's CPU model as util-linux's lscpu reads it (independently of the runner)."""
+    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    return next(ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name"))
+
+
 def test_this_machine_is_named_by_its_cpu_and_boot() -> None:
     h = gauges.host_info()
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    model = next(ln.split(":", 1)[1].strip() for ln in lscpu.splitlines() if ln.startswith("Model name"))
-    assert h["cpu_model"] == model
+    assert h["cpu_model"] == lscpu_model()
     assert h["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip() and len(h["boot_id"]) == 36
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.runner.test_host_info import lscpu_model
+
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
@@ -114,9 +116,7 @@ def test_runner_rally_s3_ingest_report(lab, tmp_path):
     assert m["versions"]["rally-openstack"] == "4.1.0"
     assert m["keystone"]["cache"]["enabled"] is True
     # the machine it measured on, told apart from another of the same name (lscpu reads the same CPU)
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    model = next(ln.split(":", 1)[1].strip() for ln in lscpu.splitlines() if ln.startswith("Model name"))
-    assert m["host"]["cpu_model"] == model
+    assert m["host"]["cpu_model"] == lscpu_model()
     assert m["host"]["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     # uploaded, manifest included
     keys = [o["Key"] for o in client.list_objects_v2(Bucket="wanwide", Prefix="runs/")["Contents"]]
