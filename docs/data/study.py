@@ -23,7 +23,9 @@ import pandas as pd
 from wanwide.pipeline.results.ci import t975, verdict
 from wanwide.pipeline.results.compare import COLUMNS, SelectError, compare, select
 from wanwide.pipeline.results.headline import RELATIVE_BOUND
+from wanwide.pipeline.results.paired import Paired, paired_change, unit_means
 from wanwide.pipeline.results.report import read_sources
+from wanwide.pipeline.results.runs import machine
 from wanwide.pipeline.results.stats import STUDY_READ_PCT
 
 HERE = Path(__file__).resolve().parent
@@ -152,50 +154,101 @@ def _noise(r) -> str:
             f"(max {fc.max():.1f} %); noisy by the report's rule: {int(ok['noisy'].astype(bool).sum())}.")
 
 
+# The campaign's first two machines predate host.boot_id in the manifests (sitting 6 on): sittings 1-4 ran on the
+# first (2026-11-27 10:45 - 11-28 01:59), sitting 5 on the second (11-28 02:57-05:07); see "Sittings differ" on the page.
+SECOND_MACHINE_FROM = "2026-11-28T02:00"
+
+
+def machine_of(m: dict) -> str:
+    """A run's machine: the manifest's CPU model and boot id, else the campaign's first or second machine by date."""
+    said = machine(m.get("host") or {})
+    if said:
+        return said
+    return "first machine" if str((m.get("start") or {}).get("actual") or "") < SECOND_MACHINE_FROM else "second machine"
+
+
+BLOCK = ["round", "machine"]  # a round's points on one machine: one deployment where they share it, else one sitting
+
+
+def _units(r, regions: set[str] | None = None) -> pd.DataFrame:
+    return unit_means(r.table, r.manifests, regions, machine_of)
+
+
+def _at(u: pd.DataFrame, scenario: str | None = None, **params: str) -> pd.DataFrame:
+    """The unit rows of one scenario (if given) whose parameters have these values."""
+    if scenario is not None:
+        u = u[u["scenario"] == scenario]
+    for k, v in params.items():
+        u = u[u[f"param.{k}"] == v]
+    return u
+
+
+def _paired(p: Paired) -> str:
+    """A paired change with its interval and what its blocks shared."""
+    if not p.blocks:
+        return "—"
+    on = ("deployment" if p.shared == p.blocks else "round") + ("s" if p.blocks > 1 else "")
+    mixed = f", {p.shared} on one deployment" if 0 < p.shared < p.blocks else ""
+    return f"{_pct(p.value, p.lo, p.hi)} ({p.blocks} {on}{mixed})"
+
+
+def _says(p: Paired) -> str:
+    return verdict(p.lo, p.hi, RELATIVE_BOUND) if p.defined else "too-few"
+
+
 def sizes(d: Path) -> str:
-    """Light load, no delay: each backend's mean iteration time per size, and Galera against MariaDB."""
+    """Light load, no delay: each backend's mean iteration time per size, and Galera against MariaDB paired
+    on the round (both backends' deployments of one round, on one machine)."""
     r = _read(d)
     c = _cmp(r.table, r.noisy, ["backend=mariadb", "rtt=0ms", "load=light"], ["backend=galera", "rtt=0ms", "load=light"])
+    u = _at(_units(r), rtt="0ms", load="light")
     lines = ["| regions | scenario | MariaDB: mean [95 % CI] (iterations/runs) | Galera: mean [95 % CI] "
-             "| Galera vs MariaDB [95 % CI] | verdict | CPU-s per iteration · CPU pressure (MariaDB / Galera) |",
+             "| Galera vs MariaDB, paired on the round [95 % CI] | verdict | CPU-s per iteration · CPU pressure (MariaDB / Galera) |",
              "|---|---|---|---|---|---|---|"]
     for _, x in _sort(c, "regions", "scenario").iterrows():
-        word = {"up": "Galera slower", "down": "Galera faster"}.get(x["verdict"], CHANGE[x["verdict"]])
-        n = str(x["regions"])
+        n, sc = str(x["regions"]), x["scenario"]
+        p = paired_change(_at(u, backend="mariadb", regions=n, scenario=sc),
+                          _at(u, backend="galera", regions=n, scenario=sc), BLOCK)
+        word = {"up": "Galera slower", "down": "Galera faster"}.get(_says(p), CHANGE[_says(p)])
         cost = " / ".join(_cost(r, backend=b, regions=n, rtt="0ms", load="light") for b in ("mariadb", "galera"))
-        lines.append(f"| {x['regions']} | {SCEN.get(x['scenario'], x['scenario'])} | {_mean(x, 'base')} | {_mean(x, 'new')} "
-                     f"| {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} | {word} | {cost} |")
+        lines.append(f"| {x['regions']} | {SCEN.get(sc, sc)} | {_mean(x, 'base')} | {_mean(x, 'new')} "
+                     f"| {_paired(p)} | {word} | {cost} |")
     return _table(lines, "no light-load trials at RTT 0 of both backends in the data")
 
 
 def delay(d: Path) -> str:
-    """Light load: each backend's mean iteration time at RTT 0 and its change at 100 and 300 ms, per size."""
+    """Light load: each backend's mean iteration time at RTT 0 and its change at 100 and 300 ms, per size,
+    paired on the round (one deployment where the RTTs share it)."""
     r = _read(d)
-    out = {}
-    for rtt in ("100ms", "300ms"):
-        for be in ("mariadb", "galera"):
-            c = _cmp(r.table, r.noisy, [f"backend={be}", "rtt=0ms", "load=light"], [f"backend={be}", f"rtt={rtt}", "load=light"])
-            for _, x in c.iterrows():
-                out.setdefault((be, int(x["regions"]), x["scenario"]), {})[rtt] = x
-    lines = ["| backend | regions | scenario | RTT 0: mean [95 % CI] (iterations/runs) | RTT 100 ms: change [95 % CI] "
-             "| RTT 300 ms: change [95 % CI] | verdict at 300 ms | CPU-s per iteration · CPU pressure at RTT 0 |",
+    u = _at(_units(r), load="light")
+    c = pd.concat([_cmp(r.table, r.noisy, [f"backend={be}", "rtt=0ms", "load=light"], [f"backend={be}", "rtt=0ms", "load=light"])
+                   .assign(backend=be) for be in ("mariadb", "galera")])
+    lines = ["| backend | regions | scenario | RTT 0: mean [95 % CI] (iterations/runs) | RTT 100 ms: change, paired [95 % CI] "
+             "| RTT 300 ms: change, paired [95 % CI] | verdict at 300 ms | CPU-s per iteration · CPU pressure at RTT 0 |",
              "|---|---|---|---|---|---|---|---|"]
-    for (be, n, sc), v in sorted(out.items(), key=lambda kv: (kv[0][0] != "mariadb", kv[0][1], kv[0][2])):
-        x0 = next(iter(v.values()))
-        cells = [_pct(v[k]["delta"], v[k]["delta_lo"], v[k]["delta_hi"]) if k in v else "—" for k in ("100ms", "300ms")]
-        word = CHANGE[v["300ms"]["verdict"]] if "300ms" in v else "—"
-        lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {n} | {SCEN.get(sc, sc)} | {_mean(x0, 'base')} "
-                     f"| {cells[0]} | {cells[1]} | {word} | {_cost(r, backend=be, regions=str(n), rtt='0ms', load='light')} |")
+    c = c[c["backend"].notna()]
+    for _, x in c.assign(_b=c["backend"] != "mariadb", _r=c["regions"].astype(int)).sort_values(["_b", "_r", "scenario"]).iterrows():
+        be, n, sc = x["backend"], str(x["regions"]), x["scenario"]
+        here = _at(u, backend=be, regions=n, scenario=sc)
+        p = {rtt: paired_change(_at(here, rtt="0ms"), _at(here, rtt=rtt), BLOCK) for rtt in ("100ms", "300ms")}
+        if not (p["100ms"].blocks or p["300ms"].blocks):
+            continue
+        word = CHANGE[_says(p["300ms"])] if p["300ms"].blocks else "—"
+        lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {n} | {SCEN.get(sc, sc)} | {_mean(x, 'base')} "
+                     f"| {_paired(p['100ms'])} | {_paired(p['300ms'])} | {word} "
+                     f"| {_cost(r, backend=be, regions=n, rtt='0ms', load='light')} |")
     return _table(lines, "no light-load trials at RTT 0 and 100 or 300 ms of one backend in the data")
 
 
 def high(d: Path) -> str:
     """High load (a Rally in every region, one user each): the mean in r1 (beside MariaDB) and in the far
     regions (pooled: exchangeable on a uniform WAN; each region's own numbers are in the report's tables),
-    and far against r1. Not against light load: light runs 10 users in r1, high 1 per region, so their
-    difference would be the concurrency's. The unit of the intervals is the trial (one deployment)."""
+    and far against r1 paired on the trial (both measured at once on one deployment). Not against light
+    load: light runs 10 users in r1, high 1 per region, so their difference would be the concurrency's."""
     r = _read(d)
     t = r.table
+    near = _at(_units(r, {"r1"}), load="high")
+    far = _at(_units(r, set(t["region"].astype(str)) - {"r1"}), load="high")
     rows = []
     for be in ("mariadb", "galera"):
         for rtt in ("0ms", "100ms", "300ms"):
@@ -203,11 +256,15 @@ def high(d: Path) -> str:
             c = _cmp(t[t["region"] == "r1"], r.noisy, conds, conds, new_rows=t[t["region"] != "r1"])
             rows += [(be != "mariadb", int(x["regions"]), int(rtt[:-2]), x["scenario"], be, rtt, x) for _, x in c.iterrows()]
     lines = ["| backend | regions | RTT | scenario | r1: mean [95 % CI] (iterations/runs) | far regions: mean [95 % CI] "
-             "| far vs r1 [95 % CI] | verdict | CPU-s per iteration · CPU pressure |", "|---|---|---|---|---|---|---|---|---|"]
+             "| far vs r1, paired on the trial [95 % CI] | verdict | CPU-s per iteration · CPU pressure |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for *_, sc, be, rtt, x in sorted(rows, key=lambda z: z[:4]):
-        lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {x['regions']} | {rtt} | {SCEN.get(sc, sc)} "
-                     f"| {_mean(x, 'base')} | {_mean(x, 'new')} | {_pct(x['delta'], x['delta_lo'], x['delta_hi'])} "
-                     f"| {CHANGE[x['verdict']]} | {_cost(r, backend=be, regions=str(x['regions']), rtt=rtt, load='high')} |")
+        n = str(x["regions"])
+        p = paired_change(_at(near, backend=be, regions=n, rtt=rtt, scenario=sc),
+                          _at(far, backend=be, regions=n, rtt=rtt, scenario=sc), BLOCK)
+        lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {n} | {rtt} | {SCEN.get(sc, sc)} "
+                     f"| {_mean(x, 'base')} | {_mean(x, 'new')} | {_paired(p)} "
+                     f"| {CHANGE[_says(p)]} | {_cost(r, backend=be, regions=n, rtt=rtt, load='high')} |")
     return _table(lines, "no high-load trials in the data")
 
 
@@ -401,44 +458,42 @@ def findings(d: Path) -> str:
     def cell(x) -> str:
         return _pct(x["delta"], x["delta_lo"], x["delta_hi"])
 
-    # 1. light load, no delay: MariaDB faster than Galera at every size
-    have = {(str(x["regions"]), x["scenario"]): x for _, x in (_cmp(t, r.noisy, ["backend=mariadb", "rtt=0ms", "load=light"],
-            ["backend=galera", "rtt=0ms", "load=light"]).iterrows() if _has(t, "light", "0ms") else [])}
+    # 1. light load, no delay: MariaDB faster than Galera at every size (paired on the round)
+    u = _at(_units(r), load="light")
+    auth = "KeystoneBasic.authenticate_user_and_validate_token"
     for n in ("3", "9", "45"):
-        x = have.get((n, "KeystoneBasic.authenticate_user_and_validate_token"))
-        if x is None:
+        at = _at(u, regions=n, rtt="0ms", scenario=auth)
+        p = paired_change(_at(at, backend="mariadb"), _at(at, backend="galera"), BLOCK)
+        if not p.blocks:
             rows.append(f"| Light load, {n} regions, no delay: MariaDB faster than Galera (authenticate) | MariaDB < Galera < CockroachDB "
                         "(figure 7) | — | **not measured yet** (the campaign's later sittings) |")
             continue
         v = {"up": "**agrees** (Galera slower)", "down": "**contradicts** (Galera faster)",
-             "too-few": "**cannot tell (n too small)**",
-             "one-deployment": "**cannot tell (n too small: one deployment a side so far)**"}.get(
-            x["verdict"], f"**{CHANGE[x['verdict']]}** which is faster")
+             "same": f"**contradicts** (no difference within ±{RELATIVE_BOUND:.0%})",
+             "too-few": "**cannot tell (n too small)**"}.get(_says(p), "**cannot tell** which is faster")
         rows.append(f"| Light load, {n} regions, no delay: MariaDB faster than Galera (authenticate) | MariaDB < Galera < "
-                    f"CockroachDB (figure 7) | Galera vs MariaDB mean: {cell(x)} ({x['base_n']} / {x['new_n']} iterations/runs) "
+                    f"CockroachDB (figure 7) | Galera vs MariaDB mean, paired on the round: {_paired(p)} "
                     f"| {v}; CockroachDB: cannot run here |")
-    # 2. delay at 9 regions (the study's delay test), light load
+    # 2. delay at 9 regions (the study's delay test), light load, paired on the round
     for be, sc, claim, study in (
-            ("mariadb", "KeystoneBasic.authenticate_user_and_validate_token", "MariaDB handles delay (Rally beside it)", "✓ (table 4)"),
+            ("mariadb", auth, "MariaDB handles delay (Rally beside it)", "✓ (table 4)"),
             ("mariadb", "KeystoneBasic.create_user_update_password", "MariaDB handles delay, writes too", "✓ (table 4)"),
-            ("galera", "KeystoneBasic.authenticate_user_and_validate_token", "Galera: reads handle delay", "✓ reads (table 4)"),
+            ("galera", auth, "Galera: reads handle delay", "✓ reads (table 4)"),
             ("galera", "KeystoneBasic.create_user_update_password", "Galera: writes suffer from delay", "✗ writes (table 4)")):
-        x = None
-        if _has(t, "light", "300ms", regions="9", backend=be):
-            c = _cmp(t, r.noisy, [f"backend={be}", "rtt=0ms", "load=light"], [f"backend={be}", "rtt=300ms", "load=light"])
-            x = next((y for _, y in c.iterrows() if str(y["regions"]) == "9" and y["scenario"] == sc), None)
-        if x is None:
+        here = _at(u, regions="9", backend=be, scenario=sc)
+        p = paired_change(_at(here, rtt="0ms"), _at(here, rtt="300ms"), BLOCK)
+        if not p.blocks:
             rows.append(f"| {claim}: 9 regions, RTT 300 vs 0 ms | {study} | — | **not measured yet** |")
             continue
-        want_growth = "writes suffer" in claim
-        if x["verdict"] in ("too-few", "one-deployment"):
-            v = f"**{CHANGE[x['verdict']]}**"
-        elif want_growth:
-            v = "**agrees**" if x["verdict"] == "up" else ("**contradicts**" if x["verdict"] in ("same", "down") else "**cannot tell**")
+        said = _says(p)
+        if said == "too-few":
+            v = f"**{CHANGE[said]}**"
+        elif "writes suffer" in claim:
+            v = "**agrees**" if said == "up" else ("**contradicts**" if said in ("same", "down") else "**cannot tell**")
         else:
             v = {"same": f"**agrees** (no effect within ±{RELATIVE_BOUND:.0%})", "up": "**contradicts** (grows)",
-                 "down": "**agrees** (shrinks)"}.get(x["verdict"], f"**cannot tell** (the interval allows more than ±{RELATIVE_BOUND:.0%})")
-        rows.append(f"| {claim}: 9 regions, RTT 300 vs 0 ms | {study} | mean {cell(x)} ({x['new_n']} at 300 ms) | {v} |")
+                 "down": "**agrees** (shrinks)"}.get(said, f"**cannot tell** (the interval allows more than ±{RELATIVE_BOUND:.0%})")
+        rows.append(f"| {claim}: 9 regions, RTT 300 vs 0 ms | {study} | mean, paired on the round: {_paired(p)} | {v} |")
     # 3. high load
     rows.append("| High load, 45 regions: Galera's mean time ×4 (120 → 475 ms from 3 to 45 regions) | ×4 | "
                 + _high_size(t, r.noisy) + " | **not measured at 45 regions**: high load runs at 3 and 9 (45 × 10 Rally users "
