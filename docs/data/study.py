@@ -23,7 +23,7 @@ import pandas as pd
 from wanwide.pipeline.results.ci import t975, verdict
 from wanwide.pipeline.results.compare import COLUMNS, SelectError, compare, select
 from wanwide.pipeline.results.headline import RELATIVE_BOUND
-from wanwide.pipeline.results.paired import Paired, paired_change, unit_means
+from wanwide.pipeline.results.paired import BLOCK, Paired, paired_change, unit_means
 from wanwide.pipeline.results.report import read_sources
 from wanwide.pipeline.results.runs import machine
 from wanwide.pipeline.results.stats import STUDY_READ_PCT
@@ -167,7 +167,6 @@ def machine_of(m: dict) -> str:
     return "first machine" if str((m.get("start") or {}).get("actual") or "") < SECOND_MACHINE_FROM else "second machine"
 
 
-BLOCK = ["round", "machine"]  # a round's points on one machine: one deployment where they share it, else one sitting
 
 
 def _units(r, regions: set[str] | None = None) -> pd.DataFrame:

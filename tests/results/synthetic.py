@@ -63,17 +63,20 @@ Median = Callable[[str, float, str], float]  # (backend, rtt ms, load) -> median
 
 def study(root: Path, median: Median, *, backends=("mariadb", "galera"), rtts=(0, 100, 300),
           loads=("light", "high"), reps: int = 3, n: int = 30, sigma: float = 0.2, run_sd: float = 0.0,
-          seed: int = 1, benchmark: str = "syn", contention: Callable[[int], dict | None] | None = None) -> Path:
+          seed: int = 1, benchmark: str = "syn", contention: Callable[[int], dict | None] | None = None,
+          block_sd: float = 0.0) -> Path:
     """Every point × repetition as a bundle. fetch_token ~ median × lognormal(0, sigma) × the run's
-    factor exp(N(0, run_sd)); validate_token is a tenth of it. Returns ``root``."""
+    factor exp(N(0, run_sd)) × the repetition's factor exp(N(0, block_sd)), shared by every point of
+    that repetition (a sitting, a machine); validate_token is a tenth of it. Returns ``root``."""
     rng = np.random.default_rng(seed)
+    block = np.exp(rng.normal(0, block_sd, reps)) if block_sd else np.ones(reps)
     k = 0
     for b in backends:
         for rtt in rtts:
             for load in loads:
                 for rep in range(reps):
                     run_factor = float(np.exp(rng.normal(0, run_sd))) if run_sd else 1.0
-                    fetch = median(b, rtt, load) * run_factor * np.exp(rng.normal(0, sigma, n))
+                    fetch = median(b, rtt, load) * run_factor * block[rep] * np.exp(rng.normal(0, sigma, n))
                     params = {"backend": b, "rtt": f"{rtt}ms", "load": load}
                     write_bundle(root, benchmark, f"t{k:03d}", rep, params, "r1",
                                  {ACTIONS[0]: fetch, ACTIONS[1]: fetch / 10},

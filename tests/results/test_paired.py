@@ -92,3 +92,8 @@ def test_unit_means_keep_the_load_regions_asked_and_name_round_deployment_machin
     assert u[["trial", "round", "deployment", "machine", "mean", "n"]].to_dict("records") == [
         {"trial": "t0", "round": 2, "deployment": "d9", "machine": "EPYC · boot 01234567", "mean": 2.0, "n": 2}]
     assert unit_means(pd.DataFrame(rows), m)["mean"].tolist() == [14 / 3]
+
+
+def test_a_deployment_not_recorded_is_not_counted_as_shared():
+    p = paired_change(_units([10.0, 12.0], ["", "d"]), _units([11.0, 13.0], ["", "d"]), ["round", "machine"])
+    assert p.blocks == 2 and p.shared == 1

@@ -81,7 +81,12 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
         "when there are several (docs/results.md).")
     p.add_argument("base", metavar="BASE")
     p.add_argument("new", metavar="NEW")
-    p.add_argument("--stat", choices=["median", "mean"], default="median")
+    p.add_argument("--stat", choices=["median", "mean"], default=None, help="median (default) or mean")
+    p.add_argument("--paired", action="store_true",
+                   help="pair the change inside each repetition on one machine (the RTTs re-shaped on one deployment, "
+                   "the backends of one round, …): per repetition the ratio of its two means, a t interval over "
+                   "repetitions; for two sides of one campaign (one directory, --base-where/--new-where), where "
+                   "every repetition measured both; compares means")
     p.add_argument("--total-only", action="store_true", help="only each scenario's Total (whole iterations)")
     p.add_argument("--csv", metavar="FILE", help="also write the comparison as CSV")
     p.add_argument("--base-where", action="append", default=[], metavar="NAME=VALUE",
@@ -98,10 +103,15 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_compare(args) -> int:
     import tempfile
 
-    from wanwide.pipeline.results.compare import SelectError, Text, compare, select
+    from wanwide.pipeline.results.compare import SelectError, Text, compare, pair, select
     from wanwide.pipeline.results.ingest import IngestError
     from wanwide.pipeline.results.report import read_sources
 
+    if args.paired and args.stat == "median":
+        print("wanwide: error: --paired compares means (a ratio of two means per repetition): drop --stat median "
+              "or use --stat mean", file=sys.stderr)
+        return 2
+    stat = args.stat or ("mean" if args.paired else "median")
     try:
         with tempfile.TemporaryDirectory(prefix="wanwide-compare-") as tmp:
             sides = [read_sources([src], Path(tmp) / name, s3=s3_options(args), noisy_threshold=args.noisy_threshold)
@@ -115,7 +125,9 @@ def cmd_compare(args) -> int:
     except SelectError as e:
         print(f"wanwide: error: {e}", file=sys.stderr)
         return 2
-    c = compare(chosen[0][0], chosen[1][0], args.stat)
+    c = compare(chosen[0][0], chosen[1][0], stat)
+    if args.paired:
+        c = pair(c, chosen[0][0], chosen[1][0], (sides[0].manifests, sides[1].manifests))
     if args.csv:
         csv = c.copy()
         for i, (k, (b, n)) in enumerate(c.attrs["changed"].items()):
@@ -127,7 +139,7 @@ def cmd_compare(args) -> int:
             verb = "left out" if args.exclude_noisy else "included (--exclude-noisy leaves them out)"
             print(f"{name}: {len(noisy)} noisy trial(s) {verb}: "
                   + ", ".join(f"{b}/{t}" for b, t in sorted(noisy)), file=sys.stderr)
-    sys.stdout.write(Text(args.stat).render(c, args.total_only))
+    sys.stdout.write(Text(stat).render(c, args.total_only))
     return 0
 
 

@@ -31,6 +31,7 @@ from wanwide.pipeline.results.ci import (
 )
 from wanwide.pipeline.results.headline import LEGEND, RELATIVE_BOUND
 from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
+from wanwide.pipeline.results.paired import BLOCK, paired_change, unit_means
 from wanwide.pipeline.results.runs import in_trials
 from wanwide.pipeline.results.stats import ordered_params, param_columns, run_ids
 
@@ -125,6 +126,32 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.D
     return out
 
 
+def pair(c: pd.DataFrame, base: pd.DataFrame, new: pd.DataFrame, manifests: tuple[list[dict], list[dict]],
+         block: list[str] = BLOCK) -> pd.DataFrame:
+    """``compare``'s rows (``stat="mean"``) with each change paired instead (pipeline/results/paired.py): per
+    block (a repetition on one machine) the log ratio of its two means, a t interval over blocks and the
+    one-sample t test's p. ``blocks`` says how many blocks paired and how many shared one deployment."""
+    pnames = [x for x in c.columns if x not in COLUMNS]
+    ub, un = (unit_means(side, m, action=None) for side, m in ((base, manifests[0]), (new, manifests[1])))
+    out = c.copy()
+    out["blocks"] = ""
+    for i, r in c.iterrows():
+        def rows(u: pd.DataFrame, r: pd.Series = r) -> pd.DataFrame:
+            keep = (u["scenario"] == str(r["scenario"])) & (u["action"] == str(r["action"]))
+            for p in pnames:
+                if pd.notna(r[p]):
+                    keep &= u[PARAM_PREFIX + p] == str(r[p])
+            return u[keep]
+
+        p = paired_change(rows(ub), rows(un), block)
+        said = verdict(p.lo, p.hi, RELATIVE_BOUND) if p.defined else TOO_FEW
+        out.loc[i, ["delta", "delta_lo", "delta_hi", "p"]] = [p.value, p.lo, p.hi, p.p]
+        out.loc[i, ["significant", "verdict", "blocks"]] = [bool(p.defined and (p.lo > 0 or p.hi < 0)), said,
+                                                            f"{p.blocks}/{p.shared}"]
+    out.attrs = {**c.attrs, "paired": True}
+    return out
+
+
 def _half(e: Estimate) -> float:
     """Half the interval's width relative to the estimate (benchstat's ``±``)."""
     return (e.hi - e.lo) / 2 / abs(e.value) if e.defined and e.value else np.nan
@@ -141,19 +168,23 @@ class Text:
         head = "".join(f"{k}: {b} (base) -> {n} (new)\n" for k, (b, n) in change.items())
         if c.empty:
             return head + "no group (parameters, scenario, action) is on both sides\n"
-        pnames = [x for x in c.columns if x not in COLUMNS]
+        pnames = [x for x in c.columns if x not in COLUMNS and x != "blocks"]
         rows = c[c["action"] == TOTAL] if only_total else c
         name = [(", ".join(f"{p}={r[p]}" for p in pnames if pd.notna(r[p])) + " " if pnames else "")
                 + f"{r['scenario'].split('.')[-1]} {r['action']}" for _, r in rows.iterrows()]
         w = max(len(x) for x in [*name, "group"])
         cols = f"{'group':<{w}}  {'base ' + self.stat + ' (s)':>22}  {'new ' + self.stat + ' (s)':>22}  vs base"
         lines = [*head.splitlines(), cols, "-" * len(cols)]
+        paired = bool(c.attrs.get("paired"))
         for label, (_, r) in zip(name, rows.iterrows(), strict=True):
+            blocks = f"  ({r['blocks'].split('/')[0]} blocks, {r['blocks'].split('/')[1]} on one deployment)" if paired else ""
             lines.append(f"{label:<{w}}  {_cell(r['base'], r['base_ci'], r['base_n']):>22}  "
-                         f"{_cell(r['new'], r['new_ci'], r['new_n']):>22}  {_delta(r)}")
+                         f"{_cell(r['new'], r['new_ci'], r['new_n']):>22}  {_delta(r)}{blocks}")
         sig = int(rows["significant"].sum())
+        how = ("Paired: per block (a repetition on one machine) the ratio of its two means, a t interval "
+               "over blocks; p: t test over blocks" if paired else "p: Mann-Whitney U over runs (iterations with one run)")
         lines += ["", f"{sig} of {len(rows)} differ significantly (95 % interval of the relative difference "
-                      f"excludes 0); {LEGEND}. p: Mann-Whitney U over runs (iterations with one run).",
+                      f"excludes 0); {LEGEND}. {how}.",
                   "n = iterations/runs; ± = half the 95 % interval."]
         return "\n".join(lines) + "\n"
 

@@ -34,7 +34,7 @@ from wanwide.pipeline.results.ci import CONFIDENCE, Z
 from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 from wanwide.pipeline.results.runs import machine
 
-UNIT_COLUMNS = ["benchmark", "trial", "scenario", "round", "deployment", "machine", "mean", "var", "n"]
+BLOCK = ["round", "machine"]  # the default block: a repetition's points measured on one machine
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class Paired:
     hi: float
     blocks: int
     shared: int
+    p: float = math.nan  # two-sided one-sample t test of the blocks' log ratios (scipy.stats.ttest_1samp)
 
     @property
     def defined(self) -> bool:
@@ -58,15 +59,18 @@ def _machine_of(m: dict[str, Any]) -> str:
 
 
 def unit_means(table: pd.DataFrame, manifests: list[dict[str, Any]], regions: set[str] | None = None,
-               machine_of=_machine_of) -> pd.DataFrame:
-    """One row per trial and scenario: the mean and variance of its successful iterations' Total (of
-    the load regions in ``regions``, every one if None), their count, the trial's parameters
-    (``param.*``), its round (repetition), deployment id and machine (``machine_of(manifest)``)."""
-    t = table[(table["action"].astype(str) == TOTAL) & table["error_type"].isna() & table["action_duration"].notna()]
+               machine_of=_machine_of, action: str | None = TOTAL) -> pd.DataFrame:
+    """One row per trial, scenario and action (``action`` only, every one if None): the mean and
+    variance of its successful iterations' durations (of the load regions in ``regions``, every one if
+    None), their count, the trial's parameters (``param.*``), its round (repetition), deployment id
+    and machine (``machine_of(manifest)``)."""
+    t = table[table["error_type"].isna() & table["action_duration"].notna()]
+    if action is not None:
+        t = t[t["action"].astype(str) == action]
     if regions is not None:
         t = t[t["region"].astype(str).isin(regions)]
     params = [c for c in t.columns if c.startswith(PARAM_PREFIX)]
-    keys = ["benchmark", "trial_id", "scenario"]
+    keys = ["benchmark", "trial_id", "scenario", "action"]
     g = t.groupby(keys, observed=True)
     out = g["action_duration"].agg(mean="mean", var="var", n="size").reset_index()
     for c in params:
@@ -78,10 +82,11 @@ def unit_means(table: pd.DataFrame, manifests: list[dict[str, Any]], regions: se
     out["machine"] = [machine_of(m) if m else "" for m in found]
     out = out.rename(columns={"trial_id": "trial"})
     out["scenario"] = out["scenario"].astype(str)
+    out["action"] = out["action"].astype(str)
     return out
 
 
-def paired_change(base: pd.DataFrame, new: pd.DataFrame, block: list[str]) -> Paired:
+def paired_change(base: pd.DataFrame, new: pd.DataFrame, block: list[str] = BLOCK) -> Paired:
     """The change from ``base`` to ``new`` (``unit_means`` rows of one point each, e.g. RTT 0 and 300 ms
     of one backend, size and scenario), paired on the ``block`` columns; blocks on one side only are left out."""
     b = base.groupby(block, dropna=False)[["mean", "var", "n", "deployment"]].first()
@@ -92,7 +97,7 @@ def paired_change(base: pd.DataFrame, new: pd.DataFrame, block: list[str]) -> Pa
     if k == 0:
         return Paired(math.nan, math.nan, math.nan, 0, 0)
     d = np.log(j["mean_n"].to_numpy(float) / j["mean_b"].to_numpy(float))
-    shared = int((j["deployment_b"] == j["deployment_n"]).sum())
+    shared = int(((j["deployment_b"] == j["deployment_n"]) & (j["deployment_b"] != "")).sum())  # "": not recorded
     center = float(d.mean())
     if k < 2:
         return Paired(math.expm1(center), math.nan, math.nan, k, shared)
@@ -100,5 +105,7 @@ def paired_change(base: pd.DataFrame, new: pd.DataFrame, block: list[str]) -> Pa
     within = (j["var_b"].fillna(0) / (j["n_b"] * j["mean_b"] ** 2) + j["var_n"].fillna(0) / (j["n_n"] * j["mean_n"] ** 2))
     floor = Z * math.sqrt(float(within.sum())) / k
     q = float(stats.t.ppf((1 + CONFIDENCE) / 2, k - 1))
-    half = max(q * float(np.std(d, ddof=1)) / math.sqrt(k), floor)
-    return Paired(math.expm1(center), math.expm1(center - half), math.expm1(center + half), k, shared)
+    sd = float(np.std(d, ddof=1))
+    half = max(q * sd / math.sqrt(k), floor)
+    p = float(stats.ttest_1samp(d, 0.0).pvalue) if sd > 0 else (0.0 if center else 1.0)
+    return Paired(math.expm1(center), math.expm1(center - half), math.expm1(center + half), k, shared, p)
