@@ -188,7 +188,9 @@ def _paired(p: Paired) -> str:
         return "—"
     on = ("deployment" if p.shared == p.blocks else "round") + ("s" if p.blocks > 1 else "")
     mixed = f", {p.shared} on one deployment" if 0 < p.shared < p.blocks else ""
-    return f"{_pct(p.value, p.lo, p.hi)} ({p.blocks} {on}{mixed})"
+    near = p.defined and max(abs(p.lo), abs(p.hi)) < 1  # near the ±10 % bound a rounded +10 % would mislead
+    cell = f"{p.value:+.1%} [{p.lo:+.1%}, {p.hi:+.1%}]" if near else _pct(p.value, p.lo, p.hi)
+    return f"{cell} ({p.blocks} {on}{mixed})"
 
 
 def _says(p: Paired) -> str:
