@@ -548,8 +548,40 @@ FIGURES = {  # page figure name → (data set, the slice `wanwide report --where
 }
 
 
+COMPARED = {  # page figure name → (data set, base and new slices): `wanwide compare --paired --total-only --plot`
+    "delay-paired-100": ("study", ["load=light", "rtt=0ms"], ["load=light", "rtt=100ms"]),
+    "delay-paired-300": ("study", ["load=light", "rtt=0ms"], ["load=light", "rtt=300ms"]),
+}
+
+
+def compare_args(name: str, out: str = "OUT.png") -> list[str]:
+    """The `wanwide compare` arguments that draw one of the COMPARED figures (``out``: its PNG)."""
+    data, base, new = COMPARED[name]
+    src = f"docs/data/{data}"
+    return ["compare", src, src, *[a for c in base for a in ("--base-where", c)],
+            *[a for c in new for a in ("--new-where", c)], "--paired", "--total-only", "--plot", out]
+
+
 def draw(name: str, out: Path) -> Path:
-    """One figure of the page as `wanwide report DATA --where ...` draws it (into ``out``)."""
+    """One figure of the page as `wanwide report DATA --where ...` (or, for COMPARED, `wanwide compare
+    … --plot`) draws it (into ``out``)."""
+    if name in COMPARED:
+        import contextlib
+        import io
+        import os
+
+        from wanwide.cli import main
+
+        out.mkdir(parents=True, exist_ok=True)
+        png = out / f"{name}.png"
+        cwd = os.getcwd()
+        try:
+            os.chdir(HERE.parents[1])
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert main(compare_args(name, str(png))) == 0, f"wanwide {' '.join(compare_args(name))} failed"
+        finally:
+            os.chdir(cwd)
+        return png
     from wanwide.pipeline.results.report import build_report
 
     data, conds, file = FIGURES[name]
@@ -563,19 +595,31 @@ CAPTIONS = {
     "delay-9-authenticate": "Light load, 9 regions: mean time of each action by RTT (authenticate)",
     "delay-9-create_user": "Light load, 9 regions: mean time of each action by RTT (create_user_update_password)",
     "high-cdf-authenticate": "High load, no delay: CDF of an iteration's time (authenticate), per backend and size",
+    "delay-paired-100": "Light load: the change of each point's mean from RTT 0 to 100 ms, paired per repetition, with its 95 % interval",
+    "delay-paired-300": "Light load: the change of each point's mean from RTT 0 to 300 ms, paired per repetition, with its 95 % interval",
 }
 
 
+def _slice(t: pd.DataFrame, conds: list[str]) -> pd.DataFrame:
+    """The rows with every ``NAME=VALUE`` of ``conds`` (none when a parameter is missing)."""
+    for cond in conds:
+        k, _, v = cond.partition("=")
+        t = t[t[f"param.{k}"].astype(str) == v] if f"param.{k}" in t else t.iloc[:0]
+    return t
+
+
 def drawable() -> list[str]:
-    """The page's figures whose slice of the data has iterations of their scenario."""
+    """The page's figures whose slices of the data have iterations (of their scenario, for the report's)."""
     out = []
+    for name, (data, base, new) in COMPARED.items():
+        if (HERE / data / "dataset.json").is_file():
+            t = _read(HERE / data).table
+            if len(_slice(t, base)) and len(_slice(t, new)):
+                out.append(name)
     for name, (data, conds, file) in FIGURES.items():
         if not (HERE / data / "dataset.json").is_file():
             continue
-        t = _read(HERE / data).table
-        for cond in conds:
-            k, _, v = cond.partition("=")
-            t = t[t[f"param.{k}"].astype(str) == v] if f"param.{k}" in t else t.iloc[:0]
+        t = _slice(_read(HERE / data).table, conds)
         scen = file.split("-", 1)[1].removesuffix(".png")
         if len(t) and (t["scenario"].astype(str) == scen).any():
             out.append(name)
@@ -586,9 +630,12 @@ def figure_links(_d: Path) -> str:
     """The figures block: every drawable figure of the page, as `wanwide report --where` draws it."""
     lines = []
     for name in drawable():
-        data, conds, _ = FIGURES[name]
-        lines += [f"![{CAPTIONS[name]}](img/study/{name}.png)", "",
-                  f"*`wanwide report docs/data/{data} {' '.join('--where ' + c for c in conds)} -o OUT`*", ""]
+        if name in COMPARED:
+            how = "wanwide " + " ".join(compare_args(name))
+        else:
+            data, conds, _ = FIGURES[name]
+            how = f"wanwide report docs/data/{data} {' '.join('--where ' + c for c in conds)} -o OUT"
+        lines += [f"![{CAPTIONS[name]}](img/study/{name}.png)", "", f"*`{how}`*", ""]
     return "\n".join(lines).rstrip("\n") or "*No figure yet: no slice of the data has iterations.*"
 
 

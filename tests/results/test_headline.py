@@ -178,8 +178,11 @@ def test_compare_paired_cancels_what_a_repetition_shares(tmp_path):
     args = ["compare", str(d), str(d), "--base-where", "rtt=0ms", "--new-where", "rtt=100ms", "--total-only"]
     p = _wanwide(*args, "--stat", "mean", "--csv", str(tmp_path / "u.csv"))
     assert p.returncode == 0, p.stderr
-    q = _wanwide(*args, "--paired", "--csv", str(tmp_path / "p.csv"))
+    q = _wanwide(*args, "--paired", "--csv", str(tmp_path / "p.csv"), "--plot", str(tmp_path / "p.png"))
     assert q.returncode == 0, q.stderr
+    from matplotlib.image import imread
+
+    assert imread(tmp_path / "p.png").shape[1] == 1100 and (tmp_path / "p.svg").stat().st_size > 0  # 10 in at 110 dpi
     assert "(4 blocks, 0 on one deployment)" in q.stdout and "t test over blocks" in q.stdout
     with open(tmp_path / "u.csv") as fh:
         u = next(r for r in csv.DictReader(fh) if r["action"] == "Total")

@@ -97,3 +97,17 @@ def test_unit_means_keep_the_load_regions_asked_and_name_round_deployment_machin
 def test_a_deployment_not_recorded_is_not_counted_as_shared():
     p = paired_change(_units([10.0, 12.0], ["", "d"]), _units([11.0, 13.0], ["", "d"]), ["round", "machine"])
     assert p.blocks == 2 and p.shared == 1
+
+
+def test_compare_lists_numbers_by_value_and_the_plot_keeps_its_ticks_apart():
+    """3, 9, 45 regions in that order (not 3, 45, 9), and the forest plot's change ticks never overlap."""
+    from wanwide.pipeline.results.figures import _spaced
+
+    rows = [{"param.regions": n, "scenario": "s", "action": "Total", "action_duration": d, "error_type": None,
+             "benchmark": "b", "trial_id": f"t{n}{i}", "source": "x"}
+            for n in ("45", "3", "9") for i, d in enumerate((1.0, 1.1, 1.2))]
+    t = pd.DataFrame(rows)
+    assert compare(t.copy(), t.copy(), "mean")["regions"].tolist() == ["3", "9", "45"]
+    ticks = _spaced([-0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5, 1.0])
+    logs = np.log1p(ticks)
+    assert 0.0 in ticks and (np.diff(logs) >= 0.15).all(), ticks

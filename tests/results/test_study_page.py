@@ -31,15 +31,23 @@ def test_every_block_of_the_page_is_regenerated_from_its_data_set():
 
 
 def test_every_figure_of_the_page_is_what_wanwide_report_draws_from_the_data(tmp_path):
-    """Item 5: the page's figures are `wanwide report DATA --where ...`'s, redrawn here from the committed
-    data set and compared byte for byte with the committed PNG (a figure left stale after new data fails)."""
+    """Item 5: the page's figures are `wanwide report DATA --where ...`'s (and `wanwide compare … --plot`'s),
+    redrawn here from the committed data set and compared byte for byte with the committed PNG (a figure
+    left stale after new data fails)."""
     import re
 
     study = _study()
     named = set(re.findall(r"\(img/study/([\w-]+)\.png\)", (DOCS / "results-study.md").read_text()))
-    assert named <= set(study.FIGURES), f"figures on the page that docs/data/study.py cannot draw: {named - set(study.FIGURES)}"
+    can = set(study.FIGURES) | set(study.COMPARED)
+    assert named <= can, f"figures on the page that docs/data/study.py cannot draw: {named - can}"
+    assert named & set(study.COMPARED), "the page shows no paired change as a figure"
     drawn: dict[tuple, Path] = {}
-    for name in sorted(named):
+    for name in sorted(named & set(study.COMPARED)):
+        png = study.draw(name, tmp_path / name)
+        committed = DOCS / "img" / "study" / f"{name}.png"
+        assert committed.is_file() and committed.read_bytes() == png.read_bytes(), \
+            f"docs/img/study/{name}.png is not what the data gives: run docs/data/study.py --figures"
+    for name in sorted(named - set(study.COMPARED)):
         data, conds, file = study.FIGURES[name]
         key = (data, tuple(conds))
         if key not in drawn:

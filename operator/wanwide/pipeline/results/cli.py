@@ -89,6 +89,7 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
                    "every repetition measured both; compares means")
     p.add_argument("--total-only", action="store_true", help="only each scenario's Total (whole iterations)")
     p.add_argument("--csv", metavar="FILE", help="also write the comparison as CSV")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the changes with their intervals (PNG, and SVG beside it)")
     p.add_argument("--base-where", action="append", default=[], metavar="NAME=VALUE",
                    help="only BASE's results with this parameter value (repeatable); e.g. "
                    "`compare DIR DIR --base-where backend=mariadb --new-where backend=galera`")
@@ -103,7 +104,7 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_compare(args) -> int:
     import tempfile
 
-    from wanwide.pipeline.results.compare import SelectError, Text, compare, pair, select
+    from wanwide.pipeline.results.compare import SelectError, Text, compare, pair, plot, select
     from wanwide.pipeline.results.ingest import IngestError
     from wanwide.pipeline.results.report import read_sources
 
@@ -139,6 +140,8 @@ def cmd_compare(args) -> int:
             verb = "left out" if args.exclude_noisy else "included (--exclude-noisy leaves them out)"
             print(f"{name}: {len(noisy)} noisy trial(s) {verb}: "
                   + ", ".join(f"{b}/{t}" for b, t in sorted(noisy)), file=sys.stderr)
+    if args.plot:
+        plot(c, Path(args.plot), args.total_only)
     sys.stdout.write(Text(stat).render(c, args.total_only))
     return 0
 

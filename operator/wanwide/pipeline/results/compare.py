@@ -14,6 +14,7 @@ one directory. Intervals and replicates: pipeline/results/ci.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ from wanwide.pipeline.results.headline import LEGEND, RELATIVE_BOUND
 from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 from wanwide.pipeline.results.paired import BLOCK, paired_change, unit_means
 from wanwide.pipeline.results.runs import in_trials
-from wanwide.pipeline.results.stats import ordered_params, param_columns, run_ids
+from wanwide.pipeline.results.stats import natural, ordered_params, param_columns, run_ids
 
 COLUMNS = ["scenario", "action", "base", "base_ci", "base_lo", "base_hi", "base_n", "new", "new_ci", "new_lo",
            "new_hi", "new_n", "delta", "delta_lo", "delta_hi", "p", "significant", "verdict"]
@@ -122,6 +123,9 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.D
                      "delta": r.value, "delta_lo": r.lo, "delta_hi": r.hi, "p": u_test(b[key].units, n[key].units),
                      "significant": r.significant, "verdict": verdict(r.lo, r.hi, RELATIVE_BOUND)})
     out = pd.DataFrame(rows, columns=[c[len(PARAM_PREFIX):] for c in pcols] + COLUMNS)
+    names = [c[len(PARAM_PREFIX):] for c in pcols]
+    if names and len(out):  # 3, 9, 45 regions, not 3, 45, 9; scenario and action as they were
+        out = out.sort_values(names, key=natural, kind="stable").reset_index(drop=True)
     out.attrs["changed"] = change
     return out
 
@@ -157,6 +161,28 @@ def _half(e: Estimate) -> float:
     return (e.hi - e.lo) / 2 / abs(e.value) if e.defined and e.value else np.nan
 
 
+def labels(c: pd.DataFrame, varying_only: bool = False) -> list[str]:
+    """Each row's group in words: its parameters (``varying_only``: those not the same on every row), the
+    scenario's short name, the action."""
+    pnames = [x for x in c.columns if x not in COLUMNS and x != "blocks"
+              and not (varying_only and c[x].astype(str).nunique() < 2)]
+    return [(", ".join(f"{p}={r[p]}" for p in pnames if pd.notna(r[p])) + " " if pnames else "")
+            + f"{r['scenario'].split('.')[-1]} {r['action']}" for _, r in c.iterrows()]
+
+
+def plot(c: pd.DataFrame, path: Path, only_total: bool = False) -> Path:
+    """``compare``'s rows as a forest plot (figures.plot_changes), titled with what changed."""
+    from wanwide.pipeline.results.figures import plot_changes
+
+    rows = c[c["action"] == TOTAL] if only_total else c
+    change = ", ".join(f"{k}: {b} → {n}" for k, (b, n) in (c.attrs.get("changed") or {}).items()) or "base → new"
+    pnames = [x for x in c.columns if x not in COLUMNS and x != "blocks"]
+    same = ", ".join(f"{p}={rows[p].iloc[0]}" for p in pnames if len(rows) and rows[p].astype(str).nunique() < 2)
+    how = "paired per repetition" if c.attrs.get("paired") else "unpaired"
+    title = f"{change} ({how})" + (f"; all: {same}" if same else "")
+    return plot_changes(rows, labels(rows, varying_only=True), path, RELATIVE_BOUND, title)
+
+
 @dataclass
 class Text:
     """``compare``'s table as text, benchstat's way."""
@@ -168,10 +194,8 @@ class Text:
         head = "".join(f"{k}: {b} (base) -> {n} (new)\n" for k, (b, n) in change.items())
         if c.empty:
             return head + "no group (parameters, scenario, action) is on both sides\n"
-        pnames = [x for x in c.columns if x not in COLUMNS and x != "blocks"]
         rows = c[c["action"] == TOTAL] if only_total else c
-        name = [(", ".join(f"{p}={r[p]}" for p in pnames if pd.notna(r[p])) + " " if pnames else "")
-                + f"{r['scenario'].split('.')[-1]} {r['action']}" for _, r in rows.iterrows()]
+        name = labels(rows)
         w = max(len(x) for x in [*name, "group"])
         cols = f"{'group':<{w}}  {'base ' + self.stat + ' (s)':>22}  {'new ' + self.stat + ' (s)':>22}  vs base"
         lines = [*head.splitlines(), cols, "-" * len(cols)]

@@ -264,3 +264,47 @@ def plot_rtt(rtt: pd.DataFrame, out_dir: Path) -> Path | None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(plt, fig, out_dir / "rtt.png")
+
+
+# ---------------------------------------------------------------- changes (compare)
+_CHANGE_TICKS = (-0.9, -0.5, -0.2, -0.1, 0.0, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+_VERDICT_COLOR = {"up": "tab:red", "down": "tab:blue", "same": "tab:green"}
+
+
+def _spaced(ticks: list[float], gap: float = 0.15) -> list[float]:
+    """Ticks (relative changes) at least ``gap`` apart on the log-ratio axis, kept outwards from 0."""
+    keep: list[float] = []
+    for t in sorted(ticks, key=lambda t: abs(np.log1p(t))):
+        if all(abs(np.log1p(t) - np.log1p(k)) >= gap for k in keep):
+            keep.append(t)
+    return sorted(keep)
+
+
+def plot_changes(rows: pd.DataFrame, labels: list[str], path: Path, bound: float, title: str) -> Path:
+    """A forest plot of ``compare``'s rows: each group's relative change (dot) with its 95 % interval (bar)
+    on a log-ratio axis (×2 and ÷2 equally far from 0), the ±``bound`` band of "no effect" shaded; red grows,
+    blue shrinks, green no effect, grey cannot tell. PNG at ``path``, SVG beside it."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(10, 0.3 * len(rows) + 1.6))
+    ax.axvspan(np.log1p(-bound), np.log1p(bound), color="0.9")
+    ax.axvline(0, color="0.4", lw=0.8)
+    y = np.arange(len(rows))[::-1]
+    seen: list[float] = [np.log1p(-bound), np.log1p(bound)]
+    for yi, (_, r) in zip(y, rows.iterrows(), strict=True):
+        color = _VERDICT_COLOR.get(str(r["verdict"]), "0.45")
+        if np.isfinite(r["delta_lo"]) and np.isfinite(r["delta_hi"]):
+            lo, hi = np.log1p(r["delta_lo"]), np.log1p(r["delta_hi"])
+            ax.plot([lo, hi], [yi, yi], color=color, lw=2.2, solid_capstyle="butt")
+            seen += [lo, hi]
+        if np.isfinite(r["delta"]):
+            ax.plot(np.log1p(r["delta"]), yi, "o", color=color, ms=5)
+            seen.append(np.log1p(r["delta"]))
+    ticks = _spaced([t for t in _CHANGE_TICKS if min(seen) - 0.05 <= np.log1p(t) <= max(seen) + 0.05])
+    ax.set_xticks([np.log1p(t) for t in ticks], [f"{t:+.0%}" if t else "0" for t in ticks], fontsize=8)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel(f"change, new vs base: dot and 95 % interval (log-ratio axis)\ngrey band ±{bound:.0%}: no effect; "
+                  "red grows, blue shrinks, green no effect, grey cannot tell", fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return _save(plt, fig, path)
