@@ -470,7 +470,7 @@ def findings(d: Path) -> str:
                         "(figure 7) | — | **not measured yet** (the campaign's later sittings) |")
             continue
         v = {"up": "**agrees** (Galera slower)", "down": "**contradicts** (Galera faster)",
-             "same": f"**contradicts** (no difference within ±{RELATIVE_BOUND:.0%})",
+             "same": f"**not reproduced**: no difference beyond ±{RELATIVE_BOUND:.0%} (the study gives the order, not its size)",
              "too-few": "**cannot tell (n too small)**"}.get(_says(p), "**cannot tell** which is faster")
         rows.append(f"| Light load, {n} regions, no delay: MariaDB faster than Galera (authenticate) | MariaDB < Galera < "
                     f"CockroachDB (figure 7) | Galera vs MariaDB mean, paired on the round: {_paired(p)} "
