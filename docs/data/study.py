@@ -71,7 +71,7 @@ def load_region(d: Path) -> str:
 SCEN = {"KeystoneBasic.authenticate_user_and_validate_token": "authenticate", "KeystoneBasic.create_user_update_password":
         "create_user_update_password"}
 CHANGE = {"up": "grows", "down": "shrinks", "same": f"no effect (within ±{RELATIVE_BOUND:.0%})", "unclear": "cannot tell",
-          "too-few": "cannot tell (n too small)", "one-deployment": "cannot tell (n too small: one deployment)"}
+          "too-few": "cannot tell (n too small)"}
 
 
 def _read(d: Path):
@@ -89,18 +89,15 @@ def _mean(x: pd.Series, side: str) -> str:
 
 def _cmp(t: pd.DataFrame, noisy: set, base: list[str], new: list[str], stat: str = "mean",
          new_rows: pd.DataFrame | None = None) -> pd.DataFrame:
-    """``compare`` of the Total over the rows matching ``base`` and ``new`` (``new`` from ``new_rows`` if given)."""
+    """``compare`` of the Total over the rows matching ``base`` and ``new`` (``new`` from ``new_rows`` if given):
+    each side's mean with its interval over runs (the changes are paired: ``paired_change``)."""
     try:
         b, _ = select(t.copy(), base, "base", noisy, False)
         n, _ = select((t if new_rows is None else new_rows).copy(), new, "new", noisy, False)
     except SelectError:  # a side not measured (yet)
         return pd.DataFrame(columns=["regions", *COLUMNS])
     c = compare(b, n, stat)
-    c = c[c["action"] == "Total"].copy()
-    # one deployment a side is no repetition: its interval is the iterations' (one machine state), no verdict
-    runs = np.minimum(*(c[f"{k}_n"].astype(str).str.split("/").str[1].astype(int) for k in ("base", "new")))
-    c.loc[(runs < 2).to_numpy(), "verdict"] = "one-deployment"
-    return c
+    return c[c["action"] == "Total"].copy()
 
 
 def _sort(c: pd.DataFrame, *cols: str) -> pd.DataFrame:
@@ -167,8 +164,6 @@ def machine_of(m: dict) -> str:
     return "first machine" if str((m.get("start") or {}).get("actual") or "") < SECOND_MACHINE_FROM else "second machine"
 
 
-
-
 def _units(r, regions: set[str] | None = None) -> pd.DataFrame:
     return unit_means(r.table, r.manifests, regions, machine_of)
 
@@ -193,10 +188,6 @@ def _paired(p: Paired) -> str:
     return f"{cell} ({p.blocks} {on}{mixed})"
 
 
-def _says(p: Paired) -> str:
-    return verdict(p.lo, p.hi, RELATIVE_BOUND) if p.defined else "too-few"
-
-
 def sizes(d: Path) -> str:
     """Light load, no delay: each backend's mean iteration time per size, and Galera against MariaDB paired
     on the round (both backends' deployments of one round, on one machine)."""
@@ -210,7 +201,8 @@ def sizes(d: Path) -> str:
         n, sc = str(x["regions"]), x["scenario"]
         p = paired_change(_at(u, backend="mariadb", regions=n, scenario=sc),
                           _at(u, backend="galera", regions=n, scenario=sc), BLOCK)
-        word = {"up": "Galera slower", "down": "Galera faster"}.get(_says(p), CHANGE[_says(p)])
+        said = p.verdict(RELATIVE_BOUND)
+        word = {"up": "Galera slower", "down": "Galera faster"}.get(said, CHANGE[said])
         cost = " / ".join(_cost(r, backend=b, regions=n, rtt="0ms", load="light") for b in ("mariadb", "galera"))
         lines.append(f"| {x['regions']} | {SCEN.get(sc, sc)} | {_mean(x, 'base')} | {_mean(x, 'new')} "
                      f"| {_paired(p)} | {word} | {cost} |")
@@ -227,14 +219,13 @@ def delay(d: Path) -> str:
     lines = ["| backend | regions | scenario | RTT 0: mean [95 % CI] (iterations/runs) | RTT 100 ms: change, paired [95 % CI] "
              "| RTT 300 ms: change, paired [95 % CI] | verdict at 300 ms | CPU-s per iteration · CPU pressure at RTT 0 |",
              "|---|---|---|---|---|---|---|---|"]
-    c = c[c["backend"].notna()]
     for _, x in c.assign(_b=c["backend"] != "mariadb", _r=c["regions"].astype(int)).sort_values(["_b", "_r", "scenario"]).iterrows():
         be, n, sc = x["backend"], str(x["regions"]), x["scenario"]
         here = _at(u, backend=be, regions=n, scenario=sc)
         p = {rtt: paired_change(_at(here, rtt="0ms"), _at(here, rtt=rtt), BLOCK) for rtt in ("100ms", "300ms")}
         if not (p["100ms"].blocks or p["300ms"].blocks):
             continue
-        word = CHANGE[_says(p["300ms"])] if p["300ms"].blocks else "—"
+        word = CHANGE[p["300ms"].verdict(RELATIVE_BOUND)] if p["300ms"].blocks else "—"
         lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {n} | {SCEN.get(sc, sc)} | {_mean(x, 'base')} "
                      f"| {_paired(p['100ms'])} | {_paired(p['300ms'])} | {word} "
                      f"| {_cost(r, backend=be, regions=n, rtt='0ms', load='light')} |")
@@ -265,7 +256,7 @@ def high(d: Path) -> str:
                           _at(far, backend=be, regions=n, rtt=rtt, scenario=sc), BLOCK)
         lines.append(f"| {'MariaDB' if be == 'mariadb' else 'Galera'} | {n} | {rtt} | {SCEN.get(sc, sc)} "
                      f"| {_mean(x, 'base')} | {_mean(x, 'new')} | {_paired(p)} "
-                     f"| {CHANGE[_says(p)]} | {_cost(r, backend=be, regions=n, rtt=rtt, load='high')} |")
+                     f"| {CHANGE[p.verdict(RELATIVE_BOUND)]} | {_cost(r, backend=be, regions=n, rtt=rtt, load='high')} |")
     return _table(lines, "no high-load trials in the data")
 
 
@@ -455,10 +446,6 @@ def findings(d: Path) -> str:
     done = r.runs[r.runs["result"] == "succeeded"].drop_duplicates(["benchmark", "trial"]).groupby("benchmark").size()
     progress = ", ".join(f"{b} {int(done.get(b, 0))}/{n}" for b, n in planned.items())
     rows = []
-
-    def cell(x) -> str:
-        return _pct(x["delta"], x["delta_lo"], x["delta_hi"])
-
     # 1. light load, no delay: MariaDB faster than Galera at every size (paired on the round)
     u = _at(_units(r), load="light")
     auth = "KeystoneBasic.authenticate_user_and_validate_token"
@@ -471,7 +458,7 @@ def findings(d: Path) -> str:
             continue
         v = {"up": "**agrees** (Galera slower)", "down": "**contradicts** (Galera faster)",
              "same": f"**not reproduced**: no difference beyond ±{RELATIVE_BOUND:.0%} (the study gives the order, not its size)",
-             "too-few": "**cannot tell (n too small)**"}.get(_says(p), "**cannot tell** which is faster")
+             "too-few": "**cannot tell (n too small)**"}.get(p.verdict(RELATIVE_BOUND), "**cannot tell** which is faster")
         rows.append(f"| Light load, {n} regions, no delay: MariaDB faster than Galera (authenticate) | MariaDB < Galera < "
                     f"CockroachDB (figure 7) | Galera vs MariaDB mean, paired on the round: {_paired(p)} "
                     f"| {v}; CockroachDB: cannot run here |")
@@ -486,7 +473,7 @@ def findings(d: Path) -> str:
         if not p.blocks:
             rows.append(f"| {claim}: 9 regions, RTT 300 vs 0 ms | {study} | — | **not measured yet** |")
             continue
-        said = _says(p)
+        said = p.verdict(RELATIVE_BOUND)
         if said == "too-few":
             v = f"**{CHANGE[said]}**"
         elif "writes suffer" in claim:
@@ -506,13 +493,6 @@ def findings(d: Path) -> str:
                 "**not measured**: no CockroachDB source or binary here under a licence this project can use |")
     head = ["| study finding | study value | wanwide value [95 % CI] | verdict, and why |", "|---|---|---|---|"]
     return "\n".join(head + rows + ["", f"Campaign so far: {progress} trials ({_trials(r)} with data)."])
-
-
-def _has(t: pd.DataFrame, load: str, rtt: str, **params: str) -> bool:
-    m = (t["param.load"].astype(str) == load) & (t["param.rtt"].astype(str) == rtt)
-    for k, v in params.items():
-        m &= t[f"param.{k}"].astype(str) == v
-    return bool(m.any())
 
 
 def _high_size(u: pd.DataFrame) -> str:

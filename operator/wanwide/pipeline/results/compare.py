@@ -135,7 +135,7 @@ def pair(c: pd.DataFrame, base: pd.DataFrame, new: pd.DataFrame, manifests: tupl
     """``compare``'s rows (``stat="mean"``) with each change paired instead (pipeline/results/paired.py): per
     block (a repetition on one machine) the log ratio of its two means, a t interval over blocks and the
     one-sample t test's p. ``blocks`` says how many blocks paired and how many shared one deployment."""
-    pnames = [x for x in c.columns if x not in COLUMNS]
+    pnames = _params(c)
     ub, un = (unit_means(side, m, action=None) for side, m in ((base, manifests[0]), (new, manifests[1])))
     out = c.copy()
     out["blocks"] = ""
@@ -148,10 +148,8 @@ def pair(c: pd.DataFrame, base: pd.DataFrame, new: pd.DataFrame, manifests: tupl
             return u[keep]
 
         p = paired_change(rows(ub), rows(un), block)
-        said = verdict(p.lo, p.hi, RELATIVE_BOUND) if p.defined else TOO_FEW
         out.loc[i, ["delta", "delta_lo", "delta_hi", "p"]] = [p.value, p.lo, p.hi, p.p]
-        out.loc[i, ["significant", "verdict", "blocks"]] = [bool(p.defined and (p.lo > 0 or p.hi < 0)), said,
-                                                            f"{p.blocks}/{p.shared}"]
+        out.loc[i, ["significant", "verdict", "blocks"]] = [p.significant, p.verdict(RELATIVE_BOUND), f"{p.blocks}/{p.shared}"]
     out.attrs = {**c.attrs, "paired": True}
     return out
 
@@ -161,11 +159,15 @@ def _half(e: Estimate) -> float:
     return (e.hi - e.lo) / 2 / abs(e.value) if e.defined and e.value else np.nan
 
 
+def _params(c: pd.DataFrame) -> list[str]:
+    """The parameter columns of ``compare``'s rows."""
+    return [x for x in c.columns if x not in COLUMNS and x != "blocks"]
+
+
 def labels(c: pd.DataFrame, varying_only: bool = False) -> list[str]:
     """Each row's group in words: its parameters (``varying_only``: those not the same on every row), the
     scenario's short name, the action."""
-    pnames = [x for x in c.columns if x not in COLUMNS and x != "blocks"
-              and not (varying_only and c[x].astype(str).nunique() < 2)]
+    pnames = [x for x in _params(c) if not (varying_only and c[x].astype(str).nunique() < 2)]
     return [(", ".join(f"{p}={r[p]}" for p in pnames if pd.notna(r[p])) + " " if pnames else "")
             + f"{r['scenario'].split('.')[-1]} {r['action']}" for _, r in c.iterrows()]
 
@@ -176,8 +178,7 @@ def plot(c: pd.DataFrame, path: Path, only_total: bool = False) -> Path:
 
     rows = c[c["action"] == TOTAL] if only_total else c
     change = ", ".join(f"{k}: {b} → {n}" for k, (b, n) in (c.attrs.get("changed") or {}).items()) or "base → new"
-    pnames = [x for x in c.columns if x not in COLUMNS and x != "blocks"]
-    same = ", ".join(f"{p}={rows[p].iloc[0]}" for p in pnames if len(rows) and rows[p].astype(str).nunique() < 2)
+    same = ", ".join(f"{p}={rows[p].iloc[0]}" for p in _params(c) if len(rows) and rows[p].astype(str).nunique() < 2)
     how = "paired per repetition" if c.attrs.get("paired") else "unpaired"
     title = f"{change} ({how})" + (f"; all: {same}" if same else "")
     return plot_changes(rows, labels(rows, varying_only=True), path, RELATIVE_BOUND, title)
@@ -201,7 +202,8 @@ class Text:
         lines = [*head.splitlines(), cols, "-" * len(cols)]
         paired = bool(c.attrs.get("paired"))
         for label, (_, r) in zip(name, rows.iterrows(), strict=True):
-            blocks = f"  ({r['blocks'].split('/')[0]} blocks, {r['blocks'].split('/')[1]} on one deployment)" if paired else ""
+            k, shared = r["blocks"].split("/") if paired else ("", "")
+            blocks = f"  ({k} blocks, {shared} on one deployment)" if paired else ""
             lines.append(f"{label:<{w}}  {_cell(r['base'], r['base_ci'], r['base_n']):>22}  "
                          f"{_cell(r['new'], r['new_ci'], r['new_n']):>22}  {_delta(r)}{blocks}")
         sig = int(rows["significant"].sum())

@@ -15,9 +15,10 @@ regions of one trial — the block's own level cancels in the ratio of its two m
   give no interval narrower than their own iterations' noise);
 - one block: no interval ("cannot tell (n too small)").
 
-A block is given by columns of the unit table (``unit_means``): ``deployment`` where the points
-share one, else ``round`` and ``machine`` (a round's points ran in one sitting; a machine change
-inside a round splits it, so no pair straddles two machines).
+A block is given by columns of the unit table (``unit_means``), by default ``BLOCK``: ``round`` and
+``machine`` (a round's points ran on its one deployment where they share it, else in one sitting; a
+machine change inside a round splits it, so no pair straddles two machines). ``Paired.shared`` counts
+the blocks whose two sides had one deployment.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from wanwide.pipeline.results.ci import CONFIDENCE, Z
+from wanwide.pipeline.results.ci import TOO_FEW, Z, t975, verdict
 from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 from wanwide.pipeline.results.runs import machine
 
@@ -52,6 +53,14 @@ class Paired:
     @property
     def defined(self) -> bool:
         return bool(np.isfinite(self.lo) and np.isfinite(self.hi))
+
+    @property
+    def significant(self) -> bool:
+        return self.defined and (self.lo > 0 or self.hi < 0)
+
+    def verdict(self, bound: float) -> str:
+        """``ci.verdict`` of the interval against ±``bound``; ``too-few`` without one."""
+        return verdict(self.lo, self.hi, bound) if self.defined else TOO_FEW
 
 
 def _machine_of(m: dict[str, Any]) -> str:
@@ -104,8 +113,7 @@ def paired_change(base: pd.DataFrame, new: pd.DataFrame, block: list[str] = BLOC
     # the iterations' own noise in each log mean (delta method: var / (n · mean²)), averaged over blocks
     within = (j["var_b"].fillna(0) / (j["n_b"] * j["mean_b"] ** 2) + j["var_n"].fillna(0) / (j["n_n"] * j["mean_n"] ** 2))
     floor = Z * math.sqrt(float(within.sum())) / k
-    q = float(stats.t.ppf((1 + CONFIDENCE) / 2, k - 1))
     sd = float(np.std(d, ddof=1))
-    half = max(q * sd / math.sqrt(k), floor)
+    half = max(t975(k - 1) * sd / math.sqrt(k), floor)
     p = float(stats.ttest_1samp(d, 0.0).pvalue) if sd > 0 else (0.0 if center else 1.0)
     return Paired(math.expm1(center), math.expm1(center - half), math.expm1(center + half), k, shared, p)
