@@ -492,7 +492,8 @@ def findings(d: Path) -> str:
     rows.append("| CockroachDB: slowest at light load, holds under high load; 5 % tail up to ~30 s at 45 regions | — | — | "
                 "**not measured**: no CockroachDB source or binary here under a licence this project can use |")
     head = ["| study finding | study value | wanwide value [95 % CI] | verdict, and why |", "|---|---|---|---|"]
-    return "\n".join(head + rows + ["", f"Campaign so far: {progress} trials ({_trials(r)} with data)."])
+    state = "complete" if all(done.get(b, 0) >= n for b, n in planned.items()) else "so far"
+    return "\n".join(head + rows + ["", f"Campaign {state}: {progress} trials ({_trials(r)} with data)."])
 
 
 def _high_size(u: pd.DataFrame) -> str:
