@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.chartdata import RENDERED, release
+from tests.chartdata import RENDERED, fixture_plan, release
 from wanwide.core import lifecycle as lc
 from wanwide.core import timestamps as ts
 from wanwide.core.contracts import event_entry, probe_key
@@ -33,6 +33,7 @@ from wanwide.providers.kubernetes.render.chart import documents, stages
 
 T0 = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
 FIXTURE_NS = release().namespace  # the namespace the fixture chart was rendered for
+FIXTURE_DB_NS = fixture_plan().db_namespace  # and its database's
 
 
 
@@ -79,11 +80,15 @@ class FakeRenders:
     def __init__(self) -> None:
         self.done: dict[tuple[str, str], Any] = {}
 
-    def get(self, rel: Any, labels: dict[str, str]) -> Any:
+    def get(self, rel: Any, labels: dict[str, str], also: tuple[str, ...] = ()) -> Any:
         key = (rel.namespace, repr(sorted(labels.items())))
         if key not in self.done:
             text = RENDERED.read_text().replace(FIXTURE_NS, rel.namespace)
-            self.done[key] = stages(documents(text), rel.name, rel.namespace, labels)
+            # the fixture's dependency-check Roles in the database's namespace follow the trial's
+            db = next(iter(also), None)
+            if db:
+                text = text.replace(FIXTURE_DB_NS, db)
+            self.done[key] = stages(documents(text), rel.name, rel.namespace, labels, also)
         return self.done[key]
 
 

@@ -60,8 +60,8 @@ def test_helm_only_renders_offline(monkeypatch):
     monkeypatch.setenv("WANWIDE_HELM", "/usr/bin/helm")
     rel = HelmRelease("keystone", "ns1", "r1", "https://charts.example", "keystone", "2026.1.0", {}, 0)
     cmd = helm.command(rel, "/cache/keystone-2026.1.0.tgz")
-    assert cmd == ["/usr/bin/helm", "template", "keystone", "/cache/keystone-2026.1.0.tgz", "--namespace", "ns1",
-                   "--values", "-"]  # the values (passwords) on its stdin
+    assert cmd == ["/usr/bin/helm", "template", "--namespace", "ns1", "--values", "-", "--", "keystone",
+                   "/cache/keystone-2026.1.0.tgz"]  # the values (passwords) on its stdin; no argument read as a flag
 
 
 def _a_helm() -> str | None:
@@ -79,7 +79,7 @@ def test_a_render_gives_helm_the_values_and_leaves_no_file_behind(monkeypatch, t
     outlives a killed container) never holds them: a kill mid-render used to leave the values file there."""
     import tempfile
 
-    from tests.chartdata import PASSWORDS, REPO, release
+    from tests.chartdata import PASSWORDS, REPO, fixture_plan, release
 
     found = _a_helm()
     if not found:
@@ -92,7 +92,8 @@ def test_a_render_gives_helm_the_values_and_leaves_no_file_behind(monkeypatch, t
     monkeypatch.setenv("WANWIDE_HELM", str(wrapper))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     monkeypatch.chdir(REPO)
-    chart = helm.Renders(workers=1, cache_dir=str(tmp_path / "charts")).render(release(), {})
+    chart = helm.Renders(workers=1, cache_dir=str(tmp_path / "charts"),
+                         policy=helm.Policy((release().chart,))).render(release(), {}, (fixture_plan().db_namespace,))
     text = repr(chart.objects)
     assert PASSWORDS["keystone-db-password"] in text and PASSWORDS["admin-password"] in text
     assert seen.read_text() == "" and list(tmp.iterdir()) == []
@@ -105,7 +106,7 @@ def test_renders_answer_at_once_render_in_the_background_and_say_a_failure_once(
 
     gate, calls = threading.Event(), []
 
-    def fake(rel, labels):
+    def fake(rel, labels, also=()):
         calls.append(rel.namespace)
         gate.wait(10)
         if rel.namespace == "bad":

@@ -9,7 +9,7 @@ import json
 import pytest
 import yaml
 
-from tests.chartdata import RENDERED
+from tests.chartdata import RENDERED, release
 from tests.plan.specs import benchmark
 from wanwide.core import lifecycle as lc
 from wanwide.core import timestamps as ts
@@ -50,7 +50,7 @@ def _plan(**spec) -> TrialPlan:
 
 
 P = _plan()
-CHART_NS = "galera-expli-3617e-t000-rennes"  # the namespace the fixture chart was rendered for
+CHART_NS = release().namespace  # the namespace the fixture chart was rendered for
 
 
 def _status(phase: str, *done: str, at: dt.datetime = T0, **more) -> dict:
@@ -89,7 +89,7 @@ def _charts(*regions: str) -> dict:
     """Each region's keystone chart, from the fixture chart's rendering of rennes (namespace swapped)."""
     text = RENDERED.read_text()
     return {P.namespace(r): stages(documents(text.replace(CHART_NS, P.namespace(r))), "keystone", P.namespace(r),
-                                   P.labels(r, "keystone")) for r in regions}
+                                   P.labels(r, "keystone"), (P.db_namespace,)) for r in regions}
 
 
 def test_provisioning_deploys_keystone_wave0_then_wave1_stage_by_stage_in_parallel_lanes():

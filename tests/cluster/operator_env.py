@@ -96,6 +96,13 @@ class Operator:
         self.health_port = free_port()
         self.starts = 0
         self.extra_env: dict[str, str] = {}  # e.g. WANWIDE_HELM of a fault-injecting wrapper (next start)
+        self.extra_charts: list[str] = []  # chart sources allowed besides the tier's own (next start)
+
+    def allowed_charts(self) -> list[str]:
+        """What this tier's Benchmarks name (docs/security.md: the admin's list): the fixture chart, the real
+        keystone chart, a path that does not exist (a chart helm cannot render) and the in-cluster mirror."""
+        return [str(FIXTURE_CHART), str(keystone_chart(self.tc)[0]), "/nonexistent/",
+                f"http://charts.{SYSTEM_NS}.svc:8080/", *self.extra_charts]
 
     def start(self) -> None:
         env = dict(self.tc.env)
@@ -114,7 +121,7 @@ class Operator:
             [str(REPO / ".venv" / "bin" / "wanwide"), "operator", "--kubeconfig", str(self.kubeconfig),
              *ns_args, "--trial-clusterrole", f"{fullname(self.release)}-trial",
              "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
-             "--log-format", "plain"],
+             "--log-format", "plain", "--allowed-charts", ",".join(self.allowed_charts())],
             stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def kill(self) -> None:
@@ -239,9 +246,9 @@ class RallyStandIn(threading.Thread):
 
 def owned(tc, kind: str, bench_ns: str, bench: str) -> list[dict[str, Any]]:
     """Objects of ``kind`` (cluster-wide) that belong to this Benchmark (not a namesake elsewhere)."""
-    from wanwide.core.plan.names import short_hash
+    from wanwide.core.plan.names import bench_tag
 
-    tag = f"-{short_hash(f'{bench_ns}/{bench}')}-t"
+    tag = f"-{bench_tag(bench_ns, bench)}-t"
     items = tc.kubectl_json("get", kind, "-A", "-l", f"wanwide.io/benchmark={bench}")["items"]
     return [i for i in items if tag in (i["metadata"].get("namespace") or i["metadata"]["name"])]
 

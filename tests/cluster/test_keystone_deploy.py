@@ -20,7 +20,7 @@ import time
 import pytest
 import yaml
 
-from tests.chartdata import RENDERED, release, render
+from tests.chartdata import RENDERED, fixture_plan, release, render
 from tests.cluster.operator_env import example, keystone_chart
 from tests.cluster.test_operator import wait_phase
 from wanwide.providers.kubernetes.kube import helm
@@ -49,8 +49,10 @@ def test_the_fixture_the_unit_tier_reads_stages_as_the_real_chart(testcluster, m
     real_dir, _ = keystone_chart(testcluster)
     rel = release()
     labels = {"wanwide.io/test": "x"}
-    fixture = helm.Renders(workers=1).render(rel, labels)
-    real = helm.Renders(workers=1).render(dataclasses.replace(rel, chart=str(real_dir)), labels)
+    also = (fixture_plan().db_namespace,)
+    policy = helm.Policy((rel.chart, str(real_dir)))
+    fixture = helm.Renders(workers=1, policy=policy).render(rel, labels, also)
+    real = helm.Renders(workers=1, policy=policy).render(dataclasses.replace(rel, chart=str(real_dir)), labels, also)
     assert real_dir.name == "keystone" and (real_dir / "charts").is_dir()  # with its helm-toolkit
     assert [s.name for s in real.stages] == [s.name for s in fixture.stages]
     assert [s.jobs for s in real.stages] == [s.jobs for s in fixture.stages]
@@ -73,12 +75,12 @@ def test_a_chart_from_a_repository_is_pulled_once_and_rendered(testcluster, tmp_
         url = f"http://127.0.0.1:{server.server_port}"
         subprocess.run([h, "repo", "index", str(repo), "--url", url], check=True, capture_output=True)
         version = yaml.safe_load((chart_dir / "Chart.yaml").read_text())["version"]
-        renders = helm.Renders(workers=1, cache_dir=str(tmp_path / "cache"))
+        renders = helm.Renders(workers=1, cache_dir=str(tmp_path / "cache"), policy=helm.Policy((f"{url}/keystone",)))
         local = release()
         rel = HelmRelease(local.name, local.namespace, local.region, url, "keystone", version, local.values, 1)
         chart = None
         for _ in range(200):
-            chart = renders.get(rel, {"wanwide.io/test": "x"})
+            chart = renders.get(rel, {"wanwide.io/test": "x"}, (fixture_plan().db_namespace,))
             if chart is not None:
                 break
             time.sleep(0.1)

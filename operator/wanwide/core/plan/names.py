@@ -21,6 +21,7 @@ L_BENCHMARK = "wanwide.io/benchmark"
 L_TRIAL = "wanwide.io/trial"
 L_REGION = "wanwide.io/region"
 L_ROLE = "wanwide.io/role"
+L_OWNER = "wanwide.io/owner-uid"  # on a trial's namespaces: the uid of the Benchmark that made them
 A_PARAMETERS = "wanwide.io/parameters"
 A_COPY_FROM = "wanwide.io/copy-from"  # a Secret or ServiceAccount the apply layer fills from its source
 A_COPY_KEYS = "wanwide.io/copy-keys"  # a Secret copy's keys: source=copy,...; or COPY_ALL
@@ -38,6 +39,16 @@ BENCHMARK_NAME_MESSAGE = (
 
 def short_hash(text: str, n: int = 5) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+
+BENCH_TAG_LEN = 10  # hex digits (40 bits) naming a Benchmark in its namespaces' names
+
+
+def bench_tag(bench_namespace: str, benchmark: str) -> str:
+    """The hash of a Benchmark's namespace and name that every namespace it makes carries: 40 bits, so that
+    a name made on purpose to meet another Benchmark's (or anyone's) namespace takes ~10^12 tries. Names only
+    keep names apart; ownership is checked on the namespace's labels before anything is changed there."""
+    return short_hash(f"{bench_namespace}/{benchmark}", BENCH_TAG_LEN)
 
 
 def object_name_problem(name: str, max_len: int = DNS_SUBDOMAIN_MAX) -> str | None:
@@ -99,15 +110,14 @@ def trial_id(index: int) -> str:
 @functools.lru_cache(maxsize=65536)  # asked for per region, often: a trial of hundreds of regions asks a lot
 def namespace(bench_namespace: str, benchmark: str, index: int, region: str) -> str:
     """Namespace of one (trial, region): a DNS label unique across Benchmark namespaces, ≤ 63 chars."""
-    tag = short_hash(f"{bench_namespace}/{benchmark}")
-    suffix = f"-{tag}-t{index:03d}-{region}"
+    suffix = f"-{bench_tag(bench_namespace, benchmark)}-t{index:03d}-{region}"
     head = re.sub(r"[^a-z0-9-]+", "-", benchmark.lower())[: LABEL_MAX - len(suffix)].strip("-")
     return f"{head}{suffix}"
 
 
 def preflight_namespace(bench_namespace: str, benchmark: str) -> str:
     """Namespace of a Benchmark's netem probe pods (the operator's preflight)."""
-    suffix = f"-{short_hash(f'{bench_namespace}/{benchmark}')}-preflight"
+    suffix = f"-{bench_tag(bench_namespace, benchmark)}-preflight"
     head = re.sub(r"[^a-z0-9-]+", "-", benchmark.lower())[: LABEL_MAX - len(suffix)].strip("-")
     return f"{head}{suffix}"
 

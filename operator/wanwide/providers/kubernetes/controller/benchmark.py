@@ -16,9 +16,9 @@ from wanwide.core.plan.load import validation_problems, without_nulls
 from wanwide.core.plan.matrix import expand
 from wanwide.core.plan.trial import plan
 from wanwide.core.timestamps import iso, parse
-from wanwide.providers.kubernetes.controller import keys, trialstate
+from wanwide.providers.kubernetes.controller import keys, ownership, trialstate
 from wanwide.providers.kubernetes.controller.observe import running_pods_of_chaos
-from wanwide.providers.kubernetes.controller.trial import A_PLAN_INPUT, plan_input
+from wanwide.providers.kubernetes.controller.trial import A_PLAN_INPUT, owned_by, plan_input
 from wanwide.providers.kubernetes.kube.client import Kube
 from wanwide.providers.kubernetes.kube.readiness import (
     CHAOS_FINALIZER,
@@ -28,7 +28,7 @@ from wanwide.providers.kubernetes.kube.readiness import (
     recovery_waits_on,
     terminating_why,
 )
-from wanwide.providers.kubernetes.render import trial_object
+from wanwide.providers.kubernetes.render import chartsource, trial_object
 from wanwide.providers.kubernetes.render.chaos import CHAOS_API
 from wanwide.providers.kubernetes.render.secrets import keys_secret_name
 
@@ -53,14 +53,20 @@ def topology_of(kube: Kube, bench: dict[str, Any], model: Benchmark) -> Topology
                          for p in validation_problems(e)]) from None
 
 
-def validate(kube: Kube, bench: dict[str, Any]) -> tuple[Benchmark, TopologySpec]:
-    """The models and topology, or PlanError naming every problem."""
+def validate(kube: Kube, bench: dict[str, Any],
+             allowed_charts: Sequence[str] = chartsource.DEFAULT_ALLOWED) -> tuple[Benchmark, TopologySpec]:
+    """The models and topology, or PlanError naming every problem (a chart this operator does not render
+    among them: ``allowed_charts``, its setting)."""
     from pydantic import ValidationError
 
     try:
         model = Benchmark.model_validate({**bench, "status": None})
     except ValidationError as e:
         raise PlanError(validation_problems(e)) from None
+    ks = model.spec.openstack.keystone
+    bad = chartsource.problem(ks.chart_repo, ks.chart, ks.chart_version, allowed_charts)
+    if bad is not None:
+        raise PlanError([Problem(f"spec.openstack.keystone.{bad[0]}", bad[1])])
     topo = topology_of(kube, bench, model)
     plan(model, topo)  # raises PlanError
     s3 = model.spec.results.s3
@@ -96,7 +102,11 @@ def ensure_keys(kube: Kube, bench: dict[str, Any]) -> None:
 
 
 def trials(kube: Kube, bench: dict[str, Any]) -> list[dict[str, Any]]:
-    return kube.list(API, "Trial", benchmark_selector(bench), bench["metadata"]["namespace"])
+    """The Benchmark's Trials: labelled as its own and controlled by it (its uid); a Trial carrying the label
+    that it did not make is neither started, counted nor deleted."""
+    uid = bench["metadata"].get("uid")
+    return [t for t in kube.list(API, "Trial", benchmark_selector(bench), bench["metadata"]["namespace"])
+            if uid is None or owned_by(t, uid)]
 
 
 def trial_gone(kube: Kube, namespace: str, name: str, uid: str) -> bool:
@@ -173,10 +183,11 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
              if f"Trial/{k.split('/', 1)[1]}" not in left]
     if left:
         return left, []
-    tag = "-" + names.short_hash(f"{bench['metadata']['namespace']}/{bench['metadata']['name']}") + "-t"
+    tag = "-" + names.bench_tag(bench["metadata"]["namespace"], bench["metadata"]["name"]) + "-t"
     probes = names.preflight_namespace(bench["metadata"]["namespace"], bench["metadata"]["name"])
     namespaces = [n for n in kube.list("v1", "Namespace", sel)
-                  if tag in n["metadata"]["name"] or n["metadata"]["name"] == probes]
+                  if (tag in n["metadata"]["name"] or n["metadata"]["name"] == probes)
+                  and ownership.namespace_ours(n, bench["metadata"].get("uid"))]  # made by this Benchmark
     mine = {n["metadata"]["name"] for n in namespaces}
     for ns in namespaces:
         if not kube.serves(CHAOS_API, "NetworkChaos"):

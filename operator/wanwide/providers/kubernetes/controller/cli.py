@@ -8,6 +8,7 @@ import logging
 import os
 
 from wanwide import DEFAULT_IMAGE
+from wanwide.providers.kubernetes.render.chartsource import DEFAULT_ALLOWED
 
 
 def run(args: argparse.Namespace) -> int:
@@ -15,8 +16,11 @@ def run(args: argparse.Namespace) -> int:
 
     import kopf
 
+    from wanwide.core.errors import UserError
     from wanwide.providers.kubernetes.controller import handlers  # noqa: F401  (registers the handlers)
     from wanwide.providers.kubernetes.controller.runtime import RUNTIME
+    from wanwide.providers.kubernetes.kube import helm
+    from wanwide.providers.kubernetes.render import chartsource, netpol
 
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig
@@ -25,6 +29,16 @@ def run(args: argparse.Namespace) -> int:
     RUNTIME.trial_clusterrole = args.trial_clusterrole
     RUNTIME.runner_image = args.runner_image
     RUNTIME.runner_pod = json.loads(args.runner_pod) if args.runner_pod else {}
+    RUNTIME.probe_image = args.probe_image or args.runner_image
+    allowed = tuple(e.strip() for e in args.allowed_charts.split(",") if e.strip())
+    bad = [p for e in allowed if (p := chartsource.entry_problem(e))]
+    if bad:
+        raise UserError(f"--allowed-charts: {bad[0]}")
+    RUNTIME.allowed_charts = allowed
+    RUNTIME.network_policy = netpol.Settings.of(json.loads(args.network_policy) if args.network_policy else None)
+    helm.RENDERS.policy = helm.Policy(allowed, args.chart_keyring or None)
+    for e in chartsource.insecure(allowed):
+        logging.getLogger("wanwide").warning("--allowed-charts: %s is fetched without TLS (plain http)", e)
     sa = os.environ.get("WANWIDE_SERVICE_ACCOUNT") or _in_cluster_sa()
     if sa:
         ns, name = sa.split("/", 1)
@@ -66,6 +80,17 @@ def add_operator_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runner-pod", default=os.environ.get("WANWIDE_RUNNER_POD") or "",
                    help="JSON: defaults of spec.runner.pod for Benchmarks that leave a field unset (the chart passes "
                         "its runner.pod value)")
+    p.add_argument("--probe-image", default=os.environ.get("WANWIDE_PROBE_IMAGE") or "",
+                   help="image of the preflight's netem probe (root with NET_ADMIN; default: --runner-image, which "
+                        "the chart sets to the operator's own image); never a Benchmark's")
+    p.add_argument("--allowed-charts", default=os.environ.get("WANWIDE_ALLOWED_CHARTS") or ",".join(DEFAULT_ALLOWED),
+                   help="comma-separated chart sources Benchmarks may name: https://REPO/CHART, oci://REF, /DIR; "
+                        "an entry ending in '/' allows everything below it (default: %(default)s)")
+    p.add_argument("--chart-keyring", default=os.environ.get("WANWIDE_CHART_KEYRING") or "",
+                   help="a GnuPG keyring: charts pulled from a repository are verified against it (helm pull --verify)")
+    p.add_argument("--network-policy", default=os.environ.get("WANWIDE_NETWORK_POLICY") or "",
+                   help="JSON: the trials' NetworkPolicies (enabled, ingressNamespaces, egress, runnerEgress; the "
+                        "chart passes its networkPolicy value); default: on, docs/security.md")
     p.add_argument("--log-format", choices=["json", "plain", "full"], default="plain")
     p.add_argument("--verbose", action="store_true")
     p.set_defaults(func=run)

@@ -25,7 +25,14 @@ from wanwide.providers.kubernetes.controller import benchmark as bm
 from wanwide.providers.kubernetes.controller import metrics, monitoring, preflight, trialstate
 from wanwide.providers.kubernetes.controller.actions import Decision, Executor
 from wanwide.providers.kubernetes.controller.runtime import RUNTIME
-from wanwide.providers.kubernetes.controller.trial import InvalidPlan, step, trial_plan, where
+from wanwide.providers.kubernetes.controller.trial import (
+    InvalidPlan,
+    NotOwned,
+    check_owner,
+    step,
+    trial_plan,
+    where,
+)
 from wanwide.providers.kubernetes.controller.wakeups import WAKEUPS, sleep
 
 log = logging.getLogger("wanwide")
@@ -102,7 +109,7 @@ def benchmark(body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf
     conds = list(status.get("conditions") or [])
     bench = bm.with_runner_image(dict(body), RUNTIME.runner_image, RUNTIME.runner_pod)  # frozen into the plans
     try:
-        model, tp = bm.validate(kube, bench)
+        model, tp = bm.validate(kube, bench, RUNTIME.allowed_charts)
     except PlanError as e:
         msg = "; ".join(str(p) for p in e.problems)
         conds = trialstate.set_condition(conds, "Valid", "False", "InvalidSpec", msg, gen, ts.now())
@@ -216,11 +223,11 @@ def _preflight(bench: dict[str, Any], trials: list[dict[str, Any]], now: Any) ->
         return preflight.Outcome(False, failed=preflight.message_of(conds))
     full = bm.with_runner_image(bench, RUNTIME.runner_image, RUNTIME.runner_pod)
     try:
-        model, spec = bm.validate(RUNTIME.kube, full)
+        model, spec = bm.validate(RUNTIME.kube, full, RUNTIME.allowed_charts)
     except PlanError:
         return preflight.Outcome(False)  # the spec handler says why
     return preflight.step(RUNTIME.kube, full, model, plan_trials(model, spec), started, now,
-                          RUNTIME.subject, RUNTIME.trial_clusterrole)
+                          RUNTIME.subject, RUNTIME.trial_clusterrole, RUNTIME.probe_image)
 
 
 @kopf.on.delete(GROUP, VERSION, "benchmarks")
@@ -312,13 +319,18 @@ def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None
         kopf.event(trial, type=typ, reason=reason, message=message)
 
     w = where(trial, kube=kube, trial_clusterrole=RUNTIME.trial_clusterrole,
-              operator_subject=RUNTIME.subject)
+              operator_subject=RUNTIME.subject, network_policy=RUNTIME.network_policy)
     timeouts, regions = None, 0
     try:
         plan = trial_plan(trial)
+        check_owner(trial, plan, lambda: ((kube.get(bm.API, "Benchmark", plan.benchmark, meta["namespace"]) or {})
+                                          .get("metadata") or {}).get("uid"))
         timeouts, regions = plan.spec.timeouts, len(plan.region_names)
         WAKEUPS.watch_namespaces(f"{meta['namespace']}/{meta['name']}", plan.namespaces)
         d = step(w, Executor(kube, emit), plan, status)
+    except NotOwned as e:  # not this operator's: nothing is done for it (its plan's namespaces are not its own)
+        log.warning("trial %s/%s: %s", meta["namespace"], meta["name"], e)
+        d = Decision("Failed", NotOwned.reason, str(e))
     except InvalidPlan as e:  # permanent: retrying cannot fix it
         d = Decision("Failed", "InvalidPlan", f"the trial's frozen plan no longer validates: {e}")
     except Exception as e:

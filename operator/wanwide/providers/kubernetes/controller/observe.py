@@ -14,12 +14,13 @@ from wanwide.core.lifecycle import CUT, probe_pairs
 from wanwide.core.plan import names
 from wanwide.core.plan.monitoring import MONITOR_KINDS
 from wanwide.core.plan.trial import TrialPlan
-from wanwide.providers.kubernetes.controller import results
+from wanwide.providers.kubernetes.controller import ownership, results
 from wanwide.providers.kubernetes.controller.phases import DB_KINDS, Obs, attempt, done, needs_chaos
 from wanwide.providers.kubernetes.kube import helm, readiness
 from wanwide.providers.kubernetes.kube.client import Kube, MissingSource
-from wanwide.providers.kubernetes.render import database
+from wanwide.providers.kubernetes.render import database, netpol
 from wanwide.providers.kubernetes.render.chaos import CHAOS_API
+from wanwide.providers.kubernetes.render.chart import ChartError
 from wanwide.providers.kubernetes.render.keystone import (
     API_SERVICE,
     MEMCACHED,
@@ -40,6 +41,7 @@ class Where:
     plan_generation: int = 0
     trial_clusterrole: str | None = None
     operator_subject: dict[str, str] | None = None
+    network_policy: netpol.Settings | None = None  # the operator's setting (None: the defaults)
 
 
 def passwords(w: Where, plan: TrialPlan) -> dict[str, str]:
@@ -105,7 +107,10 @@ def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
         if rel.wave < wave:
             continue
         try:
-            chart = helm.RENDERS.get(rel, plan.labels(rel.region, "keystone"))
+            chart = helm.RENDERS.get(rel, plan.labels(rel.region, "keystone"), (plan.db_namespace,))
+        except ChartError as e:  # its source or what it renders is not allowed: permanent
+            obs["chart_refused"] = f"{rel.namespace}: {e}"
+            continue
         except helm.HelmError as e:  # counted in wanwide_chart_errors_total
             obs["render_failed"] = str(e)
             continue
@@ -131,6 +136,9 @@ def database_ready(w: Where, plan: TrialPlan) -> dict[str, bool]:
 
 def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     if "base" not in done(status):
+        # one list of every namespace: any named like the trial's that is not its own stops it before it applies
+        existing = {n["metadata"]["name"]: n for n in w.kube.list("v1", "Namespace", cached=True)}
+        obs["namespaces_taken"] = ownership.foreign(existing, plan.namespaces, w.instance, plan.name)
         obs["rolebindings"] = {ns: rb for ns in plan.namespaces if (rb := rolebinding(w, plan, ns))}
         if plan.monitoring.enabled:
             obs["monitoring_crds"] = w.kube.serves(MON_API, *MONITOR_KINDS)
@@ -260,7 +268,8 @@ def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> 
         obs["pod_chaos"] = pod_chaos(w, plan, obs["chaos"])
         obs["running_pods_of_chaos"] = running_pods_of_chaos(w.kube, obs["chaos"])
         return
-    live = {ns: w.kube.get("v1", "Namespace", ns) for ns in plan.namespaces}
+    live = {ns: o for ns in plan.namespaces
+            if (o := w.kube.get("v1", "Namespace", ns)) is not None and ownership.namespace_ours(o, w.instance, plan.name)}
     obs["namespaces"] = {ns: bool(o["metadata"].get("deletionTimestamp")) for ns, o in live.items() if o is not None}
     obs["namespaces_why"] = {ns: why for ns, o in live.items() if o is not None and (why := readiness.terminating_why(o))}
 
@@ -285,7 +294,7 @@ def pending_pods(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
 
 def observe(w: Where, plan: TrialPlan, status: dict[str, Any]) -> Obs:
     """The observation for the Trial's current phase."""
-    obs: Obs = {"plan_generation": w.plan_generation}
+    obs: Obs = {"plan_generation": w.plan_generation, "owner": w.instance, "network_policy": w.network_policy}
     phase = status.get("phase") or "Pending"
     if phase in OBSERVERS:
         OBSERVERS[phase](w, plan, status, obs)

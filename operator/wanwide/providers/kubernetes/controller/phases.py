@@ -47,7 +47,8 @@ def rendered(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Rendered:
         plan = dataclasses.replace(plan, monitoring=monitoring.OFF)
     return render_trial(plan, start_at=status.get("loadStartAt"), attempt=attempt(status),
                         passwords=obs.get("passwords"), results=obs.get("results"),
-                        plan_generation=int(obs.get("plan_generation", 0)))
+                        plan_generation=int(obs.get("plan_generation", 0)), owner=obs.get("owner"),
+                        network_policy=obs.get("network_policy"))
 
 
 def fail_trial(reason: str, message: str) -> Decision:
@@ -75,9 +76,15 @@ def deploying(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Decision:
     owner), then wave 1, then wait until all is ready (the phase ``Injecting`` means done; a ``CleaningUp`` one, failed)."""
     if obs.get("missing"):
         return fail_trial("MissingSecret", obs["missing"])
+    if obs.get("chart_refused"):  # nothing of the chart was applied (every release is rendered first)
+        return fail_trial("ChartRefused", obs["chart_refused"])
     if obs.get("render_failed"):
         return chart_failed(status, obs["render_failed"])
     r = rendered(plan, status, obs)
+    if obs.get("namespaces_taken"):  # named like the trial's, made by someone else: nothing is applied there
+        taken = obs["namespaces_taken"]
+        return fail_trial("NamespaceTaken", f"namespace(s) {', '.join(taken[:5])} exist and are not this trial's "
+                                            "(wanwide changes only namespaces it made): delete or rename them")
     if "base" not in done(status):
         rbs = obs.get("rolebindings", {})  # namespace → the operator's RoleBinding there, right after it
         first: list[Any] = []  # each Namespace with the operator's RoleBinding there, in parallel
@@ -95,6 +102,10 @@ def deploying(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Decision:
         if obs.get("monitoring_crds") is False:
             acts.append(Emit("MonitorsSkipped", monitoring.CRDS_MISSING, "Warning"))
         return Decision(status=marked(status, "base"), actions=acts)
+    rendering = [ns for ns, c in obs.get("charts", {}).items() if c is None]
+    if "wave0" not in done(status) and rendering:  # every release rendered and confined before any is applied
+        return Decision(message=f"rendering the keystone chart: {len(rendering)} of {len(obs['charts'])} release(s) "
+                                "left (none is applied before all are checked)", wake_s=poll_s(plan))
     if "wave0" not in done(status):
         db_waiting = [k for k, ok in obs.get("database_ready", {}).items() if not ok]
         if db_waiting:  # Keystone's db-sync would be refused (its User, Grant not there yet) and back off for minutes
@@ -285,6 +296,7 @@ def cleanup_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs,
     outcome = status.get("outcome") or "Failed"
     policy = plan.spec.cleanup
     left = obs.get("namespaces", {}) if policy == "Always" or (policy == "OnSuccess" and outcome == "Succeeded") else {}
+    # (observe.cleaning_up lists only the trial's own namespaces: one named like them, made by anyone else, stays)
     if left:
         why = obs.get("namespaces_why", {})
         names_ = sorted(left)

@@ -12,12 +12,13 @@ from typing import Any
 
 from kubernetes.dynamic.exceptions import ForbiddenError
 
+from wanwide import DEFAULT_IMAGE
 from wanwide.core.api.benchmark import Benchmark
 from wanwide.core.lifecycle import needs_chaos, needs_netem
 from wanwide.core.plan import names
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.core.timestamps import iso, parse
-from wanwide.providers.kubernetes.controller import trialstate
+from wanwide.providers.kubernetes.controller import ownership, trialstate
 from wanwide.providers.kubernetes.controller.actions import RBAC_LAG_S
 from wanwide.providers.kubernetes.doctor import checks, gather
 from wanwide.providers.kubernetes.kube.client import Kube
@@ -69,10 +70,11 @@ def verdict(found: list[checks.Check], mode: str) -> tuple[bool, str, str, str]:
 
 
 def probe_job(bench: dict[str, Any], node: str, index: int, namespace: str, image: str, run: str,
-              pull_secrets: list[str]) -> dict[str, Any]:
+              pull_secrets: list[str], tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """``wanwide doctor``'s netem Job, labelled as the Benchmark's; root with NET_ADMIN in its own netns
-    (tc needs both); what tc said lands in the termination message."""
-    job = gather.netem_job(node, index, namespace, image, run)
+    (tc needs both), so in the operator's own image (``image``), never the Benchmark's; only the region pods'
+    ``tolerations``; what tc said lands in the termination message."""
+    job = gather.netem_job(node, index, namespace, image, run, tolerations)
     lab = {**names.MANAGED_BY, names.L_BENCHMARK: names.label_value(bench["metadata"]["name"]), names.L_ROLE: ROLE}
     job["metadata"]["labels"].update(lab)
     pod = job["spec"]["template"]["spec"]
@@ -85,10 +87,11 @@ def probe_job(bench: dict[str, Any], node: str, index: int, namespace: str, imag
 
 def namespace_objects(bench: dict[str, Any], ns: str, subject: dict[str, str] | None,
                       trial_clusterrole: str | None) -> list[dict[str, Any]]:
-    """The probe namespace (the privileged Pod Security level: NET_ADMIN) and the operator's RoleBinding."""
+    """The probe namespace (the privileged Pod Security level: NET_ADMIN), labelled with the Benchmark's uid
+    (nothing else of that name is ever changed or deleted), and the operator's RoleBinding."""
     lab = {**names.MANAGED_BY, names.L_BENCHMARK: names.label_value(bench["metadata"]["name"]), names.L_ROLE: ROLE}
     out: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {
-        **lab, "pod-security.kubernetes.io/enforce": "privileged"}}}]
+        **lab, names.L_OWNER: bench["metadata"].get("uid") or "", "pod-security.kubernetes.io/enforce": "privileged"}}}]
     if subject and trial_clusterrole:
         out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                     "metadata": {"name": "wanwide-operator", "namespace": ns, "labels": lab},
@@ -134,7 +137,8 @@ def observe(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[Tri
 
 
 def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialPlan], started: bool,
-         at: dt.datetime, subject: dict[str, str] | None = None, trial_clusterrole: str | None = None) -> Outcome:
+         at: dt.datetime, subject: dict[str, str] | None = None, trial_clusterrole: str | None = None,
+         probe_image: str = DEFAULT_IMAGE) -> Outcome:
     """One pass of the preflight for ``bench`` (its status as last written)."""
     status = bench.get("status") or {}
     conds = list(status.get("conditions") or [])
@@ -160,12 +164,17 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
         elif not o.served.get("NetworkChaos"):
             o.netem_off = ("not probed: Chaos Mesh is not served", "install Chaos Mesh first")
         elif any(needs_netem(p) for p in plans) and model.spec.preflight.netem_probe:
+            there = kube.get("v1", "Namespace", ns)
+            if there is not None and not ownership.namespace_ours(there, bench["metadata"].get("uid")):
+                o.netem_off = (f"not probed: namespace {ns} exists and is not this Benchmark's",
+                               f"delete or rename namespace {ns} (wanwide changes only namespaces it made)")
+                return _decide(kube, bench, model, plans, o, conds, pre, at, ns)
             run = uuid.uuid4().hex[:6]
             for obj in namespace_objects(bench, ns, subject, trial_clusterrole):
                 kube.apply(obj)
             for i, node in enumerate(nodes):
-                _apply(kube, probe_job(bench, node, i, ns, model.spec.runner.image or "", run,
-                                       list(model.spec.runner.pod.image_pull_secrets or [])))
+                _apply(kube, probe_job(bench, node, i, ns, probe_image, run,
+                                       list(model.spec.runner.pod.image_pull_secrets or []), o.tolerations))
             why = f"netem probe on {len(nodes)} node(s) in namespace {ns}"
             first = "checkedTime" not in pre  # checked again: the failing verdict stands meanwhile
             if first:
@@ -231,7 +240,8 @@ def _decide(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[Tri
     lines = [{"what": c.what, "state": c.state, "detail": c.detail, "fix": c.fix} for c in found]
     events = [] if (old.get("reason"), old.get("message")) == (reason, message) else [
         ("Normal" if reason == "Passed" else "Warning", f"Preflight{reason}", message)]
-    if (ok or final) and kube.get("v1", "Namespace", ns) is not None:
+    there = kube.get("v1", "Namespace", ns) if ok or final else None
+    if there is not None and ownership.namespace_ours(there, bench["metadata"].get("uid")):
         kube.delete("v1", "Namespace", ns)  # no more probes: the privileged namespace goes
     return Outcome(ok, {"conditions": conds,
                         "preflight": {**pre, "run": None, "checkedTime": iso(at), "checks": lines,

@@ -7,6 +7,7 @@ from functools import cached_property
 
 from wanwide import DEFAULT_IMAGE
 from wanwide.providers.kubernetes.kube.client import Kube, load_config
+from wanwide.providers.kubernetes.render import chartsource, netpol
 
 
 @dataclass
@@ -16,6 +17,9 @@ class Runtime:
     trial_clusterrole: str | None = None
     subject: dict[str, str] | None = None
     runner_image: str = DEFAULT_IMAGE  # spec.runner.image when a Benchmark leaves it unset
+    probe_image: str = DEFAULT_IMAGE  # the preflight's netem probe (root, NET_ADMIN): the operator's own image
+    allowed_charts: tuple[str, ...] = chartsource.DEFAULT_ALLOWED  # chart sources it renders (charts.allowed)
+    network_policy: netpol.Settings = field(default_factory=netpol.Settings)  # the trials' (networkPolicy)
     runner_pod: dict = field(default_factory=dict)  # spec.runner.pod's fields a Benchmark leaves unset
     clusterwide: bool = True  # children's events reach the operator only when it watches every namespace
 

@@ -11,6 +11,7 @@ import functools
 import json
 from typing import Any
 
+from wanwide import API_GROUP, API_VERSION
 from wanwide.core.api.benchmark import Benchmark
 from wanwide.core.api.topology import TopologySpec
 from wanwide.core.errors import PermanentError
@@ -27,6 +28,57 @@ A_PLAN_INPUT = "wanwide.io/plan-input"
 
 class InvalidPlan(PermanentError):
     """The Trial's frozen plan input no longer plans: retrying cannot fix it."""
+
+    reason = "InvalidPlan"
+
+
+class NotOwned(InvalidPlan):
+    """The Trial is not one this operator made for its Benchmark (a forged or copied Trial): nothing is done for it,
+    not even a clean-up, since the namespaces its plan names are not its own."""
+
+    reason = "NotOwned"
+
+
+def controller_of(trial: dict[str, Any]) -> dict[str, Any] | None:
+    """The Trial's controlling owner reference when it is a Benchmark (None otherwise)."""
+    refs = [r for r in trial["metadata"].get("ownerReferences") or []
+            if r.get("controller") and r.get("kind") == "Benchmark" and r.get("apiVersion") == f"{API_GROUP}/{API_VERSION}"]
+    return refs[0] if len(refs) == 1 else None
+
+
+def owned_by(trial: dict[str, Any], bench_uid: str) -> bool:
+    """Whether ``trial`` is controlled by the Benchmark with this uid (its name in spec.benchmark)."""
+    ref = controller_of(trial)
+    return (ref is not None and ref.get("uid") == bench_uid
+            and ref.get("name") == (trial.get("spec") or {}).get("benchmark"))
+
+
+_OWNERS: dict[str, str] = {}  # Trial uid → its Benchmark's uid, once checked against the live Benchmark
+OWNERS_MAX = 4096
+
+
+def check_owner(trial: dict[str, Any], plan: TrialPlan, live_uid: Any) -> str:
+    """The uid of the Benchmark that made ``trial`` (whose plan is ``plan``), or NotOwned. ``live_uid()``: the uid
+    of the Benchmark the Trial names, as the API server has it now (None: not there); asked once per Trial."""
+    m = trial["metadata"]
+    ref = controller_of(trial)
+    name = (trial.get("spec") or {}).get("benchmark")
+    if ref is None or ref.get("name") != name:
+        raise NotOwned(f"Trial {m['namespace']}/{m['name']} is not controlled by its Benchmark {name!r} (no owner "
+                       "reference to it): Trials are made by the wanwide operator only; delete this one")
+    if (plan.bench_namespace, plan.benchmark) != (m["namespace"], name):
+        raise NotOwned(f"Trial {m['namespace']}/{m['name']}'s plan is for Benchmark "
+                       f"{plan.bench_namespace}/{plan.benchmark}, not its own {m['namespace']}/{name}: delete it")
+    if _OWNERS.get(m.get("uid") or "") == ref["uid"]:
+        return ref["uid"]
+    uid = live_uid()
+    if uid != ref["uid"]:
+        raise NotOwned(f"Trial {m['namespace']}/{m['name']} names Benchmark {name!r} with uid {ref['uid']}, "
+                       f"{'which is gone' if uid is None else 'not the one there'}: delete it")
+    if len(_OWNERS) >= OWNERS_MAX:
+        _OWNERS.clear()
+    _OWNERS[m.get("uid") or ""] = uid
+    return uid
 
 
 def plan_input(bench: dict[str, Any], topology: TopologySpec, point: Point) -> str:
@@ -71,8 +123,8 @@ def _planned(text: str | None) -> TrialPlan:
 
 
 def where(trial: dict[str, Any], **settings: Any) -> Where:
-    owners = trial["metadata"].get("ownerReferences") or []
-    return Where(instance=owners[0]["uid"] if owners else None,
+    ref = controller_of(trial)
+    return Where(instance=ref["uid"] if ref else None,
                  plan_generation=int((trial.get("spec") or {}).get("planGeneration", 0)), **settings)
 
 
@@ -85,4 +137,5 @@ def step(w: Where, executor: Executor, plan: TrialPlan, status: dict[str, Any],
     return decision
 
 
-__all__ = ["A_PLAN_INPUT", "InvalidPlan", "plan_input", "step", "trial_plan", "where"]
+__all__ = ["A_PLAN_INPUT", "InvalidPlan", "NotOwned", "check_owner", "controller_of", "owned_by", "plan_input", "step",
+           "trial_plan", "where"]

@@ -67,18 +67,21 @@ def dependencies(deployments: list[dict[str, Any]]) -> dict[str, list[dict[str, 
             for name in ("mariadb-operator", "cockroach-operator")}
 
 
-def netem_job(node: str, index: int, namespace: str, image: str, run: str) -> dict[str, Any]:
+def netem_job(node: str, index: int, namespace: str, image: str, run: str,
+              tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A one-shot pod on ``node`` that adds a netem qdisc to its own loopback: root with NET_ADMIN in its own
     network namespace (a non-root user does not get the added capability: tc would say "Operation not
-    permitted" whatever the kernel); the last lines it prints become its termination message."""
+    permitted" whatever the kernel); the last lines it prints become its termination message. ``image``: the
+    operator's own (never a Benchmark's: this pod is root with NET_ADMIN); ``tolerations``: the region pods'
+    (the nodes probed are those they may use), no others; no ServiceAccount token."""
     name = f"netem-{run}-{index}"
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": {PROBE_LABEL: run}},
         "spec": {"backoffLimit": 0, "ttlSecondsAfterFinished": 600, "template": {
             "metadata": {"labels": {PROBE_LABEL: run}},
-            "spec": {"restartPolicy": "Never", "nodeName": node,
-                     "tolerations": [{"operator": "Exists"}],  # also on tainted nodes a region may use
+            "spec": {"restartPolicy": "Never", "nodeName": node, "automountServiceAccountToken": False,
+                     **({"tolerations": list(tolerations)} if tolerations else {}),
                      "securityContext": {"runAsUser": 0, "runAsNonRoot": False},
                      "containers": [{"name": "netem", "image": image, "command": ["sh", "-c", NETEM_SCRIPT],
                                      "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -95,7 +98,7 @@ def netem(kube: Kube, o: Observed, namespace: str, image: str = DEFAULT_IMAGE, t
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": {
             "pod-security.kubernetes.io/enforce": "privileged"}}})  # NET_ADMIN: not allowed by baseline
     for i, node in enumerate(nodes):
-        kube.apply(netem_job(node, i, namespace, image, run))
+        kube.apply(netem_job(node, i, namespace, image, run, o.tolerations))
     progress(f"netem probe on {len(nodes)} node(s) (namespace {namespace}, image {image})")
     results: dict[str, tuple[bool | None, str]] = {}
     deadline = time.time() + timeout_s

@@ -2,7 +2,10 @@
 
 The operator applies the rendered objects itself (:mod:`..render.chart`: Argo CD's way), so helm only
 renders: offline, ~0.1 s of CPU per release, a few at once. A chart from a repository (or an OCI
-reference) is pulled once per chart and version into a local cache.
+reference) is pulled once per chart and version into a local cache. Only the sources the operator's
+setting allows are pulled or rendered (:mod:`..render.chartsource`; checked again here, on the resolved
+path), ``--`` ends helm's flags before the release and chart, a chart from a repository is verified
+against the setting's keyring when one is given, and helm's output is read up to ``MAX_OUTPUT`` bytes.
 """
 
 from __future__ import annotations
@@ -23,17 +26,35 @@ import yaml
 from prometheus_client import Counter
 
 from wanwide.core.errors import TransientError
-from wanwide.providers.kubernetes.render.chart import Chart, ChartError, documents, stages
+from wanwide.providers.kubernetes.render import chartsource
+from wanwide.providers.kubernetes.render.chart import (
+    Chart,
+    ChartError,
+    ChartRefused,
+    documents,
+    stages,
+)
 from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
 logger = logging.getLogger(__name__)
 CHART_ERRORS = Counter("wanwide_chart_errors_total",
-                       "Keystone chart steps that failed: template (helm template or pull), hook (a hook Job failed)",
+                       "Keystone chart steps that failed: template (helm template or pull), hook (a hook Job failed), "
+                       "refused (the chart's source or what it renders is not allowed)",
                        ["step"])
+
+
+MAX_OUTPUT = 32 * 1024 * 1024  # bytes of one ``helm template`` (the keystone chart renders ~200 kB)
 
 
 class HelmError(TransientError, RuntimeError):
     pass
+
+
+class Policy:
+    """The operator's chart settings: the allowed sources and the keyring that verifies pulled charts."""
+
+    def __init__(self, allowed: tuple[str, ...] = chartsource.DEFAULT_ALLOWED, keyring: str | None = None) -> None:
+        self.allowed, self.keyring = tuple(allowed), keyring
 
 
 def helm_binary() -> str:
@@ -46,18 +67,38 @@ def helm_binary() -> str:
 def command(rel: HelmRelease, chart: str) -> list[str]:
     """``helm template``: the release's objects, hooks included; offline (helm's default capabilities). The
     values (passwords among them) go through its stdin, never a file: an operator killed mid-render would
-    leave the file in its /tmp, an emptyDir that outlives the container."""
-    return [helm_binary(), "template", rel.name, chart, "--namespace", rel.namespace, "--values", "-"]
+    leave the file in its /tmp, an emptyDir that outlives the container. ``--`` before the release and the
+    chart: neither is ever read as a flag."""
+    return [helm_binary(), "template", "--namespace", rel.namespace, "--values", "-", "--", rel.name, chart]
+
+
+def pull_command(rel: HelmRelease, dest: str, keyring: str | None) -> list[str]:
+    """``helm pull`` of a release's chart into ``dest``, verified against ``keyring`` when given."""
+    cmd = [helm_binary(), "pull", "--version", rel.version, "--destination", dest]
+    if rel.repo:
+        cmd += ["--repo", rel.repo]
+    if keyring:
+        cmd += ["--verify", "--keyring", keyring]
+    return [*cmd, "--", rel.chart]
 
 
 def _run(cmd: list[str], what: str, timeout: float = 300, stdin: str | None = None) -> str:
+    """helm's stdout (at most MAX_OUTPUT bytes, or HelmError); its own words when it fails."""
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=stdin)
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            p = subprocess.run(cmd, stdout=out, stderr=err, timeout=timeout,
+                               **({"input": stdin.encode()} if stdin is not None else {"stdin": subprocess.DEVNULL}))
+            size = out.seek(0, os.SEEK_END)
+            if size > MAX_OUTPUT:
+                raise ChartRefused(f"{what} wrote {size} bytes, more than {MAX_OUTPUT}: not read")
+            out.seek(0)
+            err.seek(0)
+            text, said = out.read().decode(errors="replace"), err.read(64 * 1024).decode(errors="replace")
     except (OSError, subprocess.TimeoutExpired) as e:
         raise HelmError(f"{what} could not run: {e}") from e
     if p.returncode != 0:
-        raise HelmError(f"{what} failed: {(p.stderr or p.stdout).strip()[-800:]}")
-    return p.stdout
+        raise HelmError(f"{what} failed: {(said or text).strip()[-800:]}")
+    return text
 
 
 class Renders:
@@ -70,7 +111,8 @@ class Renders:
 
     IDLE_S = 600.0
 
-    def __init__(self, workers: int = 4, cache_dir: str | None = None) -> None:
+    def __init__(self, workers: int = 4, cache_dir: str | None = None, policy: Policy | None = None) -> None:
+        self.policy = policy or Policy()
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="helm-template")
         self.cache_dir = Path(cache_dir or os.path.join(tempfile.gettempdir(), "wanwide-charts"))
         self.done: dict[str, tuple[float, Chart]] = {}
@@ -79,11 +121,12 @@ class Renders:
         self._pulls: dict[str, threading.Lock] = {}
 
     @staticmethod
-    def key(rel: HelmRelease, labels: dict[str, str]) -> str:
-        return rel.digest + json.dumps(labels, sort_keys=True)
+    def key(rel: HelmRelease, labels: dict[str, str], also: tuple[str, ...] = ()) -> str:
+        return rel.digest + json.dumps([labels, also], sort_keys=True)
 
-    def get(self, rel: HelmRelease, labels: dict[str, str]) -> Chart | None:
-        k = self.key(rel, labels)
+    def get(self, rel: HelmRelease, labels: dict[str, str], also: tuple[str, ...] = ()) -> Chart | None:
+        """The release rendered and confined (``also``: namespaces its dependency-check Roles may go to)."""
+        k = self.key(rel, labels, also)
         now = time.monotonic()
         with self._lock:
             if k in self.done:
@@ -91,7 +134,7 @@ class Renders:
                 return self.done[k][1]
             fut = self.running.get(k)
             if fut is None:
-                self.running[k] = self.pool.submit(self.render, rel, labels)
+                self.running[k] = self.pool.submit(self.render, rel, labels, also)
                 return None
             if not fut.done():
                 return None
@@ -101,20 +144,33 @@ class Renders:
             self.done[k] = (now, chart)
             return chart
 
-    def render(self, rel: HelmRelease, labels: dict[str, str]) -> Chart:
+    def render(self, rel: HelmRelease, labels: dict[str, str], also: tuple[str, ...] = ()) -> Chart:
+        """Rendered and confined; ChartError (permanent: the chart renders what wanwide does not apply, or its
+        source is not allowed) or HelmError (helm failed: tried again)."""
         try:
             text = _run(command(rel, self.chart_path(rel)), f"helm template {rel.name} in {rel.namespace}",
                         stdin=yaml.safe_dump(rel.values))
-            return stages(documents(text), rel.name, rel.namespace, labels)
-        except (HelmError, ChartError, yaml.YAMLError) as e:
+            return stages(documents(text), rel.name, rel.namespace, labels, also)
+        except ChartError:
+            CHART_ERRORS.labels("refused").inc()
+            raise
+        except (HelmError, yaml.YAMLError) as e:
             CHART_ERRORS.labels("template").inc()
             raise HelmError(str(e)) from e
 
     def chart_path(self, rel: HelmRelease) -> str:
-        """A local path of the chart: itself, or the archive pulled (once) from its repository or registry."""
+        """A local path of the chart: itself, or the archive pulled (once) from its repository or registry.
+        Refused (ChartRefused) unless the policy allows its source; a local path once its links are resolved."""
+        bad = chartsource.problem(rel.repo, rel.chart, rel.version, self.policy.allowed)
+        if bad is not None:
+            raise ChartRefused(f"spec.openstack.keystone.{bad[0]}: {bad[1]}")
         if not rel.repo and not rel.chart.startswith("oci://"):
-            return rel.chart
-        digest = hashlib.sha256(f"{rel.repo} {rel.chart} {rel.version}".encode()).hexdigest()[:16]
+            real = os.path.realpath(rel.chart)
+            if not chartsource.allowed(real, self.policy.allowed):
+                raise ChartRefused(f"spec.openstack.keystone.chart: {rel.chart} resolves to {real}, not a chart "
+                                   f"source this operator renders: {chartsource.FIX}")
+            return real
+        digest = hashlib.sha256(f"{rel.repo} {rel.chart} {rel.version} {self.policy.keyring}".encode()).hexdigest()[:16]
         dest = self.cache_dir / digest
         with self._lock:
             lock = self._pulls.setdefault(digest, threading.Lock())
@@ -122,10 +178,7 @@ class Renders:
             found = sorted(dest.glob("*.tgz")) if dest.is_dir() else []
             if not found:
                 tmp = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=self._mkdir()))
-                cmd = [helm_binary(), "pull", rel.chart, "--version", rel.version, "--destination", str(tmp)]
-                if rel.repo:
-                    cmd += ["--repo", rel.repo]
-                _run(cmd, f"helm pull {rel.chart} {rel.version}")
+                _run(pull_command(rel, str(tmp), self.policy.keyring), f"helm pull {rel.chart} {rel.version}")
                 shutil.rmtree(dest, ignore_errors=True)
                 tmp.rename(dest)
                 found = sorted(dest.glob("*.tgz"))

@@ -9,13 +9,21 @@ from wanwide.core.api.units import seconds
 from wanwide.core.contracts import S3Target
 from wanwide.core.plan import names
 from wanwide.core.plan.trial import TrialPlan
-from wanwide.providers.kubernetes.render import chaos, database, keystone, monitors, rally, secrets
+from wanwide.providers.kubernetes.render import (
+    chaos,
+    database,
+    keystone,
+    monitors,
+    netpol,
+    rally,
+    secrets,
+)
 from wanwide.providers.kubernetes.render.common import meta, obj
 from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
 # Apply order; deletion goes the other way.
 KIND_ORDER = [
-    "Namespace", "Trial", "ServiceAccount", "Secret", "ConfigMap", "Service", "MariaDB", "Database", "User", "Grant", "CrdbCluster",
+    "Namespace", "NetworkPolicy", "Trial", "ServiceAccount", "Secret", "ConfigMap", "Service", "MariaDB", "Database", "User", "Grant", "CrdbCluster",
     "Deployment", "Job", "PodMonitor", "ServiceMonitor", "NetworkChaos",
 ]
 
@@ -26,15 +34,17 @@ class Rendered:
 
     def __init__(self, plan: TrialPlan, *, start_at: str | None = None, attempt: int = 1,
                  passwords: dict[str, str] | None = None, results: S3Target | None = None,
-                 plan_generation: int = 0) -> None:
-        self.plan, self.start_at, self.attempt = plan, start_at, attempt
+                 plan_generation: int = 0, owner: str | None = None,
+                 network_policy: netpol.Settings | None = None) -> None:
+        self.plan, self.start_at, self.attempt, self.owner = plan, start_at, attempt, owner
+        self.network_policy = network_policy
         self.passwords, self.results, self.plan_generation = passwords, results, plan_generation
 
     @cached_property
     def base(self) -> list[dict[str, Any]]:
         """Provisioning: namespaces, secrets, database, memcached, monitors."""
         p = self.plan
-        out = [*namespaces(p), trial_object(p, self.plan_generation), *secrets.render(p), *database.render(p),
+        out = [*namespaces(p, self.owner), *netpol.render(p, self.network_policy), trial_object(p, self.plan_generation), *secrets.render(p), *database.render(p),
                *keystone.memcached(p), *monitors.render(p)]
         out.sort(key=lambda o: KIND_ORDER.index(o["kind"]))
         return out
@@ -96,12 +106,15 @@ POD_SECURITY_LABELS = {"pod-security.kubernetes.io/enforce": "baseline",
                        "pod-security.kubernetes.io/audit": "restricted"}
 
 
-def namespaces(plan: TrialPlan) -> list[dict[str, Any]]:
+def namespaces(plan: TrialPlan, owner: str | None = None) -> list[dict[str, Any]]:
+    """The trial's namespaces; ``owner``: the uid of the Benchmark that makes them (``wanwide.io/owner-uid``: the
+    operator changes and deletes only namespaces that carry it, controller/ownership.py)."""
     out = []
     region_of = {plan.namespace(r): r for r in plan.region_names}
     for ns in plan.namespaces:
         region = region_of.get(ns)
-        labels = {**plan.labels(region, None if region else "database"), **POD_SECURITY_LABELS}
+        labels = {**plan.labels(region, None if region else "database"), **POD_SECURITY_LABELS,
+                  **({names.L_OWNER: owner} if owner else {})}
         out.append(obj("v1", "Namespace", meta(ns, None, labels, {names.A_PARAMETERS: _params(plan)})))
     return out
 
@@ -114,6 +127,8 @@ def render_trial(
     passwords: dict[str, str] | None = None,
     results: S3Target | None = None,
     plan_generation: int = 0,
+    owner: str | None = None,
+    network_policy: netpol.Settings | None = None,
 ) -> Rendered:
     return Rendered(plan, start_at=start_at, attempt=attempt, passwords=passwords, results=results,
-                    plan_generation=plan_generation)
+                    plan_generation=plan_generation, owner=owner, network_policy=network_policy)

@@ -9,6 +9,15 @@ and tests are left out (a trial's namespaces are deleted, never uninstalled), as
 (hook Jobs stay until their namespace goes, which is what the keystone chart's own policy,
 ``before-hook-creation``, amounts to for a single install).
 
+What a chart may render is confined (docs/security.md): a Benchmark author names the chart and its values,
+and the operator applies what it renders with the operator's rights, so only the kinds the trial's
+ClusterRole exists for (:data:`ALLOWED`), only into the release's namespace (a dependency-check Role and
+its RoleBinding also into the database's), RoleBindings only of the chart's own Roles to ServiceAccounts of
+the release's namespace, Roles granting only what openstack-helm's dependency checks read, Services only
+inside the cluster; ``wanwide.io/`` labels and annotations are taken off (they steer the operator: a Secret
+``wanwide.io/copy-from`` another namespace would be filled from it). A chart that renders anything else is
+refused whole (:class:`ChartRefused`), before any of its objects is applied.
+
 Progress is re-derived from the hook Jobs alone: a stage's Jobs exist only once every stage before
 it is done, so the latest stage with a Job says how far a release got (a restarted operator
 repeats at most the applies of one stage, which are idempotent).
@@ -16,7 +25,8 @@ repeats at most the applies of one stage, which are idempotent).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,10 +52,31 @@ KIND_ORDER = (
 CLUSTER_SCOPED = {"PriorityClass", "Namespace", "StorageClass", "PersistentVolume", "CustomResourceDefinition",
                   "ClusterRole", "ClusterRoleBinding", "IngressClass", "APIService", "PodSecurityPolicy"}
 WAITED = {"Job"}  # kinds whose completion a stage waits for (Helm also waits for hook Pods: refused below)
+RBAC = "rbac.authorization.k8s.io/v1"
+# The kinds a chart may render: what the keystone chart needs, and what the trial ClusterRole lets the
+# operator write (charts/wanwide/templates/rbac.yaml), each under its one API version.
+ALLOWED = frozenset({
+    ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service"), ("v1", "ServiceAccount"),
+    ("apps/v1", "Deployment"), ("batch/v1", "Job"), ("policy/v1", "PodDisruptionBudget"),
+    (RBAC, "Role"), (RBAC, "RoleBinding"),
+})
+# What a chart's Role may grant: openstack-helm's dependency checks (helm-toolkit's kubernetes_pod_rbac_roles)
+# read these; the trial ClusterRole holds exactly this, so the API server's escalation check agrees.
+GRANTABLE_GROUPS = frozenset({"", "extensions", "batch", "apps"})
+GRANTABLE_RESOURCES = frozenset({"services", "endpoints", "jobs", "pods"})
+GRANTABLE_VERBS = frozenset({"get", "list"})
+OWN_PREFIX = "wanwide.io/"  # labels and annotations that steer the operator: never taken from a chart
+RESERVED_NAMES = ("wanwide", "rally", "network-probe")  # name prefixes of the operator's own objects in a region
 
 
 class ChartError(PermanentError, ValueError):
     """The rendered chart cannot be applied this way (the message says why and what to do)."""
+
+    reason = "ChartRefused"
+
+
+class ChartRefused(ChartError):
+    """The chart renders objects wanwide does not apply (kinds, namespaces, grants): nothing of it is applied."""
 
 
 @dataclass(frozen=True)
@@ -73,15 +104,29 @@ class Chart:
         return [o for s in self.stages for o in s.objects]
 
 
+MAX_OBJECTS = 2000  # objects one release may render (the keystone chart renders ~30)
+
+
 def documents(text: str) -> list[dict[str, Any]]:
     """The objects of ``helm template`` output, empty documents dropped and null entries left out.
 
     Templates write ``annotations:`` with nothing under it (the openstack-helm keystone chart does); the
     API server stores such a field as absent, so leaving it out changes nothing applied, and nothing that
-    reads the object later meets None where a map or a list belongs.
+    reads the object later meets None where a map or a list belongs. YAML aliases are refused (helm's own
+    output has none; a template can write them, and a few nested ones expand to gigabytes), and so is
+    more than :data:`MAX_OBJECTS` objects.
     """
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return [without_nulls(d, keep=()) for d in yaml.load_all(text, Loader=loader) if isinstance(d, dict) and d.get("kind")]
+    if "*" in text and "&" in text and any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=loader)):
+        raise ChartRefused("the rendered chart uses YAML aliases (*name): wanwide does not expand them; render "
+                           "plain YAML")
+    out = []
+    for d in yaml.load_all(text, Loader=loader):
+        if isinstance(d, dict) and d.get("kind"):
+            if len(out) == MAX_OBJECTS:
+                raise ChartRefused(f"the rendered chart has more than {MAX_OBJECTS} objects")
+            out.append(without_nulls(d, keep=()))
+    return out
 
 
 def _order(o: dict[str, Any]) -> tuple[int, str]:
@@ -101,19 +146,81 @@ def _weight(o: dict[str, Any]) -> int:
         return 0
 
 
+def _own(m: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Labels or annotations without wanwide's own keys."""
+    return {k: v for k, v in (m or {}).items() if not str(k).startswith(OWN_PREFIX)}
+
+
 def _placed(o: dict[str, Any], namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    """The object in the release's namespace (unless it names one, or is cluster-scoped), with ``labels``."""
+    """The object in the release's namespace (unless it names one, or is cluster-scoped), with ``labels``
+    (a chart's own ``wanwide.io/`` labels and annotations dropped)."""
     meta = dict(o.get("metadata") or {})
-    if "name" not in meta:
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
         raise ChartError(f"a {o['kind']} without metadata.name in the rendered chart")
     if o["kind"] not in CLUSTER_SCOPED:
         meta.setdefault("namespace", namespace)
-    meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    meta["labels"] = {**_own(meta.get("labels")), **labels}
+    if "annotations" in meta:
+        meta["annotations"] = _own(meta["annotations"])
     return {**o, "metadata": meta}
 
 
-def stages(docs: Iterable[dict[str, Any]], release: str, namespace: str, labels: Mapping[str, str]) -> Chart:
-    """The release's stages from its rendered objects; ``labels`` go on every object (its trial, region)."""
+def _listed(v: Any) -> list[str]:
+    return [str(x) for x in v] if isinstance(v, list) else []
+
+
+def refusals(objects: Iterable[dict[str, Any]], namespace: str, also: Collection[str] = ()) -> list[str]:
+    """Why wanwide would not apply these objects of a release in ``namespace`` (placed by :func:`_placed`);
+    ``also``: namespaces where a dependency-check Role and RoleBinding may go too (the database's). Empty: fine."""
+    objs = list(objects)
+    roles = {(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objs
+             if (o.get("apiVersion"), o["kind"]) == (RBAC, "Role")}
+    out: list[str] = []
+    for o in objs:
+        kind, m = o["kind"], o["metadata"]
+        ns = m.get("namespace")
+        ref = f"{kind} {ns + '/' if ns else ''}{m['name']}"
+        if (o.get("apiVersion"), kind) not in ALLOWED:
+            out.append(f"{ref} ({o.get('apiVersion')}) is not a kind a chart may render here (only "
+                       + ", ".join(sorted(k for _, k in ALLOWED)) + ")")
+            continue
+        rbac = kind in ("Role", "RoleBinding")
+        if ns != namespace and not (rbac and ns in also):
+            out.append(f"{ref} is outside the release's namespace {namespace}")
+            continue
+        if m["name"].startswith(RESERVED_NAMES):
+            out.append(f"{ref}: names starting {', '.join(RESERVED_NAMES)} are the operator's own")
+        if kind == "Role":
+            for i, rule in enumerate(o.get("rules") or []):
+                rule = rule if isinstance(rule, dict) else {}
+                groups, res, verbs = (set(_listed(rule.get(k))) for k in ("apiGroups", "resources", "verbs"))
+                if (rule.get("nonResourceURLs") or not groups <= GRANTABLE_GROUPS or not res <= GRANTABLE_RESOURCES
+                        or not verbs <= GRANTABLE_VERBS):
+                    out.append(f"{ref} rules[{i}] grants {sorted(verbs)} on {sorted(res)} of {sorted(groups)}: a chart's "
+                               f"Role may grant only {sorted(GRANTABLE_VERBS)} on {sorted(GRANTABLE_RESOURCES)}")
+        elif kind == "RoleBinding":
+            ref_ = o.get("roleRef") if isinstance(o.get("roleRef"), dict) else {}
+            if ref_.get("kind") != "Role" or (ns, ref_.get("name")) not in roles:
+                out.append(f"{ref} binds {ref_.get('kind')} {ref_.get('name')}: a chart may bind only a Role it "
+                           "renders in the same namespace")
+            for s in o.get("subjects") or []:
+                s = s if isinstance(s, dict) else {}
+                if s.get("kind") != "ServiceAccount" or (s.get("namespace") or ns) != namespace:
+                    out.append(f"{ref} binds {s.get('kind')} {s.get('namespace') or ns}/{s.get('name')}: a chart may "
+                               f"bind only ServiceAccounts of {namespace}")
+        elif kind == "Service":
+            spec = o.get("spec") if isinstance(o.get("spec"), dict) else {}
+            if spec.get("type", "ClusterIP") != "ClusterIP" or spec.get("externalIPs"):
+                out.append(f"{ref} is a {spec.get('type', 'ClusterIP')} Service"
+                           + (" with externalIPs" if spec.get("externalIPs") else "")
+                           + ": a trial's Services stay inside the cluster (ClusterIP)")
+    return out
+
+
+def stages(docs: Iterable[dict[str, Any]], release: str, namespace: str, labels: Mapping[str, str],
+           also: Collection[str] = ()) -> Chart:
+    """The release's stages from its rendered objects; ``labels`` go on every object (its trial, region).
+    Objects wanwide does not apply (:func:`refusals`; ``also``: the database's namespace) refuse the chart."""
     main: list[dict[str, Any]] = []
     hooks: dict[tuple[int, int], list[dict[str, Any]]] = {}
     skipped: list[str] = []
@@ -141,10 +248,16 @@ def stages(docs: Iterable[dict[str, Any]], release: str, namespace: str, labels:
     out.append(Stage("main", tuple(sorted(main, key=_order))))
     out += [Stage(f"{PHASES[p]} {w}", tuple(sorted(objs, key=_order)))
             for (p, w), objs in sorted(hooks.items()) if p == 1]
-    names = [f"{o['kind']}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for s in out for o in s.objects]
-    twice = sorted({n for n in names if names.count(n) > 1})
+    names = Counter(f"{o['kind']}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
+                    for s in out for o in s.objects)
+    twice = sorted(n for n, k in names.items() if k > 1)
     if twice:
         raise ChartError(f"the rendered chart has {', '.join(twice[:3])} more than once")
+    refused = refusals([o for s in out for o in s.objects], namespace, also)  # hooks not installed are never applied
+    if refused:
+        raise ChartRefused(f"the chart renders {len(refused)} object(s) wanwide does not apply, so nothing of it is "
+                           f"applied: {'; '.join(refused[:4])}{' …' if len(refused) > 4 else ''} (docs/security.md: "
+                           "what a chart may render)")
     return Chart(release, namespace, tuple(out), tuple(skipped))
 
 
@@ -188,4 +301,5 @@ def next_step(chart: Chart, jobs: Mapping[str, str], *, hooks: bool = True, ahea
     return Next(apply=tuple(apply), done=True)
 
 
-__all__ = ["Chart", "ChartError", "Next", "Stage", "documents", "next_step", "stages"]
+__all__ = ["ALLOWED", "Chart", "ChartError", "ChartRefused", "Next", "Stage", "documents", "next_step", "refusals",
+           "stages"]

@@ -87,6 +87,9 @@ def runner_pod(plan: TrialPlan, region: str, args: list[str], env: list[dict[str
     want = plan.spec.runner.pod
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
+        # the runner never calls the API server: no token in the pod (a cloud identity, IRSA or workload
+        # identity, comes from its own projected token or the metadata server, not this one)
+        "automountServiceAccountToken": False,
         "securityContext": copy.deepcopy(POD_SECURITY),
         "containers": [{
             "name": "runner",
