@@ -1,4 +1,4 @@
-"""Command line: ``wanwide plan | crds | operator | runner | report | compare | results | lab``."""
+"""Command line: ``wanwide plan | crds | operator | doctor | runner | report | compare | results | history | lab``."""
 
 from __future__ import annotations
 
@@ -141,6 +141,8 @@ COMMANDS = (
             "how NEW results differ from BASE, per action: relative difference, 95 % interval, ~ if not significant"),
     Command("results", "wanwide.pipeline.results.cli", "add_results_parser", "report",
             "fetch a Benchmark's result bundles from S3"),
+    Command("history", "wanwide.pipeline.results.cli", "add_history_parser", "report",
+            "change points over every run read so far: which run made a series slower, and what changed"),
     Command("lab", "wanwide.providers.lab.cli", "add_lab_parser", "all",
             "run a Benchmark for real on this machine (namespaces, netem/linkemu/wirefilter)"),
 )
