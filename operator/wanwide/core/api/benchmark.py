@@ -520,6 +520,15 @@ class BenchmarkStatus(Observed):
     start_time: str | None = None
     completion_time: str | None = None
     preflight: PreflightStatus | None = None
+    backend: str | None = Field(None, description="The database backend(s) the trials run: the swept values "
+                                "(mariadb,galera), or matrix (N) when they do not fit a column.")
+    load: str | None = Field(None, description="The load(s) the trials run, as backend.")
+    sweep: str | None = Field(None, description="Every parameter the trials vary, with its values "
+                              "(rtt=0ms,100ms regions=3,9).")
+    time_left: str | None = Field(None, description="Until every trial is done (1h12m; unknown before a trial "
+                                  "is done): each trial to run takes the mean time of the done trials of its "
+                                  "parameter point, else of all done trials, on spec.matrix.parallelism slots.")
+    estimated_completion_time: str | None = Field(None, description="Now plus timeLeft, to the minute.")
 
 
 class Benchmark(Observed):
