@@ -54,7 +54,8 @@ class Keystone(Model):
 
     chart_repo: str = Field("https://tarballs.opendev.org/openstack/openstack-helm", description="Helm repository URL.")
     chart: str = Field("keystone", description="Chart name in the repository.")
-    chart_version: str = Field("2025.2.0", min_length=1, description="Exact chart version (pin it).")
+    chart_version: str = Field("2026.1.0", min_length=1, description="Exact chart version (pin it): the default is the "
+                               "one every verification ran (docs/upstream-checks.md).")
     images: KeystoneImages = Field(default_factory=KeystoneImages)
     replicas: Int = Field(1, ge=1, le=10, description="Keystone server processes per region: keystone-api pods on "
                           "Kubernetes (the chart runs one WSGI process per pod), gunicorn workers in the lab. "
