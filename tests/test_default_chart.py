@@ -20,7 +20,7 @@ def test_default_chart_version_is_the_pinned_one():
     assert f"tag `{pinned}`" in (ROOT / "docs" / "upstream-checks.md").read_text()
     from tests.cluster.operator_env import REAL_CHART_VERSION
 
-    assert REAL_CHART_VERSION == pinned
+    assert pinned == REAL_CHART_VERSION
 
 
 def test_default_chart_version_is_the_mirrored_chart():

@@ -48,7 +48,8 @@ def add_report_parser(subparsers) -> argparse.ArgumentParser:
         description="SOURCE: a directory of bundles, s3://bucket/prefix, or plain Rally JSON files/directories "
         "(parameters then come from file names or a sidecar params.yaml). " + S3_HELP,
     )
-    p.add_argument("sources", nargs="+", metavar="SOURCE")
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="a directory of bundles, a data set, s3://bucket/prefix, or plain Rally JSON (repeatable)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the report")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-store", action="store_true",
@@ -109,8 +110,8 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
         "includes 0. A parameter with one value on each side, different on the two (after --base-where/"
         "--new-where), is what is compared and not matched on. Repetitions are the unit of replication "
         "when there are several (docs/results.md).")
-    p.add_argument("base", metavar="BASE")
-    p.add_argument("new", metavar="NEW")
+    p.add_argument("base", metavar="BASE", help="the results compared against (a directory, data set or s3://…)")
+    p.add_argument("new", metavar="NEW", help="the results compared (may be BASE with --base-where/--new-where)")
     p.add_argument("--stat", choices=["median", "mean"], default=None, help="median (default) or mean")
     p.add_argument("--paired", action="store_true",
                    help="pair the change inside each repetition on one machine (the RTTs re-shaped on one deployment, "
@@ -257,7 +258,8 @@ def add_results_parser(subparsers) -> argparse.ArgumentParser:
         "atomic action per iteration), runs.csv (one row per run) and manifests.json.gz (every bundle's "
         "manifest); paths relative to the sources. `wanwide report DIR -o REPORT` then gives the same tables "
         "and figures as the bundles did (docs/results.md, \"Data sets\"). " + S3_HELP)
-    e.add_argument("sources", nargs="+", metavar="SOURCE")
+    e.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="a directory of bundles, a data set, s3://bucket/prefix, or plain Rally JSON (repeatable)")
     e.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the data set")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_s3_flags(e)

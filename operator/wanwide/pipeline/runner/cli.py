@@ -28,7 +28,7 @@ def add_runner_parser(subparsers) -> argparse.ArgumentParser:
     pr.set_defaults(func=cmd_probe)
 
     v = sub.add_parser("validate", help="check a runner config and print it normalised")
-    v.add_argument("--config", required=True)
+    v.add_argument("--config", required=True, help="runner configuration JSON to check (wanwide.core.contracts.RunnerConfig)")
     v.set_defaults(func=cmd_validate)
     return p
 
@@ -106,13 +106,21 @@ def cmd_upload(args) -> int:
 
     try:
         cfg = load_config(args.config)
-        m = json.loads((Path(args.bundle) / MANIFEST).read_text())
-        rel = bundle_relpath(m["benchmark"], m["trial"]["id"], m["region"], int(m["attempt"]), m["run_id"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if cfg.results.s3 is None:
-        print(f"error: {args.config} names no results.s3 target", file=sys.stderr)
+        print(f"error: {args.config} names no results.s3 target: nothing to upload to (no S3 target configured)",
+              file=sys.stderr)
+        return 2
+    try:
+        m = json.loads((Path(args.bundle) / MANIFEST).read_text())
+        rel = bundle_relpath(m["benchmark"], m["trial"]["id"], m["region"], int(m["attempt"]), m["run_id"])
+    except FileNotFoundError:
+        print(f"error: {args.bundle} is not a result bundle: it has no {MANIFEST}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"error: {args.bundle}/{MANIFEST}: {e}", file=sys.stderr)
         return 2
     try:
         keys = upload_bundle(Path(args.bundle), cfg.results.s3, rel)
