@@ -111,6 +111,28 @@ def _check_scenario(name: str) -> str:
     return name
 
 
+class PercentileBound(Model):
+    """The ``p``-th percentile of a scenario's iteration times at most ``max``."""
+
+    p: float = Field(ge=1, le=99.9, description="The percentile, e.g. 95 or 99.")
+    max: Duration = Field(description="Its bound, e.g. 1s or 800ms.")
+
+
+class Slo(Model):
+    """Service level objectives of a scenario, as Rally's SLA (recorded per run: the bundle's manifest, the
+    report's SLO table; ``wanwide compare --fail-on slo`` fails a CI job on one missed). A run that misses
+    one still measured: its reason is SLAFailed, its data are kept."""
+
+    max_duration: Duration | None = Field(None, description="Every iteration at most this long (Rally's "
+                                          "max_seconds_per_iteration).")
+    max_mean_duration: Duration | None = Field(None, description="The mean iteration at most this long (Rally's "
+                                               "max_avg_duration).")
+    percentile: PercentileBound | None = Field(None, description="A percentile of the iteration times at most "
+                                               "this long (evaluated by wanwide from the iterations).")
+    max_failure_rate: Percent = Field("0%", description="Failed iterations at most this share (Rally's "
+                                      "failure_rate max).")
+
+
 class Scenario(Model):
     """A Rally scenario: short name of a Keystone scenario or a full Rally name."""
 
@@ -122,6 +144,7 @@ class Scenario(Model):
     times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None)
     concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None)
     users: UsersContext | None = None
+    slo: Slo | None = Field(None, description="This scenario's objectives (default: workload.slo).")
 
     @model_validator(mode="after")
     def _name(self) -> Scenario:
@@ -151,6 +174,8 @@ class Workload(Model):
     times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None, description="Default iterations per scenario.")
     concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None, description="Default concurrency per scenario.")
     warmup: Warmup = Field(default_factory=Warmup)
+    slo: Slo | None = Field(None, description="Objectives of every scenario without its own slo (default: no "
+                            "failed iteration, Rally's failure_rate max 0).")
     start_delay: Duration = Field(
         "2m", description="Load regions start together this long after the Jobs are created; it must cover the "
         "runner's preparation (Rally's database and environment) and the warm-up.")

@@ -129,7 +129,8 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--fail-on", action="append", default=[], metavar="RULE",
                    help="exit 1 when a group crosses this bound with its whole 95 %% interval (repeatable): "
                    "slower>10%%, faster>10%%, change>10%% (relative), slower>2rtt (round trips of the group's rtt), "
-                   "slower>50ms (absolute); failures (any failed iteration or run in NEW), failures>1%%. "
+                   "slower>50ms (absolute); failures (any failed iteration or run in NEW), failures>1%%; slo (an "
+                   "objective of spec.workload.slo missed by a NEW run). "
                    "Exit codes: 0 passed, 1 a bound crossed, 2 bad input or rule")
     add_noise_flags(p)
     add_s3_flags(p)
@@ -150,7 +151,7 @@ def cmd_compare(args) -> int:
         plot,
         select,
     )
-    from wanwide.pipeline.results.gate import GateError, evaluate, failed_runs, parse_rule
+    from wanwide.pipeline.results.gate import GateError, evaluate, failed_runs, new_slo, parse_rule
     from wanwide.pipeline.results.ingest import IngestError
     from wanwide.pipeline.results.report import read_sources
 
@@ -199,13 +200,13 @@ def cmd_compare(args) -> int:
     if not rules:
         return 0
     gated = c[c["action"] == "Total"] if args.total_only else c
-    if gated.empty and any(r.kind != "failures" for r in rules):
+    if gated.empty and any(r.kind not in ("failures", "slo") for r in rules):
         print("wanwide: error: --fail-on: no group (parameters, scenario, action) is on both sides, so nothing "
               "can be gated: check --base-where/--new-where", file=sys.stderr)
         return 2
     try:
         v = evaluate(rules, gated, labels(gated) if len(gated) else [], chosen[1][0],
-                     failed_runs(sides[1].manifests, args.new_where))
+                     failed_runs(sides[1].manifests, args.new_where), new_slo(sides[1].manifests, args.new_where))
     except GateError as e:
         print(f"wanwide: error: {e}", file=sys.stderr)
         return 2

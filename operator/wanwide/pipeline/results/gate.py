@@ -9,7 +9,8 @@ A rule is ``DIRECTION>BOUND`` or ``failures``:
   parameter; a Benchmark that sweeps it gates each point at its own RTT);
 - ``slower>50ms``, ``slower>0.2s``: the absolute change beyond a time;
 - ``failures``: any failed iteration or failed run on the NEW side; ``failures>1%``: a
-  scenario's failed share of iterations beyond the bound.
+  scenario's failed share of iterations beyond the bound;
+- ``slo``: any objective of the Benchmark's (``spec.workload.slo``) missed by a NEW run.
 
 A group without an interval (too few iterations) cannot cross a bound "with its interval": it is
 listed as not gated rather than passed silently.
@@ -30,8 +31,8 @@ from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 _COMPARE_COLUMNS = {*COLUMNS, "blocks"}
 EXIT_PASSED, EXIT_BREACHED = 0, 1  # 2: the inputs or the rules are wrong (wanwide's usage exit code)
 DIRECTIONS = ("slower", "faster", "change")
-_RULE = re.compile(r"^\s*(slower|faster|change|failures)\s*(?:>\s*([0-9]+(?:\.[0-9]+)?)\s*(%|rtt|ms|s)?)?\s*$")
-EXAMPLES = "slower>10%, change>5%, slower>2rtt, slower>50ms, failures, failures>1%"
+_RULE = re.compile(r"^\s*(slower|faster|change|failures|slo)\s*(?:>\s*([0-9]+(?:\.[0-9]+)?)\s*(%|rtt|ms|s)?)?\s*$")
+EXAMPLES = "slower>10%, change>5%, slower>2rtt, slower>50ms, failures, failures>1%, slo"
 
 
 class GateError(UserError, ValueError):
@@ -56,6 +57,10 @@ def parse_rule(text: str) -> Rule:
         raise GateError(f"--fail-on {text!r}: write DIRECTION>BOUND (DIRECTION slower, faster or change; BOUND in %, "
                         f"rtt, ms or s) or failures[>PCT%], e.g. {EXAMPLES}")
     kind, number, unit = m.group(1), m.group(2), m.group(3)
+    if kind == "slo":
+        if number is not None:
+            raise GateError(f"--fail-on {text!r}: slo takes no bound (the Benchmark's objectives are the bounds)")
+        return Rule(kind, None, "", text.strip())
     if kind == "failures":
         if number is None:
             return Rule(kind, None, "", text.strip())
@@ -169,19 +174,44 @@ def _failures(new: pd.DataFrame, params: list[str], failed_runs: list[str], rule
 
 
 def evaluate(rules: list[Rule], c: pd.DataFrame, labels: list[str], new: pd.DataFrame,
-             failed_runs: list[str] | None = None) -> Verdict:
+             failed_runs: list[str] | None = None, slo: pd.DataFrame | None = None) -> Verdict:
     """Every rule over ``compare``'s rows (``labels``: each row in words) and NEW's table; ``failed_runs``:
-    NEW's runs that did not succeed, as ``run: why``."""
+    NEW's runs that did not succeed, as ``run: why``; ``slo``: NEW's objectives (runs.slo_table)."""
     out = Verdict([], [], 0)
     params = [x for x in c.columns if x not in _COMPARE_COLUMNS]
     for rule in rules:
-        if rule.kind == "failures":
+        if rule.kind == "slo":
+            _slo(slo if slo is not None else pd.DataFrame(), rule, out)
+        elif rule.kind == "failures":
             _failures(new, params, failed_runs or [], rule, out)
         else:
             _change(c, labels, rule, out)
     return out
 
 
+
+
+def _slo(slo: pd.DataFrame, rule: Rule, out: Verdict) -> None:
+    if slo.empty:
+        raise GateError(f"--fail-on {rule.text!r}: NEW's runs recorded no objectives (bundles from before "
+                        "spec.workload.slo, or plain Rally JSON): gate on slower>…/failures instead")
+    for _, r in slo.iterrows():
+        out.checked += 1
+        if r["met"] is False or str(r["met"]) == "False":
+            out.breaches.append(Breach(rule.text, f"{r['benchmark']}/{r['trial']}/{r['region']} {r['scenario']}",
+                                       f"{r['objective']}: {r['detail']}"))
+
+
+def new_slo(manifests: list[dict], conds: list[str]) -> pd.DataFrame:
+    """The objectives of the runs among ``manifests`` whose trial parameters match ``conds``."""
+    from wanwide.pipeline.results.runs import slo_table
+
+    return slo_table([m for m in manifests if _matches(m, conds)])
+
+
+def _matches(m: dict, conds: list[str]) -> bool:
+    params = {k: str(v) for k, v in ((m.get("trial") or {}).get("parameters") or {}).items()}
+    return all(params.get(n.strip()) == v.strip() for n, _, v in (c.partition("=") for c in conds))
 
 
 def failed_runs(manifests: list[dict], conds: list[str]) -> list[str]:
@@ -192,8 +222,7 @@ def failed_runs(manifests: list[dict], conds: list[str]) -> list[str]:
         st = m.get("status") or {}
         if st.get("result") == "succeeded":
             continue
-        params = {k: str(v) for k, v in ((m.get("trial") or {}).get("parameters") or {}).items()}
-        if all(params.get(n.strip()) == v.strip() for n, _, v in (c.partition("=") for c in conds)):
+        if _matches(m, conds):
             out.append(f"{m.get('benchmark')}/{(m.get('trial') or {}).get('id')}/{m.get('region')} "
                        f"{m.get('run_id')}: {st.get('reason')}: {st.get('message') or ''}".rstrip(": "))
     return out

@@ -24,7 +24,7 @@ from wanwide import __version__
 from wanwide.core import timestamps as ts
 from wanwide.core.contracts import EXIT_CONFIG, EXIT_OK, EXIT_RUN_FAILED, EXIT_UPLOAD, RunnerConfig
 from wanwide.core.errors import PermanentError
-from wanwide.pipeline.runner import contention, gauges, members
+from wanwide.pipeline.runner import contention, gauges, members, slo
 from wanwide.pipeline.runner.bundle import (
     RALLY_JSON,
     ContentionInfo,
@@ -194,6 +194,7 @@ class _Run:
     contention: ContentionInfo | None = None
     warmup: WarmupInfo | None = None
     gate: GateInfo | None = None
+    slo: list[dict] | None = None
     status: Status = field(
         default_factory=lambda: Status(result="failed", reason="InternalError", message="run did not finish"))
 
@@ -209,7 +210,7 @@ class _Run:
                                   cache=cfg.keystone.cache, rally_user=self.rally_user),
             start=self.start_info, end=iso(ts.now()), network=self.network, database=self.db_info,
             host=self.host_info, contention=self.contention, warmup=self.warmup, rally=self.rally_info,
-            status=self.status,
+            slo=self.slo, status=self.status,
         )
 
 
@@ -349,11 +350,15 @@ def _start_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -
     return uuid, rc
 
 
-def _task_status(summary: RallyInfo, uuid: str, rc: int) -> Status:
-    """The run's status from the exported task: failed, SLA failed (data valid) or completed."""
+def _task_status(summary: RallyInfo, uuid: str, rc: int, missed: list[str] | None = None) -> Status:
+    """The run's status from the exported task: failed, SLA failed (data valid: an objective missed) or
+    completed."""
     if summary.task_status not in ("finished", "sla_failed"):
         return Status(result="failed", reason="RallyTaskFailed",
                       message=f"rally task {uuid} ended in status {summary.task_status} (exit {rc})")
+    if missed:
+        return Status(result="succeeded", reason="SLAFailed",
+                      message=f"objectives missed: {'; '.join(missed)}; results exported")
     if summary.pass_sla is False:
         return Status(result="succeeded", reason="SLAFailed",
                       message=f"{summary.failed_iterations} of {summary.iterations} iterations failed; "
@@ -376,7 +381,14 @@ def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
     summary = _summarise_rally_json(r.bundle_dir / RALLY_JSON)
     summary.task_uuid, summary.exit_code = uuid, rc
     r.rally_info = summary
-    r.status = _task_status(summary, uuid, rc)
+    missed: list[str] = []
+    if r.cfg.slo:
+        r.slo = slo.check(json.loads((r.bundle_dir / RALLY_JSON).read_text()), r.cfg.slo)
+        missed = slo.missed(r.slo)
+        for row in r.slo:
+            _say(f"slo {row['scenario'].split('.')[-1]} {row['criterion']}: "
+                 f"{'met' if row['passed'] else 'MISSED' if row['passed'] is False else 'not measured'} ({row['detail']})")
+    r.status = _task_status(summary, uuid, rc, missed)
 
 
 def _warmup(r: _Run, rally: Rally, task_timeout_s: float) -> None:
