@@ -93,7 +93,8 @@ def slo_spec(s: Any) -> SloSpec:
 
 def rally_sla(slo: SloSpec) -> dict[str, Any]:
     """The objectives Rally's SLA plugins check (a percentile is wanwide's: the runner checks it)."""
-    sla: dict[str, Any] = {"failure_rate": {"max": slo.failure_rate_pct}}
+    rate = slo.failure_rate_pct
+    sla: dict[str, Any] = {"failure_rate": {"max": int(rate) if float(rate).is_integer() else rate}}
     if slo.max_s is not None:
         sla["max_seconds_per_iteration"] = slo.max_s
     if slo.mean_s is not None:

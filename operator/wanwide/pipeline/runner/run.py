@@ -19,6 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from wanwide import __version__
 from wanwide.core import timestamps as ts
@@ -168,10 +169,30 @@ def _summarise_rally_json(path: Path) -> RallyInfo:
     return info
 
 
-def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
+def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600,
+        metrics_port: int = 0) -> RunOutcome:
+    """One run; ``metrics_port``: serve the live metrics (pipeline/runner/live.py) there while it runs."""
     with contextlib.suppress(ValueError):  # only the main thread may install handlers
         signal.signal(signal.SIGUSR1, _on_release)
-    return _run(cfg, run_id=run_id, task_timeout_s=task_timeout_s)
+    return _run(cfg, run_id=run_id, task_timeout_s=task_timeout_s, metrics_port=metrics_port)
+
+
+def _live(cfg: RunnerConfig, port: int) -> Any:
+    """The live metrics served on ``port`` (None when 0, or when the port cannot be had: said, not fatal)."""
+    if not port:
+        return None
+    from wanwide.pipeline.runner import live
+
+    labels = {"bench_namespace": cfg.namespace, "benchmark": cfg.benchmark, "trial": cfg.trial.id,
+              "region": cfg.region}
+    lv = live.Live(labels, cfg.task, cfg.faults)
+    try:
+        live.serve(lv.reg, port)
+    except OSError as e:
+        _say(f"live metrics: port {port}: {e}; running without them")
+        return None
+    _say(f"live metrics on :{port}/metrics")
+    return lv
 
 
 @dataclass
@@ -195,6 +216,7 @@ class _Run:
     warmup: WarmupInfo | None = None
     gate: GateInfo | None = None
     slo: list[dict] | None = None
+    live: Any = None  # live.Live when the runner serves metrics (--metrics-port)
     status: Status = field(
         default_factory=lambda: Status(result="failed", reason="InternalError", message="run did not finish"))
 
@@ -342,9 +364,21 @@ def _wait_for_start(r: _Run) -> None:
 
 
 def _start_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -> tuple[str | None, int]:
-    """``rally task start`` with progress lines; returns (task uuid or None, exit code)."""
+    """``rally task start`` with progress lines (and the live metrics); returns (task uuid or None, exit code)."""
     progress = ProgressCounter("rally task", _expected_iterations(r.cfg.task))
-    uuid, rc = rally.task_start(task_file, tag=f"wanwide-{r.run_id}", timeout=task_timeout_s, on_line=progress)
+    on_line = progress
+    if r.live is not None:
+        start = r.start_info.scheduled or r.start_info.actual
+        r.live.run(ts.parse(start).timestamp() if start else time.time())
+
+        def on_line(line: str) -> None:
+            progress(line)
+            r.live(line)
+    try:
+        uuid, rc = rally.task_start(task_file, tag=f"wanwide-{r.run_id}", timeout=task_timeout_s, on_line=on_line)
+    finally:
+        if r.live is not None:
+            r.live.stop()
     progress.print()
     r.rally_info.task_uuid, r.rally_info.exit_code = uuid, rc
     return uuid, rc
@@ -539,9 +573,11 @@ def _upload(r: _Run, code: int) -> tuple[list[str], str, int]:
     return keys, message, code
 
 
-def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
+def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600,
+         metrics_port: int = 0) -> RunOutcome:
     """Do one run; never raises for run failures, returns the outcome with an exit code."""
     r = _new_run(cfg, run_id or new_run_id())
+    r.live = _live(cfg, metrics_port)
     _execute_recording_failures(r, task_timeout_s)
     m, code = _write_bundle(r)
     keys, message, code = _upload(r, code)
