@@ -68,7 +68,8 @@ def time_left(done: Sequence[tuple[tuple, float]], running: Sequence[tuple[tuple
     for key in pending:
         i = min(range(len(slots)), key=slots.__getitem__)
         slots[i] += expect(key)
-    return max(slots) if slots else 0.0
+    left = max(slots) if slots else 0.0
+    return max(left, 1.0) if (running or pending) else left  # a trial running past its estimate: not "0m"
 
 
 def duration_text(seconds: float | None) -> str:
