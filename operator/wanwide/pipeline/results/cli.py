@@ -76,16 +76,9 @@ def remember(args: argparse.Namespace, table, manifests: list[dict], source: str
     """Add the runs of ``table`` to the history store (unless --no-history); a line on stderr says what."""
     if getattr(args, "no_history", True):
         return
-    from wanwide.pipeline.results.history import HistoryStore, default_root
+    from wanwide.pipeline.results.history import remember as add
 
-    root = Path(args.history) if args.history else default_root()
-    try:
-        added = HistoryStore(root).add(table, manifests, _source_name(source))
-    except OSError as e:
-        print(f"warning: history store {root}: {e} (--no-history leaves it out)", file=sys.stderr)
-        return
-    if added.runs or added.known:
-        print(f"history: {len(added.runs)} new run(s) added to {root}, {added.known} already there", file=sys.stderr)
+    add(table, manifests, _source_name(source), Path(args.history) if args.history else None)
 
 
 def _source_name(source: str) -> str:

@@ -200,3 +200,21 @@ def _slug(text: str) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("._")[:80] or "_"
+
+
+def remember(table: pd.DataFrame, manifests: list[dict[str, Any]], source: str, root: Path | None = None,
+             say: Any = None) -> Added | None:
+    """Add the runs of ``table`` to the store at ``root`` (default: :func:`default_root`); ``say`` gets one line
+    saying what (or why not: a store that cannot be written is a warning, never a failure)."""
+    import sys
+
+    say = say or (lambda m: print(m, file=sys.stderr))
+    root = root or default_root()
+    try:
+        added = HistoryStore(root).add(table, manifests, source)
+    except OSError as e:
+        say(f"warning: history store {root}: {e} (--no-history leaves it out)")
+        return None
+    if added.runs or added.known:
+        say(f"history: {len(added.runs)} new run(s) added to {root}, {added.known} already there")
+    return added
