@@ -97,7 +97,8 @@ def summarize_runs(table: pd.DataFrame, manifests: list[dict[str, Any]], source:
     total = frame[frame["action"] == TOTAL]
     fails = (~total["ok"]).groupby([total["run_id"], total["scenario"]]).sum()
     pcols = param_columns(df)
-    first = df.drop_duplicates("run_id").set_index(df.drop_duplicates("run_id")["run_id"].astype(str))
+    first = df.drop_duplicates("run_id")  # a run's identity and parameters: the same on all its rows
+    first = first.set_index(first["run_id"].astype(str))
     rows = []
     for (run, scenario, action), s in stats.iterrows():
         m = by_run.get(run, {})
