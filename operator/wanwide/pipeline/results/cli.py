@@ -320,7 +320,8 @@ def add_history_parser(subparsers) -> argparse.ArgumentParser:
         "store, then, per series (Benchmark, parameters, scenario, action, load region, machine; one point per "
         "run, oldest first), finds the runs where the series changed and stayed changed (PELT candidates, "
         "a permutation test of each; docs/results.md, \"History\") and names each with the versions that "
-        "changed there. Exit codes: 0, 1 with --fail-on-slowdown when a series got slower, 2 bad input. " + S3_HELP)
+        "changed there. Exit codes: 0, 1 with --fail-on-slowdown when a series got slower where the newest "
+        "runs begin, 2 bad input. " + S3_HELP)
     p.add_argument("sources", nargs="*", metavar="SOURCE", help="result bundles, a data set or s3://bucket/prefix "
                    "to add first (each is one campaign in the figures' colours)")
     p.add_argument("-o", "--output", metavar="DIR", help="write DIR/changes.csv, DIR/series.csv and a figure per "
@@ -340,7 +341,9 @@ def add_history_parser(subparsers) -> argparse.ArgumentParser:
                    help="a change counts when its permutation test's p is at most P (default 0.01)")
     p.add_argument("--min-change", type=float, default=0.0, metavar="PCT",
                    help="and when it is at least PCT %% either way (default 0)")
-    p.add_argument("--fail-on-slowdown", action="store_true", help="exit 1 when a series got slower at a change")
+    p.add_argument("--fail-on-slowdown", action="store_true",
+                   help="exit 1 when a series got slower at a run of the SOURCEs given (without SOURCE: of each "
+                   "series' newest data set): a nightly job fails the night it slowed down, not every night after")
     p.add_argument("--figures", choices=["tested", "all", "none"], default="tested",
                    help="with -o, a figure per series: tested (default): every series long enough to be tested "
                    "(2 × --min-runs runs); all; none")
@@ -369,11 +372,13 @@ def cmd_history(args) -> int:
     from wanwide.pipeline.results.stats import slug
 
     root = Path(args.history) if args.history else default_root()
+    given: set[str] = set()  # the runs of the SOURCEs: what --fail-on-slowdown looks at
     try:
         with tempfile.TemporaryDirectory(prefix="wanwide-history-") as tmp:
             for i, src in enumerate(args.sources):
                 r = read_sources([src], Path(tmp) / str(i), progress=not args.no_progress, s3=s3_options(args))
                 remember(args, r.table, r.manifests, src)
+                given |= set(r.table["run_id"].dropna().astype(str)) if "run_id" in r.table.columns else set()
     except IngestError as e:
         print(f"wanwide: error: {_one_line(e)}", file=sys.stderr)
         return 2
@@ -416,7 +421,12 @@ def cmd_history(args) -> int:
         print(f"wrote {out / 'changes.csv'}, {out / 'series.csv'} and {len(drawn)} figure(s) in {out / 'figures'}"
               + (" (--figures all: the series too short to test too)" if args.figures == "tested" and
                  len(drawn) < len(series) else ""))
-    return 1 if args.fail_on_slowdown and any(f.change.slower for f in found) else 0
+    if not args.fail_on_slowdown:
+        return 0
+    new = [f for f in found if f.change.slower and f.is_new(given)]
+    if new:
+        print(f"slower where the newest runs begin: {len(new)} series (--fail-on-slowdown) -> exit 1")
+    return 1 if new else 0
 
 
 def _one_line(e: BaseException) -> str:

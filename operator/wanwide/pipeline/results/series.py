@@ -121,6 +121,14 @@ class Found:
         return version_changes(json.loads(r["versions"].iloc[self.change.index - 1] or "{}"),
                                json.loads(r["versions"].iloc[self.change.index] or "{}"))
 
+    def is_new(self, given: set[str]) -> bool:
+        """Whether the change begins at one of ``given`` runs (the SOURCEs just read), or, with none given, in
+        the series' newest data set."""
+        run = self.run
+        if given:
+            return str(run["run_id"]) in given
+        return str(run["source"]) == str(self.series.runs["source"].iloc[-1])
+
     @property
     def machine(self) -> list[str]:
         """What differs about the machine between the runs on either side: the host, the boot (a reboot, or
