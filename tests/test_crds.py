@@ -56,7 +56,9 @@ def test_benchmark_columns_show_phase_progress_backend():
     bench = next(c for c in crds() if c["spec"]["names"]["kind"] == "Benchmark")
     cols = {c["name"]: c["jsonPath"] for c in bench["spec"]["versions"][0]["additionalPrinterColumns"]}
     assert cols["Phase"] == ".status.phase" and cols["Progress"] == ".status.progress"
-    assert cols["Backend"] == ".spec.database.backend"
+    # what the trials run (a sweep's values), not spec.database.backend the matrix overrides
+    assert cols["Backend"] == ".status.backend" and cols["Load"] == ".status.load"
+    assert cols["Left"] == ".status.timeLeft"
 
 
 def test_field_reference_is_up_to_date():

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from wanwide.core.api.benchmark import Benchmark
-from wanwide.core.errors import UserError, one_line
+from wanwide.core.errors import UserError, UserErrors, one_line
 from wanwide.core.plan.errors import PlanError
 from wanwide.core.plan.load import Documents, parse_benchmark, parse_topology
 
@@ -112,9 +112,9 @@ def load_texts(texts: list[tuple[str, str]]) -> Specs:
                     specs.docs.benchmarks.append(b)
                     specs.where[id(b)] = where
             except PlanError as e:
-                problems.append(f"{where}: {plan_problems(e)}")
+                problems += problem_lines(where, e)
     if problems:
-        raise UserError("; ".join(problems))
+        raise UserErrors(problems)
     if not specs.docs.benchmarks:
         found = f"{len(specs.docs.topologies)} Topology" if specs.docs.topologies else "nothing"
         raise UserError(f"{', '.join(n for n, _ in texts)}: no Benchmark document (found {found})")
@@ -124,3 +124,8 @@ def load_texts(texts: list[tuple[str, str]]) -> Specs:
 def plan_problems(e: PlanError) -> str:
     """Every problem of ``e`` on one line."""
     return one_line("; ".join(str(p) for p in e.problems)) or "invalid spec"
+
+
+def problem_lines(where: str, e: PlanError) -> list[str]:
+    """Every problem of ``e``, one line each, each naming ``where`` (the file and document)."""
+    return [f"{where}: {one_line(str(p))}" for p in e.problems] or [f"{where}: invalid spec"]

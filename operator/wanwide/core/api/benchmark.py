@@ -54,7 +54,8 @@ class Keystone(Model):
 
     chart_repo: str = Field("https://tarballs.opendev.org/openstack/openstack-helm", description="Helm repository URL.")
     chart: str = Field("keystone", description="Chart name in the repository.")
-    chart_version: str = Field("2025.2.0", min_length=1, description="Exact chart version (pin it).")
+    chart_version: str = Field("2026.1.0", min_length=1, description="Exact chart version (pin it): the default is the "
+                               "one every verification ran (docs/upstream-checks.md).")
     images: KeystoneImages = Field(default_factory=KeystoneImages)
     replicas: Int = Field(1, ge=1, le=10, description="Keystone server processes per region: keystone-api pods on "
                           "Kubernetes (the chart runs one WSGI process per pod), gunicorn workers in the lab. "
@@ -110,6 +111,28 @@ def _check_scenario(name: str) -> str:
     return name
 
 
+class PercentileBound(Model):
+    """The ``p``-th percentile of a scenario's iteration times at most ``max``."""
+
+    p: float = Field(ge=1, le=99.9, description="The percentile, e.g. 95 or 99.")
+    max: Duration = Field(description="Its bound, e.g. 1s or 800ms.")
+
+
+class Slo(Model):
+    """Service level objectives of a scenario, as Rally's SLA (recorded per run: the bundle's manifest, the
+    report's SLO table; ``wanwide compare --fail-on slo`` fails a CI job on one missed). A run that misses
+    one still measured: its reason is SLAFailed, its data are kept."""
+
+    max_duration: Duration | None = Field(None, description="Every iteration at most this long (Rally's "
+                                          "max_seconds_per_iteration).")
+    max_mean_duration: Duration | None = Field(None, description="The mean iteration at most this long (Rally's "
+                                               "max_avg_duration).")
+    percentile: PercentileBound | None = Field(None, description="A percentile of the iteration times at most "
+                                               "this long (evaluated by wanwide from the iterations).")
+    max_failure_rate: Percent = Field("0%", description="Failed iterations at most this share (Rally's "
+                                      "failure_rate max).")
+
+
 class Scenario(Model):
     """A Rally scenario: short name of a Keystone scenario or a full Rally name."""
 
@@ -121,6 +144,7 @@ class Scenario(Model):
     times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None)
     concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None)
     users: UsersContext | None = None
+    slo: Slo | None = Field(None, description="This scenario's objectives (default: workload.slo).")
 
     @model_validator(mode="after")
     def _name(self) -> Scenario:
@@ -150,6 +174,8 @@ class Workload(Model):
     times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None, description="Default iterations per scenario.")
     concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None, description="Default concurrency per scenario.")
     warmup: Warmup = Field(default_factory=Warmup)
+    slo: Slo | None = Field(None, description="Objectives of every scenario without its own slo (default: no "
+                            "failed iteration, Rally's failure_rate max 0).")
     start_delay: Duration = Field(
         "2m", description="Load regions start together this long after the Jobs are created; it must cover the "
         "runner's preparation (Rally's database and environment) and the warm-up.")
@@ -520,6 +546,15 @@ class BenchmarkStatus(Observed):
     start_time: str | None = None
     completion_time: str | None = None
     preflight: PreflightStatus | None = None
+    backend: str | None = Field(None, description="The database backend(s) the trials run: the swept values "
+                                "(mariadb,galera), or matrix (N) when they do not fit a column.")
+    load: str | None = Field(None, description="The load(s) the trials run, as backend.")
+    sweep: str | None = Field(None, description="Every parameter the trials vary, with its values "
+                              "(rtt=0ms,100ms regions=3,9).")
+    time_left: str | None = Field(None, description="Until every trial is done (1h12m; unknown before a trial "
+                                  "is done): each trial to run takes the mean time of the done trials of its "
+                                  "parameter point, else of all done trials, on spec.matrix.parallelism slots.")
+    estimated_completion_time: str | None = Field(None, description="Now plus timeLeft, to the minute.")
 
 
 class Benchmark(Observed):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wanwide import DEFAULT_IMAGE
-from wanwide.core.api.benchmark import Benchmark, BenchmarkSpec, Scenario
+from wanwide.core.api.benchmark import Benchmark, BenchmarkSpec, Scenario, Slo
 from wanwide.core.api.scenarios import KEYSTONE_SCENARIOS, resolve
 from wanwide.core.api.topology import Link, Network, TopologySpec
 from wanwide.core.plan import latency, names
@@ -31,6 +31,7 @@ class ResolvedScenario:
     times: int
     concurrency: int
     users: tuple[int, int] | None
+    slo: Slo = field(default_factory=Slo)  # the scenario's, else the workload's, else no failed iteration
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ def _scenarios(spec: BenchmarkSpec, point: Point, problems: Problems) -> list[Re
                 times=s.times or wl.times or (d.times if d else 10),
                 concurrency=s.concurrency or wl.concurrency or (d.concurrency if d else 1),
                 users=users,
+                slo=s.slo or wl.slo or Slo(),
             )
         )
     return out
