@@ -222,6 +222,16 @@ our_qemu_pids() { # every qemu started by this script with this state dir (by it
   return 0
 }
 our_taps() { ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^$TAP_PREFIX" || true; }
+qemu_cmdlines() { # the command line of every running qemu-system-x86_64 (any state dir), one a line
+  local p
+  for p in /proc/[0-9]*; do
+    [[ $(cat "$p/comm" 2>/dev/null) == wwvm-* || $(readlink "$p/exe" 2>/dev/null) == *qemu-system* ]] || continue
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null && echo
+  done
+  return 0
+}
+tap_in_use() { qemu_cmdlines | grep -qF -- "ifname=$1,"; } # a running qemu holds it (whatever its state dir)
+bridge_unused() { [[ -z $(ip -o link show master "$BRIDGE" 2>/dev/null) ]]; }
 
 bridge_up() {
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
@@ -233,18 +243,17 @@ bridge_up() {
     ip link set "$BRIDGE" up
   fi
 }
-bridge_down_if_unused() {
-  local n
-  n=$(vm_names | wc -l)
-  if ((n == 0)) && ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
+bridge_down_if_unused() { # the bridge goes with its last tap (VMs of other state dirs keep it)
+  if ip link show "$BRIDGE" >/dev/null 2>&1 && bridge_unused; then ip link del "$BRIDGE"; fi
 }
 
-free_octet() {
+free_octet() { # the lowest VM address free in this state dir and among running VMs of any other
   local used=" " d o
   for d in "$STATE"/*/; do
     o=$(cat "$d/octet" 2>/dev/null || true)
     [[ -n $o ]] && used+="$o "
   done
+  for o in $(qemu_cmdlines | grep -o "wwvm\.ip=$NET\.[0-9]*" | sed 's/.*\.//'); do used+="$o "; done
   for ((o = FIRST_OCTET; o <= LAST_OCTET; o++)); do
     [[ $used == *" $o "* ]] || { echo "$o"; return 0; }
   done
@@ -423,12 +432,19 @@ cmd_clean() {
   flock 9
   local p t
   for p in $(our_qemu_pids); do log "clean: qemu $p (no VM records it)"; kill -KILL "$p" 2>/dev/null || true; done
-  for t in $(our_taps); do log "clean: tap $t"; ip link del "$t" 2>/dev/null || true; done
-  if ip link show "$BRIDGE" >/dev/null 2>&1; then log "clean: bridge $BRIDGE"; ip link del "$BRIDGE"; fi
+  for t in $(our_taps); do
+    if tap_in_use "$t"; then log "clean: tap $t kept (a running VM of another state dir holds it)"; continue; fi
+    log "clean: tap $t"
+    ip link del "$t" 2>/dev/null || true
+  done
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+    if bridge_unused; then log "clean: bridge $BRIDGE"; ip link del "$BRIDGE"
+    else log "clean: bridge $BRIDGE kept (VMs of another state dir are on it)"; fi
+  fi
   find "$STATE" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} + 2>/dev/null || true
   rm -f "$STATE/.lock"
   rmdir "$STATE" 2>/dev/null || true
-  log "clean: nothing of hack/vm.sh is left (no qemu of it, no ${TAP_PREFIX}* tap, no $BRIDGE)"
+  log "clean: nothing of hack/vm.sh's $STATE is left (no qemu, tap or state of it; $BRIDGE gone with its last tap)"
 }
 
 cmd_status() {
@@ -448,7 +464,7 @@ cmd_status() {
   [[ -n $any ]] || echo "(no VM)"
   if ip link show "$BRIDGE" >/dev/null 2>&1; then echo "bridge $BRIDGE: up ($HOST_IP/24)"; else echo "bridge $BRIDGE: absent"; fi
   local stale=() t
-  for t in $(our_taps); do [[ -d $(vm_dir "${t#"$TAP_PREFIX"}") ]] || stale+=("$t"); done
+  for t in $(our_taps); do tap_in_use "$t" || stale+=("$t"); done
   ((${#stale[@]} == 0)) || echo "stale taps (hack/vm.sh clean removes them): ${stale[*]}"
 }
 
