@@ -10,7 +10,6 @@ import statistics
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -102,7 +101,8 @@ def one_way(net: netns.Network, src: str, dst: str, n: int = 20) -> list[float]:
     """One-way delays src→dst of ``n`` UDP datagrams stamped with the (shared) clock."""
     rx = net.popen_in(dst, [*netns.rt_prefix(), sys.executable, "-c", _UDP_RX, net.address(dst), str(n)],
                       stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    assert rx.stdout is not None
+    assert rx.stdout.readline().strip() == "ready"  # bound: no datagram is sent before (a slow start, e.g. in a VM)
     net.exec_in(src, [*netns.rt_prefix(), sys.executable, "-c", _UDP_TX, net.address(dst), str(n)])
     out, _ = rx.communicate(timeout=20)
     return json.loads(out)
@@ -182,6 +182,7 @@ _UDP_RX = r"""
 import json, socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], 9999)); s.settimeout(5)
+print("ready", flush=True)
 out = []
 try:
     for _ in range(int(sys.argv[2])):
