@@ -160,9 +160,12 @@ def measure_shape(net, sh: Shape, pings: int, udp_packets: int, udp_pps: int, tc
         t_lift = time.time()
         net.set_link("a", "b", OneWay())
         net.set_link("b", "a", OneWay())
+        t_lifted = time.time()  # the shaper has applied the lift (netem: tc runs; linkemu: a socket command)
         out, _ = watch.communicate(timeout=60)
         got = [float(m) for m in re.findall(r"^\[([0-9.]+)\] \d+ bytes from", out, re.M)]
         back = (min(got) - t_lift) * 1000 if got else None
+        rec["lift_ms"] = (t_lifted - t_lift) * 1000
+        rec["resume_after_lift_ms"] = (min(got) - t_lifted) * 1000 if got else None
         rec["resume_ms"] = back
     rec["counters_after"] = _counters(net)
     rec["seconds"] = round(time.time() - t0, 2)

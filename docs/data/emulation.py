@@ -338,19 +338,27 @@ def rate(recs: list[dict]) -> str:
 
 
 def partition(recs: list[dict]) -> str:
-    lines = ["| shaper | pings through while cut | first answer after the lift, ms (per round) | host load |",
-             "|---|---|---|---|"]
+    lines = ["| shaper | pings through while cut | first answer after the lift began, ms (per round) "
+             "| lifting took (set_link), ms | first answer after it was lifted, ms | host load |",
+             "|---|---|---|---|---|---|"]
+
+    def each(rs: list[dict], key: str) -> str:
+        v = [r.get(key) for r in rs]
+        return ", ".join("–" if x is None else f"{x:.0f}" for x in v) if any(x is not None for x in v) else "not recorded"
+
     for shaper in SHAPERS:
         rs = by(recs, shaper, "partition")
         if not rs:
             continue
         through = sum(r["ping_through"] for r in rs)
         sent = sum(r["ping_sent"] for r in rs)
-        back = ", ".join("none" if r["resume_ms"] is None else f"{r['resume_ms']:.0f}" for r in rs)
-        lines.append(f"| {shaper} | {through} of {sent} | {back} | {_load(rs)} |")
+        lines.append(f"| {shaper} | {through} of {sent} | {each(rs, 'resume_ms')} | {each(rs, 'lift_ms')} "
+                     f"| {each(rs, 'resume_after_lift_ms')} | {_load(rs)} |")
     lines.append("")
     lines.append("A cut is loss 100 % both ways (what the lab's lifecycle sets for a partition on a direct link); "
-                 "a ping every 10 ms runs across the lift.")
+                 "a ping every 10 ms runs across the lift. Lifting is `Network.set_link` on both directions: "
+                 "netem runs `tc` in each namespace (processes: slow under TCG), linkemu sends a command on its "
+                 "socket. The lift's own time was recorded from round 2 on (`–`: not recorded).")
     return "\n".join(lines)
 
 
