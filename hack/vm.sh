@@ -253,7 +253,7 @@ free_octet() { # the lowest VM address free in this state dir and among running 
     o=$(cat "$d/octet" 2>/dev/null || true)
     [[ -n $o ]] && used+="$o "
   done
-  for o in $(qemu_cmdlines | grep -o "wwvm\.ip=$NET\.[0-9]*" | sed 's/.*\.//'); do used+="$o "; done
+  for o in $(qemu_cmdlines | { grep -o "wwvm\.ip=$NET\.[0-9]*" || true; } | sed 's/.*\.//'); do used+="$o "; done
   for ((o = FIRST_OCTET; o <= LAST_OCTET; o++)); do
     [[ $used == *" $o "* ]] || { echo "$o"; return 0; }
   done

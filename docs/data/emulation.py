@@ -63,16 +63,29 @@ def _stable_rng(*key: object) -> np.random.Generator:
 
 
 def boot_medians(rounds: list[np.ndarray], rng: np.random.Generator, stat=np.median) -> np.ndarray:
-    """``B`` two-level bootstrap replicates of ``stat`` over the pooled samples: rounds with replacement,
-    then samples within each drawn round."""
-    rounds = [r for r in rounds if len(r)]
-    k = len(rounds)
-    reps = np.empty(B)
-    for i in range(B):
-        pick = rng.integers(0, k, size=k)
-        pooled = np.concatenate([rounds[j][rng.integers(0, len(rounds[j]), size=len(rounds[j]))] for j in pick])
-        reps[i] = stat(pooled)
-    return reps
+    """``B`` two-level bootstrap replicates of ``stat`` (a NaN-aware numpy reduction is used: ``np.median``
+    → ``np.nanmedian``, else ``stat`` over each replicate's values) over the pooled samples: rounds with
+    replacement, then samples within each drawn round."""
+    rounds = [np.asarray(r, dtype=float) for r in rounds if len(r)]
+    k, n = len(rounds), np.array([len(r) for r in rounds])
+    padded = np.full((k, n.max()), np.nan)
+    for j, r in enumerate(rounds):
+        padded[j, : len(r)] = r
+    pick = rng.integers(0, k, size=(B, k))
+    pos = np.arange(n.max())
+    idx = np.floor(rng.random((B, k, n.max())) * n[pick][..., None]).astype(int)
+    vals = padded[pick[..., None], idx]
+    vals[pos[None, None, :] >= n[pick][..., None]] = np.nan
+    flat = vals.reshape(B, -1)
+    if stat is np.median:
+        return np.nanmedian(flat, axis=1)
+    if stat is sd:
+        return np.nanstd(flat, axis=1, ddof=1)
+    return np.array([stat(row[~np.isnan(row)]) for row in flat])
+
+
+def sd(x: np.ndarray) -> float:
+    return float(np.std(x, ddof=1))
 
 
 def interval(reps: np.ndarray) -> tuple[float, float]:
@@ -247,7 +260,6 @@ def jitter(recs: list[dict]) -> str:
     lines = ["| shaper | ping median, ms | sd [95 % CI], ms | p5–p95, ms | − netem: sd [95 % CI], ms "
              "| verdict vs netem (±1 ms) | host load |", "|---|---|---|---|---|---|---|"]
     base = by(recs, "netem", "jitter")
-    sd = lambda x: float(np.std(x, ddof=1))  # noqa: E731
     for shaper in SHAPERS:
         rs = by(recs, shaper, "jitter")
         if not rs:
@@ -274,9 +286,31 @@ def _loss_shapes(recs: list[dict]) -> list[str]:
     return sorted(names, key=lambda s: float(s[4:]))
 
 
+_TC = re.compile(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+),")
+
+
+def link_count(r: dict) -> tuple[int, int] | None:
+    """(dropped, offered) a→b by the shaper's own count over the measurement: netem's qdisc (a fresh one per
+    shape), linkemu's per-direction counters; wirefilter (VDE) by its TAP devices (frames into a's, out of
+    b's). Includes the few packets of iperf3's control connection."""
+    b, a = r.get("counters_before") or {}, r.get("counters_after") or {}
+    if "tc_a" in a and "tc_a" in b:
+        (s1, d1), (s0, d0) = (map(int, _TC.search(x["tc_a"]).groups()) for x in (a, b))
+        return d1 - d0, (s1 + d1) - (s0 + d0)
+    if a.get("linkemu") and b.get("linkemu"):
+        la, lb = a["linkemu"], b["linkemu"]
+        return la["lost_ab"] - lb["lost_ab"], la["frames_ab"] - lb["frames_ab"]
+    if "dev_a" in a and "dev_b" in a and "dev_a" in b and "dev_b" in b:
+        sent = a["dev_a"]["tx"]["packets"] - b["dev_a"]["tx"]["packets"]
+        got = a["dev_b"]["rx"]["packets"] - b["dev_b"]["rx"]["packets"]
+        return sent - got, sent
+    return None
+
+
 def loss(recs: list[dict]) -> str:
     lines = ["| requested loss (a→b) | shaper | lost / sent (per round) | loss [exact 95 % CI], % | request inside? "
-             "| − netem [95 % CI], points | verdict vs netem | host load |", "|---|---|---|---|---|---|---|---|"]
+             "| the shaper's own count, % | − netem [95 % CI], points | verdict vs netem | host load |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for shape in _loss_shapes(recs):
         want = float(shape[4:])
         base = by(recs, "netem", shape)
@@ -296,8 +330,15 @@ def loss(recs: list[dict]) -> str:
                 dlo, dhi = newcombe(k, n, kb, nb)
                 cmp_ = f"{100 * (k / n - kb / nb):+.3f} [{100 * dlo:+.3f}, {100 * dhi:+.3f}]"
                 v = verdict(100 * dlo, 100 * dhi, loss_bound(want))
+            own = [c for c in (link_count(r) for r in rs) if c and c[1] > 0]
+            own_s = f"{100 * sum(c[0] for c in own) / sum(c[1] for c in own):.3f}" if own else "–"
             lines.append(f"| {want:g} % | {shaper} | {per} | {100 * k / n:.3f} [{100 * lo:.3f}, {100 * hi:.3f}] "
-                         f"| {inside} | {cmp_} | {v} | {_load(rs)} |")
+                         f"| {inside} | {own_s} | {cmp_} | {v} | {_load(rs)} |")
+    failed = [r for r in recs if r["kind"] in ("loss", "rate") and r.get("iperf_error")]
+    if failed:
+        lines.append("")
+        lines.append("Not measured (iperf3 failed; its control connection crosses the shaped link): " + "; ".join(
+            f"{r['shaper']} round {r['round']} {r['shape']}: \"{r['iperf_error'].strip()}\"" for r in failed) + ".")
     return "\n".join(lines)
 
 
@@ -358,7 +399,9 @@ def partition(recs: list[dict]) -> str:
     lines.append("A cut is loss 100 % both ways (what the lab's lifecycle sets for a partition on a direct link); "
                  "a ping every 10 ms runs across the lift. Lifting is `Network.set_link` on both directions: "
                  "netem runs `tc` in each namespace (processes: slow under TCG), linkemu sends a command on its "
-                 "socket. The lift's own time was recorded from round 2 on (`–`: not recorded).")
+                 "socket; each call re-applies both ends of the link, so netem's traffic flows again partway through the "
+                 "second call (the negative figures: answers before `set_link` had returned). The lift's own time "
+                 "was recorded from round 2 on (`–`: not recorded).")
     return "\n".join(lines)
 
 
