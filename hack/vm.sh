@@ -551,7 +551,7 @@ cmd_test() {
   (cmd_exec "$name" --cd "$ROOT" -- env "PYTHONPATH=$ROOT/operator" "$py" -m pytest "$@") || rc=$?
   log "test: pytest in $name exited $rc after $(secs_since "$t0") s (load $(cut -d' ' -f1-3 /proc/loadavg))"
   if [[ -n $started && -z $keep ]]; then (cmd_down "$name"); fi
-  return "$rc"
+  exit "$rc" # pytest's exit code (exit, not return: a failing test is not this script's error)
 }
 
 main() {
