@@ -35,7 +35,7 @@ SEMANTIC: list[tuple[str, str, str]] = [
     ("free-form-size", r"KiB as JSON|nests deeper than \d+ levels|is not a JSON value|is not text: quote it",
      "the size and depth of a free-form value (chart values, scenario arguments, affinity): CEL sees neither "
      "(the API server refuses only a whole object over 1.5 MiB)"),
-    ("map-keys", r"is not a label key|is not a resource name|not a valid label key",
+    ("map-keys", r"is not a label key|is not a resource name|not a valid label key|keys such as evs\.",
      "the keys of a map (node selectors, resources, monitoring labels): CEL estimates each key at the size of "
      "the whole request, so a rule over them exceeds the cost budget of a CRD"),
 ]

@@ -175,8 +175,6 @@ def galera_options_problem(options: dict[str, str]) -> str | None:
     return None
 
 
-GALERA_RULE = f"self.all(k, k.size() <= 64 && {cel_matches(GALERA_KEY_RE).replace('self', 'k', 1)} && " \
-              f"{cel_matches(GALERA_VALUE_RE).replace('self', 'self[k]', 1)})"
 
 # a key of a Secret or ConfigMap, as Kubernetes checks it
 CONFIG_KEY_RE = r"^[-._a-zA-Z0-9]+$"
