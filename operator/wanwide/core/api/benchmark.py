@@ -23,7 +23,7 @@ from wanwide.core.api.base import (
     cel,
     cel_matches,
 )
-from wanwide.core.api.freeform import FreeForm, LabelMap
+from wanwide.core.api.freeform import FreeForm
 from wanwide.core.api.refs import (
     CHART_RULES,
     GALERA_OPTIONS_MAX,
@@ -42,7 +42,7 @@ from wanwide.core.api.refs import (
     url,
 )
 from wanwide.core.api.scenarios import FULL_NAME_RE, SHORT_NAMES
-from wanwide.core.api.topology import Condition, TopologySpec, conditions_field
+from wanwide.core.api.topology import Condition, NodeSelector, TopologySpec, conditions_field
 from wanwide.core.api.units import (
     TIMEOUT_MAX,
     Percent,
@@ -82,7 +82,6 @@ AFFINITY_MAX_BYTES = 16 * 1024
 ChartValues = FreeForm(VALUES_MAX_BYTES, VALUES_MAX_KEYS)
 ScenarioArgs = FreeForm(ARGS_MAX_BYTES, ARGS_MAX_KEYS)
 Affinity = FreeForm(AFFINITY_MAX_BYTES, 3)
-NodeSelector = LabelMap()
 
 
 class Keystone(Model):

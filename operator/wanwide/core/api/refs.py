@@ -187,5 +187,5 @@ S3Prefix = _pattern(S3_PREFIX_RE, "must be components of letters, digits, '.', '
 S3_REGION_RE = r"^[A-Za-z0-9_-]{1,64}$"
 S3Region = _pattern(S3_REGION_RE, "must be a region name such as us-east-1", 64, 1)
 # a local directory (lab only): any path without control characters
-LOCAL_DIR_RE = r"^[^\x00-\x1f\x7f]{1,1024}$"
+LOCAL_DIR_RE = r"^[^\x00-\x1f\x7f]+$"
 LocalDir = _pattern(LOCAL_DIR_RE, "must be a directory path without control characters (at most 1024)", 1024, 1)
