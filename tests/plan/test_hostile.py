@@ -53,17 +53,19 @@ def test_the_valid_base_plans_within_the_limits(runs):
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
-def test_refused_in_one_line_naming_the_field_and_the_fix(runs, c: Hostile):
+def test_refused_in_a_line_per_problem_naming_the_field_and_the_fix(runs, c: Hostile):
     r = runs[c.id]
     assert r.code is not None, f"{c.id}: still running after {SECONDS:.0f} s"
     assert "Traceback" not in r.stderr and "MemoryError" not in r.stderr, r.stderr[-2000:]
     assert r.code == 2, (r.code, r.stderr[-2000:])
     assert r.stdout == "", "nothing partial on stdout"
     lines = r.stderr.splitlines()
-    assert len(lines) == 1, r.stderr[-2000:]
-    assert lines[0].startswith("wanwide: error: "), lines[0]
-    assert c.field in lines[0], f"does not name {c.field!r}: {lines[0]}"
-    assert c.fix in lines[0], f"does not say {c.fix!r}: {lines[0]}"
+    # one line per problem (a file with two bad fields says both), each a whole message; a few at most
+    assert 1 <= len(lines) <= 5, r.stderr[-2000:]
+    assert all(ln.startswith("wanwide: error: ") for ln in lines), r.stderr[-2000:]
+    named = [ln for ln in lines if c.field in ln]
+    assert named, f"no line names {c.field!r}: {lines}"
+    assert any(c.fix in ln for ln in named), f"the line naming {c.field!r} does not say {c.fix!r}: {named}"
 
 
 def test_the_worst_refusals_stay_far_below_the_limits(runs):
