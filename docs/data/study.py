@@ -122,9 +122,13 @@ def cpu_per_iteration(manifests: list[dict]) -> dict[tuple[str, str], tuple[floa
         if (m.get("status") or {}).get("result") != "succeeded" or c.get("busy_pct") is None or not it:
             continue
         k = (str(m.get("benchmark")), str((m.get("trial") or {}).get("id")))
-        own = max(0.0, c["busy_pct"] - (c.get("foreign_cpu_pct") or 0.0)) / 100 * ((m.get("host") or {}).get("cpu_count") or 2)
+        if c.get("own_cpu_s") is not None:  # recorded by the runner (from issue 46 on)
+            cpu_s = float(c["own_cpu_s"])
+        else:
+            cpus = (m.get("host") or {}).get("cpu_count") or 2
+            cpu_s = max(0.0, c["busy_pct"] - (c.get("foreign_cpu_pct") or 0.0)) / 100 * cpus * c["window_s"]
         a = acc.setdefault(k, [0.0, 0, [], []])
-        a[0] = max(a[0], own * c["window_s"])  # one window for the trial: the largest of its runs'
+        a[0] = max(a[0], cpu_s)  # one window for the trial: the largest of its runs'
         a[1] += it
         a[3].append(c.get("cpu_some_pct") or np.nan)
     return {k: (a[0] / a[1], float(np.nanmedian(a[3]))) for k, a in acc.items()}

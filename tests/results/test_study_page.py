@@ -218,3 +218,13 @@ def test_the_actions_sum_is_the_studys_completion_time():
     t = se.with_actions(pd.DataFrame(rows))
     got = t[t["action"] == se.ACTIONS].sort_values("iteration")["action_duration"].tolist()
     assert got == [3.0, 4.0]
+
+
+def test_cpu_per_iteration_takes_the_runners_own_cpu_where_it_recorded_it():
+    """From issue 46 on a run records the experiment's CPU-seconds (contention.own_cpu_s): used as recorded,
+    not rebuilt from percentages."""
+    study = _study()
+    m = {"benchmark": "b", "trial": {"id": "t"}, "status": {"result": "succeeded"}, "rally": {"iterations": 20},
+         "host": {"cpu_count": 2}, "contention": {"window_s": 100.0, "busy_pct": 90.0, "foreign_cpu_pct": 0.0,
+                                                  "own_cpu_s": 50.0, "cpu_some_pct": 10.0}}
+    assert study.cpu_per_iteration([m])[("b", "t")] == (2.5, 10.0)
