@@ -58,7 +58,7 @@ def test_a_limited_region_gets_its_share_of_a_core_and_an_unlimited_one_is_count
             p.wait(timeout=30)
         slow, fast = limited.usage()["slow"], free.usage()["fast"]
         assert slow["cpu_s"] is not None and 0.3 <= slow["cpu_s"] <= 0.8, slow
-        assert slow["nr_throttled"] > 0 and slow["throttled_s"] > 1.0, slow
+        assert slow["nr_throttled"] > 0 and slow["throttled_s"] > 0.3, slow
         assert fast["cpu_s"] > slow["cpu_s"] and fast["nr_throttled"] == 0, fast
     finally:
         for p in procs:
