@@ -19,6 +19,7 @@ network verdict :mod:`.network`'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -52,7 +53,6 @@ from wanwide.core.lifecycle.step import (
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.core.timestamps import iso, parse
 
-RUNNING_PHASES = ("Provisioning", "Injecting", "VerifyingNetwork", "Loading", "Collecting", "CleaningUp")
 TIMEOUT_FIELD = {"Provisioning": "provisioning", "Injecting": "injecting", "VerifyingNetwork": "verifying_network",
                  "Loading": "loading", "Collecting": "collecting", "CleaningUp": "cleaning_up"}
 LOAD_FAILED = "LoadFailed"
@@ -299,14 +299,23 @@ def timed_out_cleaning(status: Status, seen: Seen) -> Step:
     return Step(outcome, reason, f"{first}; {stuck}" if first else stuck, actions=[Event("NamespacesStuck", stuck, "Warning")])
 
 
-PHASE_STEPS = {
-    "Provisioning": provisioning,
-    "Injecting": injecting,
-    "VerifyingNetwork": verifying_network,
-    "Loading": loading,
-    "Collecting": collecting,
-    "CleaningUp": cleaning_up,
+# each running phase: its step, and the parts of what a provider sees that it reads (``step.Seen``'s groups; a
+# provider observes those and nothing else: the one per-phase switch)
+PHASES: dict[str, tuple[Callable[[TrialPlan, Status, Seen, datetime], Step], tuple[str, ...]]] = {
+    "Provisioning": (provisioning, ("deployment", "placement")),
+    "Injecting": (injecting, ("wan", "placement")),
+    "VerifyingNetwork": (verifying_network, ("network", "placement")),
+    "Loading": (loading, ("load", "placement")),
+    "Collecting": (collecting, ("bundles",)),
+    "CleaningUp": (cleaning_up, ("cleanup",)),
 }
+RUNNING_PHASES = tuple(PHASES)
+
+
+def parts(status: Status) -> tuple[str, ...]:
+    """What the trial's current phase reads of what a provider sees (Pending: ``start``; an ended trial: nothing)."""
+    phase = phase_of(status)
+    return ("start",) if phase == "Pending" else PHASES[phase][1] if phase in PHASES else ()
 
 
 def decide(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) -> Step:
@@ -337,7 +346,7 @@ def decide(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) ->
     u = seen.unplaced if phase != "CleaningUp" else None
     if u and u.waited_s >= UNSCHEDULABLE_AFTER_S:
         return fail(UNSCHEDULABLE, f"{u.what} could not be placed for {u.waited_s:.0f} s; {u.message}")
-    step = PHASE_STEPS[phase](plan, status, seen, now)
+    step = PHASES[phase][0](plan, status, seen, now)
     if u:  # look again when it would have waited long enough
         left = max(1.0, UNSCHEDULABLE_AFTER_S - u.waited_s)
         step = replace(step, wake_s=left if step.wake_s is None else min(step.wake_s, left))
@@ -345,7 +354,7 @@ def decide(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) ->
 
 
 __all__ = ["CHAOS_FAILED", "CHAOS_NOT_RECOVERED", "EVENT_REASONS", "FAULT_LATE_S", "FAULT_NOT_INJECTED", "INTERNAL", "INVALID_PLAN",
-           "LOAD_FAILED", "NETWORK_NOT_MEASURED", "NOT_OWNED", "NOT_TO_RUN", "PHASE_STEPS", "RUNNING_PHASES",
+           "LOAD_FAILED", "NETWORK_NOT_MEASURED", "NOT_OWNED", "NOT_TO_RUN", "PHASES", "RUNNING_PHASES",
            "SHAPER_MISSING", "TIMEOUT_FIELD", "UNSCHEDULABLE", "UNSCHEDULABLE_AFTER_S", "UPLOAD_FAILED",
-           "after_runner_failure", "crashed", "decide", "faults_checked", "faults_said", "phase_timed_out",
+           "after_runner_failure", "crashed", "decide", "faults_checked", "faults_said", "parts", "phase_timed_out",
            "timed_out"]

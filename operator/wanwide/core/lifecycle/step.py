@@ -42,28 +42,39 @@ class Unplaced:
 
 @dataclass(frozen=True)
 class Seen:
-    """What a provider observed, in the lifecycle's words; each phase reads its own part."""
+    """What a provider observed, in the lifecycle's words, in parts: each phase reads its own (``machine.parts``)."""
 
-    start: bool = False  # Pending: the trial is to start now (its Benchmark's turn, its parallelism)
-    refused: tuple[str, str] | None = None  # the trial must not run at all: (``INVALID_PLAN`` | ``NOT_OWNED``, why)
-    crashed: BaseException | None = None  # the provider's step raised (neither transient nor expected)
-    stages: Mapping[str, Progress] = field(default_factory=dict)  # Provisioning: each deployment stage
-    cannot_shape: str | None = None  # the provider cannot shape the WAN at all now (why, in its words)
-    wan: Progress = Progress()  # Injecting: the plan's WAN in force (failed: it could not be)
-    network: dict[Pair, list[float]] | None = None  # VerifyingNetwork: the current measurement, once complete
+    # start (Pending): the trial is to start now (its Benchmark's turn, its parallelism)
+    start: bool = False
+    # any time: the trial must not run at all (``INVALID_PLAN`` | ``NOT_OWNED``, why); the provider's step raised
+    refused: tuple[str, str] | None = None
+    crashed: BaseException | None = None
+    # deployment (Provisioning): each deployment stage
+    stages: Mapping[str, Progress] = field(default_factory=dict)
+    # wan (Injecting): the plan's WAN in force (failed: it could not be); the provider cannot shape at all (why)
+    wan: Progress = Progress()
+    cannot_shape: str | None = None
+    # network (VerifyingNetwork): the current measurement, once complete; what it waits for; a probe that failed;
+    # why this provider cannot measure here
+    network: dict[Pair, list[float]] | None = None
     network_waiting: str = ""
-    network_failed: str | None = None  # a probe failed
-    network_unmeasurable: str | None = None  # this provider cannot measure here (why)
-    runners: dict[str, str] = field(default_factory=dict)  # Loading: region → missing|running|complete|failed|stopped
-    # Loading: each fault occurrence in force that the provider saw in force → seconds after the load start
-    # when it first was (None: nothing observed yet this step)
+    network_failed: str | None = None
+    network_unmeasurable: str | None = None
+    # load (Loading): region → missing|running|complete|failed|stopped; each fault occurrence in force that the
+    # provider saw in force → seconds after the load start when it first was (None: nothing observed); the
+    # provider's word on a fault it could not put in force and what to check; why the results store does not
+    # answer (network and bundles too); cannot_shape too
+    runners: dict[str, str] = field(default_factory=dict)
     faults_injected: dict[str, float] | None = None
-    fault_why: str | None = None  # the provider's word on a fault it could not put in force, and what to check
-    store_error: str | None = None  # the results store does not answer (why)
-    bundles: tuple[list[str], list[str], str] | None = None  # Collecting: (found, missing, URI)
-    cleaned: Progress = Progress()  # CleaningUp: the shaping and, as spec.cleanup says, the deployment gone
-    shaping_left: str | None = None  # CleaningUp: what of the trial's shaping is still there (the provider's words)
-    unplaced: Unplaced | None = None  # any phase before CleaningUp: a part of the trial nothing runs
+    fault_why: str | None = None
+    store_error: str | None = None
+    # bundles (Collecting): (found, missing, URI)
+    bundles: tuple[list[str], list[str], str] | None = None
+    # cleanup (CleaningUp): the shaping and, as spec.cleanup says, the deployment gone; what of the shaping is left
+    cleaned: Progress = Progress()
+    shaping_left: str | None = None
+    # placement (every phase before CleaningUp): a part of the trial nothing runs
+    unplaced: Unplaced | None = None
 
 
 @dataclass(frozen=True)

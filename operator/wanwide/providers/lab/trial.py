@@ -96,30 +96,41 @@ class LabTrial:
     # ---- observe ------------------------------------------------------------------------------
 
     def seen(self, now: datetime) -> lc.Seen:
-        st = self.status
-        phase = lc.phase_of(st)
-        if phase == "Pending":
-            return lc.Seen(start=True)  # the lab's turn: run() is called in the run order
-        if phase == "Provisioning":
-            return lc.Seen(stages=dict(self.stages))
-        if phase == "Injecting":
-            ok = self.dep is not None and self._shaped(wanted(self.p, None), self.p.links)
-            return lc.Seen(wan=lc.Progress(done=ok and "wan" in lc.done(st), failed=self.shape_error,
-                                           waiting="shaping the WAN"))
-        if phase == "VerifyingNetwork":
-            return lc.Seen(network=self.measured.get(lc.check_of(st)))
-        if phase == "Loading":
-            n = lc.attempt_of(st)
-            if n not in self.runners:
-                return lc.Seen()
-            return lc.Seen(runners=self.ops.poll(self.runners[n]), faults_injected=self._faults(now),
-                           fault_why=self.shape_error,
-                           store_error=getattr(self.runners[n], "store_error", None))
-        if phase == "Collecting":
-            return lc.Seen(bundles=self.ops.collect(self.p))
-        if phase == "CleaningUp":
-            return lc.Seen(cleaned=lc.Progress(done=self.cleaned))
-        return lc.Seen()
+        """What the trial's current phase reads (``lifecycle.parts``), as seen here."""
+        out: dict[str, Any] = {}
+        for part in lc.parts(self.status):
+            out |= getattr(self, f"_{part}")(now)
+        return lc.Seen(**out)
+
+    def _start(self, now: datetime) -> dict[str, Any]:
+        return {"start": True}  # the lab's turn: run() is called in the run order
+
+    def _deployment(self, now: datetime) -> dict[str, Any]:
+        return {"stages": dict(self.stages)}
+
+    def _wan(self, now: datetime) -> dict[str, Any]:
+        ok = self.dep is not None and self._shaped(wanted(self.p, None), self.p.links)
+        return {"wan": lc.Progress(done=ok and "wan" in lc.done(self.status), failed=self.shape_error,
+                                   waiting="shaping the WAN")}
+
+    def _network(self, now: datetime) -> dict[str, Any]:
+        return {"network": self.measured.get(lc.check_of(self.status))}
+
+    def _load(self, now: datetime) -> dict[str, Any]:
+        n = lc.attempt_of(self.status)
+        if n not in self.runners:
+            return {}
+        return {"runners": self.ops.poll(self.runners[n]), "faults_injected": self._faults(now),
+                "fault_why": self.shape_error, "store_error": getattr(self.runners[n], "store_error", None)}
+
+    def _bundles(self, now: datetime) -> dict[str, Any]:
+        return {"bundles": self.ops.collect(self.p)}
+
+    def _cleanup(self, now: datetime) -> dict[str, Any]:
+        return {"cleaned": lc.Progress(done=self.cleaned)}
+
+    def _placement(self, now: datetime) -> dict[str, Any]:
+        return {}  # one machine: every process runs where it is started
 
     def _shaped(self, want: dict[Pair, OneWay], pairs: Any) -> bool:
         have = self.ops.links(self.dep)

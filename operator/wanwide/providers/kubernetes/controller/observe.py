@@ -264,29 +264,28 @@ def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> 
 
 
 
-OBSERVERS = {
-    "Provisioning": provisioning,
-    "Injecting": injecting,
-    "VerifyingNetwork": verifying_network,
-    "Loading": loading,
-    "Collecting": collecting,
-    "CleaningUp": cleaning_up,
+def placement(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    """The trial's pods not yet running (one list across namespaces, from the API server's cache)."""
+    mine = set(plan.namespaces)
+    obs["pending_pods"] = [p for p in w.kube.list("v1", "Pod", None, cached=True, fields={"status.phase": "Pending"})
+                           if p["metadata"].get("namespace") in mine]
+
+
+OBSERVERS = {  # each part of what the lifecycle reads (core/lifecycle/machine.py ``parts``), as it is read here
+    "deployment": provisioning,
+    "wan": injecting,
+    "network": verifying_network,
+    "load": loading,
+    "bundles": collecting,
+    "cleanup": cleaning_up,
+    "placement": placement,
 }
 
 
-def pending_pods(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
-    """The trial's pods not yet running (one list across namespaces, from the API server's cache)."""
-    mine = set(plan.namespaces)
-    return [p for p in w.kube.list("v1", "Pod", None, cached=True, fields={"status.phase": "Pending"})
-            if p["metadata"].get("namespace") in mine]
-
-
 def observe(w: Where, plan: TrialPlan, status: dict[str, Any]) -> Obs:
-    """The observation for the Trial's current phase."""
+    """What the Trial's current phase reads."""
     obs: Obs = {"plan_generation": w.plan_generation, "owner": w.instance, "network_policy": w.network_policy}
-    phase = status.get("phase") or "Pending"
-    if phase in OBSERVERS:
-        OBSERVERS[phase](w, plan, status, obs)
-    if phase in ("Provisioning", "Injecting", "VerifyingNetwork", "Loading"):
-        obs["pending_pods"] = pending_pods(w, plan)
+    for part in lc.parts(status):
+        if part in OBSERVERS:
+            OBSERVERS[part](w, plan, status, obs)
     return obs

@@ -191,44 +191,82 @@ def cleanup_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs,
 
 # ---- the step -------------------------------------------------------------------------------
 
-def seen(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime
-         ) -> tuple[lc.Seen, dict[str, list[Action]]]:
+Prepared = dict[str, list[Action]]
+
+
+def _deployment(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+                prepared: Prepared) -> dict[str, Any]:
+    finished = done(status)
+    return {"stages": {s.name: deploy.progress(plan, status, obs, r, s) for s in lc.stages(plan)
+                       if s.name not in finished}}
+
+
+def _shaper(status: dict[str, Any], obs: Obs) -> dict[str, Any]:
+    """Chaos Mesh's CRDs not served: the lifecycle's word for it, never there or gone mid-run."""
+    if obs.get("chaos_installed") is not False:
+        return {}
+    first = lc.phase_of(status) == "Injecting" and "wan" not in done(status)
+    return {"cannot_shape": CHAOS_MISSING if first else CHAOS_GONE}
+
+
+def _wan(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+         prepared: Prepared) -> dict[str, Any]:
+    out = _shaper(status, obs)
+    if lc.needs_shaping(plan) and not out:
+        out["wan"], prepared["wan"] = wan_progress(plan, status, obs, r)
+    return out
+
+
+def _network(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+             prepared: Prepared) -> dict[str, Any]:
+    return network_seen(plan, status, obs)
+
+
+def _load(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+          prepared: Prepared) -> dict[str, Any]:
+    out = {**_shaper(status, obs), "runners": obs.get("jobs", {}), "store_error": obs.get("store")}
+    if plan.faults and status.get("loadStartAt") and "chaos" in obs:
+        out["faults_injected"], out["fault_why"] = faults_in_force(plan, status, obs, r, now)
+    return out
+
+
+def _bundles(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+             prepared: Prepared) -> dict[str, Any]:
+    found, missing, uri, error = obs.get("bundles", ([], list(plan.load_regions), "", None))
+    return {"bundles": (found, missing, uri), "store_error": error}
+
+
+def _cleanup(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+             prepared: Prepared) -> dict[str, Any]:
+    cleaned, prepared["cleanup"] = cleanup_progress(plan, status, obs, now)
+    left = (f"{len(obs['chaos'])} chaos object(s) still present (check Chaos Mesh; namespaces kept for inspection)"
+            if obs.get("chaos") else None)
+    return {"cleaned": cleaned, "shaping_left": left}
+
+
+def _placement(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+               prepared: Prepared) -> dict[str, Any]:
+    u = readiness.unschedulable(obs.get("pending_pods") or [], now)
+    return {} if u is None else {"unplaced": unplaced(*u)}
+
+
+SEEN = {"deployment": _deployment, "wan": _wan, "network": _network, "load": _load, "bundles": _bundles,
+        "cleanup": _cleanup, "placement": _placement}  # each part the lifecycle reads, said in its words
+
+
+def seen(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime) -> tuple[lc.Seen, Prepared]:
     """What was observed in the lifecycle's words, and the objects the observation already says to change
     (``wan``: Injecting's chaos; ``cleanup``: CleaningUp's deletions)."""
-    phase = lc.phase_of(status)
     out: dict[str, Any] = {}
-    prepared: dict[str, list[Action]] = {}
-    if obs.get("chaos_installed") is False:
-        out["cannot_shape"] = CHAOS_MISSING if phase == "Injecting" and "wan" not in done(status) else CHAOS_GONE
-    if phase == "Provisioning":
-        finished = done(status)
-        out["stages"] = {s.name: deploy.progress(plan, status, obs, r, s) for s in lc.stages(plan)
-                         if s.name not in finished}
-    elif phase == "Injecting" and lc.needs_shaping(plan) and "cannot_shape" not in out:
-        out["wan"], prepared["wan"] = wan_progress(plan, status, obs, r)
-    elif phase == "VerifyingNetwork":
-        out |= network_seen(plan, status, obs)
-    elif phase == "Loading":
-        out["runners"] = obs.get("jobs", {})
-        out["store_error"] = obs.get("store")
-        if plan.faults and status.get("loadStartAt") and "chaos" in obs:
-            out["faults_injected"], out["fault_why"] = faults_in_force(plan, status, obs, r, now)
-    elif phase == "Collecting":
-        found, missing, uri, error = obs.get("bundles", ([], list(plan.load_regions), "", None))
-        out |= {"bundles": (found, missing, uri), "store_error": error}
-    elif phase == "CleaningUp":
-        out["cleaned"], prepared["cleanup"] = cleanup_progress(plan, status, obs, now)
-        if obs.get("chaos"):
-            out["shaping_left"] = (f"{len(obs['chaos'])} chaos object(s) still present (check Chaos Mesh; namespaces "
-                                   "kept for inspection)")
-    if (u := readiness.unschedulable(obs.get("pending_pods") or [], now)) is not None:
-        out["unplaced"] = unplaced(*u)
+    prepared: Prepared = {}
+    for part in lc.parts(status):
+        out |= SEEN[part](plan, status, obs, r, now, prepared)
     return lc.Seen(**out), prepared
 
 
 def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
     """The lifecycle's step for the Trial's current phase, observed and carried out the Kubernetes way."""
-    if lc.phase_of(status) not in lc.PHASE_STEPS:
+    if lc.phase_of(status) not in lc.RUNNING_PHASES:
         return Decision(lc.decide(plan, status, lc.Seen(), now))
     r = rendered(plan, status, obs)
     said, prepared = seen(plan, status, obs, r, now)
