@@ -1,4 +1,4 @@
-"""The deployment as a plan of stages, and how the lifecycle steps through it (the phase ``Provisioning``).
+"""The deployment as a plan of stages, which the lifecycle steps through in the phase ``Provisioning`` (machine.py).
 
 A trial's deployment is a list of :class:`Stage`: where the trial lives first (its namespaces, its
 links), then its database, then each service: the region that creates the service's schema before
@@ -15,19 +15,7 @@ compute service) is new stages here, and a renderer for them in each provider.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
-from wanwide.core.lifecycle.state import done, marked
-from wanwide.core.lifecycle.step import (
-    Deploy,
-    Event,
-    LifecycleAction,
-    Progress,
-    Seen,
-    Status,
-    Step,
-    fail,
-)
 from wanwide.core.plan.trial import TrialPlan
 
 STAGE_TRIES = 3  # a failed stage is brought up again until it failed this often in all
@@ -66,50 +54,5 @@ def stages(plan: TrialPlan) -> tuple[Stage, ...]:
     return tuple(out)
 
 
-def provisioning(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
-    """One step through the deployment's stages (see the module's docstring); Injecting once all are done."""
-    plan_stages = stages(plan)
-    of = {s.name: seen.stages.get(s.name, Progress()) for s in plan_stages}
-    for s in plan_stages:
-        refused = of[s.name].refused
-        if refused is not None:
-            if refused[0] not in REFUSALS:
-                raise ValueError(f"stage {s.name} refused with {refused[0]!r}: not one of {REFUSALS}")
-            return fail(*refused)
-    finished = done(status)
-    events: list[LifecycleAction] = []
-    for s in plan_stages:
-        if s.name not in finished and of[s.name].done and all(a in finished for a in s.after):
-            finished.add(s.name)
-            events.append(Event("StageDeployed", f"{s.name}: {s.service} in {len(s.regions)} region(s)"))
-    tries = dict(status.get("deployTries") or {})
-    retried: set[str] = set()
-    for s in plan_stages:
-        why = of[s.name].failed
-        if s.name in finished or why is None:
-            continue
-        tries[s.name] = tries.get(s.name, 0) + 1
-        if tries[s.name] >= s.tries:
-            return fail(DEPLOY_FAILED, f"stage {s.name} ({s.service} in {', '.join(s.regions[:5])}"
-                                       f"{' …' if len(s.regions) > 5 else ''}) failed {tries[s.name]} times; "
-                                       f"last: {why}", {"deployTries": tries}, events)
-        retried.add(s.name)
-        events.append(Event("DeployRetry", f"stage {s.name} failed ({tries[s.name]} of {s.tries} tries), trying "
-                                           f"again: {why}", "Warning"))
-    record = {**marked(status, *finished), **({"deployTries": tries} if retried else {})}
-    if all(s.name in finished for s in plan_stages):
-        return Step("Injecting", "Deployed", f"{len(plan_stages)} stage(s) deployed: "
-                                             + ", ".join(s.name for s in plan_stages), record, events)
-    turn = [s for s in plan_stages if s.name not in finished and all(a in finished for a in s.after)]
-    later = [s for s in plan_stages if s.name not in finished and s not in turn] if PLACE in finished else []
-    waits = [f"{s.name}: {of[s.name].waiting}" for s in turn if of[s.name].waiting and s.name not in retried]
-    wakes = [w for s in turn if (w := of[s.name].wake_s) is not None]
-    wakes += [RETRY_WAIT_S * tries[n] for n in retried]
-    return Step(message="; ".join(waits) or f"deploying {', '.join(s.name for s in turn)}", status=record,
-                actions=[*events, *(Deploy(s, retry=s.name in retried) for s in turn),
-                         *(Deploy(s, ahead=True) for s in later)],
-                wake_s=min(wakes) if wakes else None)
-
-
-__all__ = ["CHART_REFUSED", "DEPLOY_FAILED", "NAMESPACE_TAKEN", "PLACE", "REFUSALS", "STAGE_TRIES", "Stage",
-           "provisioning", "stages"]
+__all__ = ["CHART_REFUSED", "DEPLOY_FAILED", "NAMESPACE_TAKEN", "PLACE", "REFUSALS", "RETRY_WAIT_S", "STAGE_TRIES",
+           "Stage", "stages"]

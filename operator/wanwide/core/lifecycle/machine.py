@@ -27,7 +27,7 @@ from typing import Any
 from wanwide.core.api.trial import TERMINAL
 from wanwide.core.api.units import seconds
 from wanwide.core.errors import PermanentError
-from wanwide.core.lifecycle.deploy import provisioning
+from wanwide.core.lifecycle.deploy import DEPLOY_FAILED, PLACE, REFUSALS, RETRY_WAIT_S, stages
 from wanwide.core.lifecycle.network import (
     NETWORK_CHECKS,
     NETWORK_OFF,
@@ -39,9 +39,11 @@ from wanwide.core.lifecycle.schedule import fault_events, in_force, needs_shapin
 from wanwide.core.lifecycle.state import attempt_of, done, elapsed_s, marked, phase_of
 from wanwide.core.lifecycle.step import (
     CleanUp,
+    Deploy,
     Event,
     LifecycleAction,
     Measure,
+    Progress,
     Seen,
     ShapeWan,
     StartRunners,
@@ -115,6 +117,52 @@ def pending(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) -
     if not seen.start:
         return Step()
     return Step("Provisioning", "Started", "its turn in the run order", {"startTime": iso(now), "attempt": 1})
+
+
+def provisioning(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
+    """One step through the deployment's stages (deploy.py): each stage's turn, its retries, a refusal; Injecting
+    once all are done."""
+    plan_stages = stages(plan)
+    of = {s.name: seen.stages.get(s.name, Progress()) for s in plan_stages}
+    for s in plan_stages:
+        refused = of[s.name].refused
+        if refused is not None:
+            if refused[0] not in REFUSALS:
+                raise ValueError(f"stage {s.name} refused with {refused[0]!r}: not one of {REFUSALS}")
+            return fail(*refused)
+    finished = done(status)
+    events: list[LifecycleAction] = []
+    for s in plan_stages:
+        if s.name not in finished and of[s.name].done and all(a in finished for a in s.after):
+            finished.add(s.name)
+            events.append(Event("StageDeployed", f"{s.name}: {s.service} in {len(s.regions)} region(s)"))
+    tries = dict(status.get("deployTries") or {})
+    retried: set[str] = set()
+    for s in plan_stages:
+        why = of[s.name].failed
+        if s.name in finished or why is None:
+            continue
+        tries[s.name] = tries.get(s.name, 0) + 1
+        if tries[s.name] >= s.tries:
+            return fail(DEPLOY_FAILED, f"stage {s.name} ({s.service} in {', '.join(s.regions[:5])}"
+                                       f"{' …' if len(s.regions) > 5 else ''}) failed {tries[s.name]} times; "
+                                       f"last: {why}", {"deployTries": tries}, events)
+        retried.add(s.name)
+        events.append(Event("DeployRetry", f"stage {s.name} failed ({tries[s.name]} of {s.tries} tries), trying "
+                                           f"again: {why}", "Warning"))
+    record = {**marked(status, *finished), **({"deployTries": tries} if retried else {})}
+    if all(s.name in finished for s in plan_stages):
+        return Step("Injecting", "Deployed", f"{len(plan_stages)} stage(s) deployed: "
+                                             + ", ".join(s.name for s in plan_stages), record, events)
+    turn = [s for s in plan_stages if s.name not in finished and all(a in finished for a in s.after)]
+    later = [s for s in plan_stages if s.name not in finished and s not in turn] if PLACE in finished else []
+    waits = [f"{s.name}: {of[s.name].waiting}" for s in turn if of[s.name].waiting and s.name not in retried]
+    wakes = [w for s in turn if (w := of[s.name].wake_s) is not None]
+    wakes += [RETRY_WAIT_S * tries[n] for n in retried]
+    return Step(message="; ".join(waits) or f"deploying {', '.join(s.name for s in turn)}", status=record,
+                actions=[*events, *(Deploy(s, retry=s.name in retried) for s in turn),
+                         *(Deploy(s, ahead=True) for s in later)],
+                wake_s=min(wakes) if wakes else None)
 
 
 def injecting(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:

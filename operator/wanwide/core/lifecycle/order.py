@@ -4,8 +4,8 @@ Trials run in the plan's order (``spec.matrix.order``: interleaved rounds, each 
 recorded seed). A provider that can re-shape a running deployment (the lab) serves one *round* (a
 repetition of every point) per deployment key: the round's trials of one key run together on one new
 deployment, keys in the order they first come in the round; so every repetition runs on fresh
-deployments and no parameter keeps one time of day. ``fresh``: a deployment per trial (the Kubernetes
-provider deploys each trial anew).
+deployments and no parameter keeps one time of day. ``fresh``: a deployment per trial (for a provider
+that deploys each trial anew).
 """
 
 from __future__ import annotations

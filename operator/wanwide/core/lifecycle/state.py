@@ -1,6 +1,6 @@
 """A trial's state, and the one reducer that moves it: :func:`apply` is the only place a phase changes.
 
-The state is a plain dict: the Trial's status in Kubernetes, the lab's record of a trial. Both
+The state is a plain dict (each provider keeps it its own way: a resource's status, a record). Both
 providers record every step with :func:`apply`, which merges the step's fields and the provider's own
 record, moves the phase (forward only) and gives the phase change's entry of the event log; a provider
 that tried to write a field the lifecycle owns (:data:`OWNED`) is refused.

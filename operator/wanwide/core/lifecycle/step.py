@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from wanwide.core.lifecycle.deploy import Stage
 from wanwide.core.plan.links import Pair
-
-if TYPE_CHECKING:
-    from wanwide.core.lifecycle.deploy import Stage
 
 Status = dict[str, Any]
 
