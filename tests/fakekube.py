@@ -70,9 +70,10 @@ class FakeS3:
         import io
 
         if f"{Bucket}/{Key}" not in self.objects:
-            e = KeyError(Key)
-            e.response = {"Error": {"Code": "NoSuchKey"}}  # type: ignore[attr-defined]
-            raise e
+            from botocore.exceptions import ClientError
+
+            raise ClientError({"Error": {"Code": "NoSuchKey", "Message": "The specified key does not exist."}},
+                              "GetObject")
         return {"Body": io.BytesIO(self.objects[f"{Bucket}/{Key}"])}
 
     def put(self, bucket: str, key: str, doc: Any) -> None:
@@ -87,23 +88,39 @@ class FakeRenders:
 
     def __init__(self) -> None:
         self.done: dict[tuple[str, str], Any] = {}
+        self.fixture = documents(RENDERED.read_text())  # read once, re-addressed for each release
 
     def get(self, rel: Any, labels: dict[str, str], also: tuple[str, ...] = ()) -> Any:
         key = (rel.namespace, repr(sorted(labels.items())))
         if key not in self.done:
-            text = RENDERED.read_text().replace(FIXTURE_NS, rel.namespace)
             db = next(iter(also), None)
-            if db:
-                text = text.replace(FIXTURE_DB_NS, db)
+            swap = [(FIXTURE_NS, rel.namespace), *([(FIXTURE_DB_NS, db)] if db else [])]
             seen: set[tuple[str, str, str]] = set()
             docs = []
-            for d in documents(text):
+            for d in _readdressed(self.fixture, swap):
                 k = (d["kind"], d["metadata"].get("namespace", rel.namespace), d["metadata"]["name"])
                 if k not in seen:
                     seen.add(k)
                     docs.append(d)
             self.done[key] = stages(docs, rel.name, rel.namespace, labels, also)
         return self.done[key]
+
+
+def _readdressed(o: Any, swap: list[tuple[str, str]]) -> Any:
+    """``o`` with every string's ``old`` replaced by ``new`` for each pair of ``swap``, in order."""
+    if isinstance(o, dict):
+        return {_readdressed(k, swap): _readdressed(v, swap) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_readdressed(v, swap) for v in o]
+    if isinstance(o, str):
+        for old, new in swap:
+            o = o.replace(old, new)
+    return o
+
+
+def _copy(o: Any) -> Any:
+    """A deep copy of plain JSON data (what the API server returns is the caller's to change)."""
+    return json.loads(json.dumps(o))
 
 
 def _key(kind: str, ns: str | None, name: str) -> tuple[str, str, str]:
@@ -188,7 +205,7 @@ class FakeKube:
             return {"data": {k: pw for k in ("admin-password", "db-root-password", "keystone-db-password",
                                              "db-password", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}}
         o = self.objects.get(_key(kind, namespace, name))
-        return copy.deepcopy(o) if o is not None else None
+        return _copy(o) if o is not None else None
 
     def list(self, api_version: str, kind: str, selector: dict[str, str] | None = None,
              namespace: str | None = None, cached: bool = False, fields: dict[str, str] | None = None) -> list:
@@ -199,7 +216,7 @@ class FakeKube:
                 continue
             labels = o["metadata"].get("labels") or {}
             if all(labels.get(a) == b for a, b in (selector or {}).items()):
-                out.append(copy.deepcopy(o))
+                out.append(_copy(o))
         if kind == "Pod":  # a running pod in every namespace that has a Deployment, one address each
             spaces = sorted({ns for (k, ns, _) in self.objects if k == "Deployment" and namespace in (None, ns)})
             out += [{"metadata": {"namespace": ns, "name": "pod-0"},
@@ -225,7 +242,7 @@ class FakeKube:
         self.requests += 1
         o = self.objects[_key(kind, namespace, name)]
         o["status"] = _merge(o.get("status") or {}, status)
-        return copy.deepcopy(o)
+        return _copy(o)
 
     def drop_finalizer(self, obj: dict[str, Any], finalizer: str) -> None:
         self.requests += 1
@@ -237,7 +254,9 @@ class FakeKube:
 
     def address(self, namespace: str) -> str:
         """The address of a namespace's one running pod."""
-        return f"10.0.{self.plan.namespaces.index(namespace) if namespace in self.plan.namespaces else 250}.1"
+        if not hasattr(self, "_spaces"):
+            self._spaces = {ns: i for i, ns in enumerate(self.plan.namespaces)}
+        return f"10.0.{self._spaces.get(namespace, 250)}.1"
 
     def _regions(self, selector: dict[str, Any] | None) -> set[str]:
         """The regions whose pods a chaos selector names (its pods when it names any, else its namespaces)."""
@@ -262,6 +281,13 @@ class FakeKube:
     def links_in_force(self) -> dict[Pair, OneWay]:
         """What the injected NetworkChaos objects shape, read from their contents: each directed link's netem
         (none: unshaped), a cut link losing everything (its delay kept)."""
+        chaos = json.dumps(sorted((k, o.get("spec"), self._injected(o)) for k, o in self.objects.items()
+                                  if k[0] == "NetworkChaos"))
+        if getattr(self, "_in_force", (None,))[0] != chaos:
+            self._in_force = (chaos, self._links_in_force())
+        return self._in_force[1]
+
+    def _links_in_force(self) -> dict[Pair, OneWay]:
         links = {pair: OneWay() for pair in self.plan.links}
         cut: set[Pair] = set()
         region_at = {self.address(self.plan.namespace(r)): r for r in self.plan.region_names}
@@ -291,7 +317,11 @@ class FakeKube:
         now = self.clock.now()
         start = status.get("loadStartAt")
         for (kind, ns, name), o in list(self.objects.items()):
+            if kind not in ("Deployment", "NetworkChaos", "Job") and kind not in DB_KINDS:
+                continue
             st = o.setdefault("status", {})
+            if st.get("conditions") and kind != "Job":
+                continue  # settled
             labels = o["metadata"].get("labels") or {}
             if kind == "Deployment":
                 o["status"] = {"availableReplicas": 1, **_cond("Available")}

@@ -129,3 +129,48 @@ def test_the_one_retry_tries_what_is_worth_it_backing_off_and_says_so():
     with pytest.raises(TimeoutError):
         retry(down, what="x", attempts=3, backoff_s=0.5, sleep=lambda s: None)
     assert len(calls) == 3
+
+
+def test_one_classifier_a_stores_refusal_is_final_its_trouble_is_not():
+    """The upload, the operator's reading of the results store and the step loop ask the one classifier: S3
+    refusing the request (its keys, its bucket) gets the same answer again; S3 failing (a 500, slow down) may
+    not; a bug is neither."""
+    from botocore.exceptions import ClientError
+
+    from wanwide.core.errors import refusal
+
+    denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "PutObject")
+    busy = ClientError({"Error": {"Code": "SlowDown", "Message": "later"}}, "PutObject")
+    assert refusal(denied) == "AccessDenied" and not transient(denied)
+    assert refusal(busy) is None and transient(busy)
+    assert refusal(TypeError("x")) is None and not transient(TypeError("x"))
+
+
+def test_keystone_failing_to_answer_is_tried_again_keystone_refusing_is_not():
+    from wanwide.pipeline.runner.users import KeystoneError, KeystoneRefused, KeystoneUnavailable
+
+    assert transient(KeystoneUnavailable("HTTP 500", 500)) and not transient(KeystoneRefused("HTTP 401", 401))
+    assert issubclass(KeystoneRefused, PermanentError) and issubclass(KeystoneUnavailable, TransientError)
+    assert issubclass(KeystoneRefused, KeystoneError) and issubclass(KeystoneUnavailable, KeystoneError)
+
+
+def test_the_one_backoff_doubles_from_two_seconds_to_a_minute():
+    from wanwide.core.errors import backoff_s
+
+    assert [backoff_s(n) for n in range(1, 8)] == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+
+
+def test_a_bug_in_a_readiness_check_is_raised_not_waited_out():
+    from wanwide.providers.lab.procs import wait_for
+
+    calls = []
+
+    def check():
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionRefusedError(111, "refused")  # not ready yet
+        raise TypeError("a bug")
+
+    with pytest.raises(TypeError, match="a bug"):
+        wait_for(check, 5, "the service", interval=0.01)
+    assert len(calls) == 2

@@ -118,8 +118,8 @@ def _plans(docs: list[dict[str, Any]]) -> list[TrialPlan]:
     return plan(b, loaded.topology_for(b))
 
 
-CASES = [(name, world, i) for name, docs in DOCUMENTS for world in WORLDS
-         for i in range(min(3, len(_plans(docs))) if WORLDS[world].every_trial else 1)]
+CASES = [(name, world, i) for name, docs in DOCUMENTS for n in [min(3, len(_plans(docs)))] for world in WORLDS
+         for i in range(n if WORLDS[world].every_trial else 1)]
 
 
 def normalised(log: list[dict[str, Any]]) -> list[tuple]:
@@ -138,13 +138,19 @@ def normalised(log: list[dict[str, Any]]) -> list[tuple]:
 def _trace(p: TrialPlan, trace: list[tuple], status: dict[str, Any], links: dict, now: Any) -> None:
     """The WAN in force now (the links unlike the plan's), with the seconds since the attempt's load start, when
     it changed; until the clean-up (which takes the shaping away in Kubernetes, the deployment in the lab)."""
-    if lc.phase_of(status) in ("CleaningUp", "Succeeded", "Failed"):
+    if lc.phase_of(status) in ("CleaningUp", "Succeeded", "Failed") or (trace and trace[-1][3] == links):
         return
     diff = tuple(sorted((pair, s) for pair, s in links.items() if s != p.links[pair]))
     if trace and trace[-1][2] == diff:
         return
     at = lc.elapsed_s(status, now)
-    trace.append((None if at is None else round(at, 3), lc.attempt_of(status) if at is not None else None, diff))
+    trace.append((None if at is None else round(at, 3), lc.attempt_of(status) if at is not None else None, diff,
+                  dict(links)))
+
+
+def _changes(trace: list[tuple]) -> list[tuple]:
+    """The WAN's changes: (seconds from the load start, attempt, the links unlike the plan's)."""
+    return [t[:3] for t in trace]
 
 
 def run_both(docs: list[dict[str, Any]], index: int, world: World, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
@@ -177,10 +183,10 @@ def run_both(docs: list[dict[str, Any]], index: int, world: World, monkeypatch: 
     lt = LabTrial(lab, p, lambda *a, **k: None, clock=lclock.now, sleep=l_sleep, poll_s=1.0)
     l_final = lt.run()
     return {
-        "k": {"outcome": (k_final["phase"], k_final["reason"]), "log": normalised(k_log), "wan": k_trace,
+        "k": {"outcome": (k_final["phase"], k_final["reason"]), "log": normalised(k_log), "wan": _changes(k_trace),
               "measured": sorted({(c["check"], c["region"], t["region"]) for c in kube.probed for t in c["targets"]}),
               "runners": kube.attempts_started},
-        "l": {"outcome": (l_final["phase"], l_final["reason"]), "log": normalised(lt.log), "wan": l_trace,
+        "l": {"outcome": (l_final["phase"], l_final["reason"]), "log": normalised(lt.log), "wan": _changes(l_trace),
               "measured": sorted({(check, *pair) for check, m in lt.measured.items() for pair in m}),
               "runners": [c[2] for c in lab.calls if c[0] == "start_runners"]},
         "plan": p,
