@@ -235,8 +235,8 @@ def start_trial(kube: Kube, trial: dict[str, Any], at: dt.datetime, post: Post =
     kube.patch_status(API, "Trial", trial["metadata"]["name"], trial["metadata"]["namespace"],
                       trialstate.status_patch(status, new, trial["metadata"].get("generation"), at))
     trial["status"] = new
-    for e in events:
-        post(trial, e)
+    for e in events:  # a listed object may lack its kind: the event names it
+        post({"apiVersion": API, "kind": "Trial", **trial}, e)
 
 
 def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime, start: bool = True,
