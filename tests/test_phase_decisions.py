@@ -835,3 +835,38 @@ def test_the_pods_left_to_recover_are_read_in_one_list_and_only_when_some_are_le
     assert running_pods_of_chaos(finished, [deleted]) == set()
     live = Pods("Running")
     assert running_pods_of_chaos(live, [{**deleted, "metadata": {}}]) == set() and live.calls == 0
+
+
+def test_a_new_service_is_new_stages_and_a_renderer_not_a_state_machine(monkeypatch):
+    """Issue 45's way in: a message queue in the primary region, after the database and before Keystone, is a
+    stage in the plan (core/lifecycle/deploy.py ``stages``) and its chart's renderer (``render.CHARTS``); the
+    lifecycle steps through it and the operator deploys it with nothing else changed."""
+    from wanwide.core.lifecycle import machine
+    from wanwide.providers.kubernetes import render
+    from wanwide.providers.kubernetes.render.keystone import releases
+
+    real = lc.stages
+
+    def with_queue(p):
+        s = list(real(p))
+        queue = lc.Stage("queue", "queue", (p.primary_region,), after=("database",))
+        s[2] = dataclasses.replace(s[2], after=("database", "queue"))  # the schema owner's Keystone waits for it
+        return tuple([*s[:2], queue, *s[2:]])
+
+    def queue_releases(p, passwords=None):
+        return [dataclasses.replace(r, name="queue") for r in releases(p, passwords) if r.region == p.primary_region]
+
+    for m in (lc, machine):
+        monkeypatch.setattr(m, "stages", with_queue)
+    monkeypatch.setitem(render.CHARTS, "queue", queue_releases)
+    st, obs = _deploying("database")
+    obs["charts"] |= {("queue", P.primary_region): _charts(P.primary_region)[("keystone", P.primary_region)]}
+    d = phases.decide(P, st, obs, T0)
+    hooks = [(a.lane, a.obj["metadata"]["name"]) for a in d.actions if isinstance(a, Apply) and a.obj["kind"] == "Job"]
+    assert hooks == [(P.namespace(P.primary_region), "keystone-db-sync")]  # the queue's first hook, nothing else's
+    assert "queue" in d.step.message and d.step.phase is None
+    ns = P.namespace(P.primary_region)
+    complete = {f"{ns}/keystone-{j}": "complete" for j in ("db-sync", "domain-manage", "bootstrap")}
+    available = dict.fromkeys(deploy.awaited(P, with_queue(P)[2], phases.rendered(P, st, obs), obs["charts"]), True)
+    d = phases.decide(P, st, {**obs, "jobs": complete, "deployments": available}, T0)
+    assert "queue" in d.step.status["done"] and "StageDeployed" in _said(d)
