@@ -10,8 +10,11 @@
 #       images (build, import), the real CRDs in place of the test cluster's stand-ins,
 #       then the operator chart, waiting until its three Deployments are available
 #   hack/mariadb-operator.sh uninstall
-#       both releases (the CRDs go with theirs, and every MariaDB object with them); the
-#       next `hack/testcluster.sh up` puts the stand-in CRDs back for the kwok tier
+#       both releases (the CRDs go with theirs, and every MariaDB object with them, their
+#       finalizers taken off once the operator is gone); the next `hack/testcluster.sh up`
+#       puts the stand-in CRDs back for the kwok tier
+#   hack/mariadb-operator.sh remove-standins
+#       the test cluster's stand-in CRDs, their objects' finalizers taken off first
 #   hack/mariadb-operator.sh status
 #
 # Pods go to the real node (its label selected, its taint tolerated). The metrics exporter
@@ -54,6 +57,21 @@ config:
 EOF
 }
 
+release_finalizers() { # CRD...: take the finalizers off every object of these CRDs (no controller will)
+  # A Database, User or Grant of a failed trial kept by cleanup: Never carries mariadb-operator's finalizer;
+  # with the operator gone (uninstalled, or its CRDs replaced by stand-ins) nothing removes it, and deleting
+  # the CRD waits on it for ever (seen: a test module's install blocked for its whole 3,600 s limit).
+  local crd kind ns name
+  for crd in "$@"; do
+    kind=${crd#*/}  # customresourcedefinition.apiextensions.k8s.io/databases.k8s.mariadb.com -> databases.k8s.mariadb.com
+    while read -r ns name; do
+      [[ -n ${name:-} ]] || continue
+      kubectl patch "$kind" "$name" -n "$ns" --type=merge -p '{"metadata":{"finalizers":null}}' >&2 || true
+    done < <(kubectl get "$kind" -A -o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.name}{"\n"}{end}' \
+               2>/dev/null || true)
+  done
+}
+
 cmd_install() {
   local charts=$ROOT/hack/upstream-charts.sh crds_chart chart addr op db
   crds_chart=$("$charts" path mariadb-operator-crds)
@@ -66,16 +84,7 @@ cmd_install() {
   op=$("$ROOT/hack/images.sh" ref mariadb-operator)
   db=$("$ROOT/hack/images.sh" ref mariadb)
   kube_env
-  # the test cluster's permissive stand-ins (hack/testcluster/crds) give way to the real CRDs
-  local standins
-  standins=$(kubectl get crd -l wanwide.io/stand-in=true -o name | grep '\.k8s\.mariadb\.com$' || true)
-  if [[ -n $standins ]]; then
-    step "remove the stand-in CRDs"
-    # shellcheck disable=SC2086  # one name per word
-    kubectl delete --wait=true $standins >&2
-    rm -f "$STATE/crds.sha256"  # the next `testcluster.sh up` re-applies what it owns
-    step_end
-  fi
+  cmd_remove_standins  # the test cluster's permissive stand-ins (hack/testcluster/crds) give way to the real CRDs
   step "helm upgrade --install $CRDS_RELEASE"
   helm upgrade --install "$CRDS_RELEASE" "$crds_chart" -n "$NAMESPACE" \
     --create-namespace --wait --timeout 3m >&2
@@ -89,9 +98,27 @@ cmd_install() {
   step_end
 }
 
+cmd_remove_standins() {
+  kube_env
+  local standins
+  standins=$(kubectl get crd -l wanwide.io/stand-in=true -o name | grep '\.k8s\.mariadb\.com$' || true)
+  [[ -n $standins ]] || return 0
+  step "remove the stand-in CRDs"
+  # shellcheck disable=SC2086  # one name per word
+  release_finalizers $standins
+  # shellcheck disable=SC2086  # one name per word
+  kubectl delete --wait=true --timeout=300s $standins >&2
+  rm -f "$STATE/crds.sha256"  # the next `testcluster.sh up` re-applies what it owns
+  step_end
+}
+
 cmd_uninstall() {
   kube_env
   helm_uninstall "$RELEASE" "$NAMESPACE"
+  local crds
+  crds=$(kubectl get crd -o name | grep '\.k8s\.mariadb\.com$' || true)
+  # shellcheck disable=SC2086  # one name per word
+  [[ -z $crds ]] || release_finalizers $crds  # the operator is gone: nothing else will
   helm_uninstall "$CRDS_RELEASE" "$NAMESPACE"
   rm -f "$STATE/crds.sha256"
 }
@@ -115,7 +142,8 @@ done
 case $cmd in
   install) cmd_install ;;
   uninstall) cmd_uninstall ;;
+  remove-standins) cmd_remove_standins ;;
   status) cmd_status ;;
-  -h|--help|"") sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; [[ -n $cmd ]] ;;
-  *) log "ERROR: unknown command $cmd (install | uninstall | status)"; exit 2 ;;
+  -h|--help|"") sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; [[ -n $cmd ]] ;;
+  *) log "ERROR: unknown command $cmd (install | uninstall | remove-standins | status)"; exit 2 ;;
 esac

@@ -94,6 +94,16 @@ def inputs(tmp_path_factory) -> Path:
     return d
 
 
+def test_several_problems_of_one_spec_are_a_line_each(inputs):
+    """Not one 750-character line: each problem on its own, each naming the file and the field."""
+    r = wanwide("plan", "-f", str(inputs / "empty-metadata.yaml"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2, r.stderr
+    assert "Benchmark/?: metadata: write a mapping" in lines[0] and "spec.workload: required field" in lines[1]
+    assert all(ln.startswith(f"wanwide: error: {inputs / 'empty-metadata.yaml'}:1: ") for ln in lines)
+
+
 def test_table_covers_every_kind_of_mistake():
     assert {c[0].split("-")[0] for c in TABLE} >= {"missing", "yaml", "document", "unknown", "bad", "spec", "lab"}
     assert sum(c[0].startswith("spec-") for c in TABLE) == len(PICKED)
@@ -105,8 +115,10 @@ def test_one_line_exit_2(inputs, case, argv, names, says):
     err = r.stderr
     assert r.returncode == 2, (r.returncode, err)
     assert "Traceback" not in err, err
-    assert len(err.splitlines()) == 1, err
-    assert names.replace("{d}", str(inputs)) in err, err
+    lines = err.splitlines()
+    assert lines and all(ln.startswith(lines[0].split(": ")[0] + ": error: ") for ln in lines), err  # a line each
+    named = names.replace("{d}", str(inputs))
+    assert named in err and all(named.split(":")[0] in ln for ln in lines), err  # each line names the file
     assert says in err, err
     assert r.stdout == "", "nothing partial on stdout"
 

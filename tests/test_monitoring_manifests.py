@@ -27,9 +27,12 @@ SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_b
 
 
 def exported() -> set[str]:
-    """Sample names the operator process exports (its metrics and prometheus_client's default collectors)."""
+    """Sample names the operator process exports (its metrics and prometheus_client's default collectors) and
+    the runners' live metrics (pipeline/runner/live.py)."""
+    from wanwide.pipeline.runner.live import registry
+
     out = set()
-    for family in REGISTRY.collect():
+    for family in [*REGISTRY.collect(), *registry()[0].collect()]:
         out |= {family.name + s for s in SUFFIXES.get(family.type, ("",))}
         out |= {s.name for s in family.samples}
     return out
@@ -61,6 +64,9 @@ def dashboard_exprs() -> Iterator[tuple[str, str]]:
     for v in dash["templating"]["list"]:
         if v["type"] == "query":
             yield f"variable {v['name']}", v["query"]["query"]
+    for a in dash.get("annotations", {}).get("list", []):
+        if a.get("expr"):
+            yield f"annotation {a['name']}", a["expr"]
 
 
 def test_the_extractor_finds_metrics_and_nothing_else():
@@ -85,6 +91,17 @@ def test_every_queried_metric_is_exported(source):
     if source == "rules":  # the alerts cover the operator being down, stuck trials, failures and errors
         assert {"up", "wanwide_trial_phase_deadline_timestamp_seconds", "wanwide_trials",
                 "wanwide_trial_step_errors_total", "wanwide_chart_errors_total"} <= used
+    else:  # the experiment, not only the operator: iterations, failures, latency by region, fault windows
+        assert {"wanwide_rally_iterations_total", "wanwide_rally_iteration_seconds_bucket",
+                "wanwide_rally_iterations_planned", "wanwide_fault_window_active"} <= used
+
+
+def test_fault_windows_are_annotations_and_no_panel_is_a_note():
+    dash = json.loads(DASHBOARD.read_text())
+    notes = [p["title"] for p in dash["panels"] if p["type"] == "text"]
+    assert notes == []
+    faults = [a for a in dash["annotations"]["list"] if "wanwide_fault_window_active" in a.get("expr", "")]
+    assert faults and faults[0]["enable"] and "{{fault}}" in faults[0]["titleFormat"]
 
 
 def test_every_operator_metric_is_documented():

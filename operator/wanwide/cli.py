@@ -1,4 +1,4 @@
-"""Command line: ``wanwide plan | crds | operator | runner | report | compare | results | lab``."""
+"""Command line: ``wanwide plan | crds | operator | doctor | runner | report | compare | results | history | lab``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import yaml
 
 from wanwide import __version__
-from wanwide.core.errors import UserError, one_line
+from wanwide.core.errors import UserError, UserErrors, one_line
 from wanwide.core.plan.errors import PlanError
 
 if TYPE_CHECKING:
@@ -62,9 +62,9 @@ def render_plans(docs: Documents, trial: int | None, all_trials: bool, objects_o
         except PlanError as e:
             if origin is None:
                 raise
-            from wanwide.inputs import plan_problems
+            from wanwide.inputs import problem_lines
 
-            raise UserError(f"{origin(bench)}: {plan_problems(e)}") from None
+            raise UserErrors(problem_lines(origin(bench), e)) from None
         if all_trials:
             chosen = plans
         else:
@@ -127,12 +127,14 @@ class Command:
     add_parser: str
     extra: str
     help: str
+    cluster: tuple[str, ...] = ()  # needs a Kubernetes cluster and these modules: both checked before it runs
 
 
 COMMANDS = (
-    Command("operator", "wanwide.providers.kubernetes.controller.cli", "add_operator_parser", "operator", "run the Kubernetes operator (kopf)"),
+    Command("operator", "wanwide.providers.kubernetes.controller.cli", "add_operator_parser", "operator",
+            "run the Kubernetes operator (kopf)", cluster=("kopf", "kubernetes")),
     Command("doctor", "wanwide.providers.kubernetes.doctor.cli", "add_doctor_parser", "operator",
-            "check that the cluster can run a Benchmark (a table with a fix per line)"),
+            "check that the cluster can run a Benchmark (a table with a fix per line)", cluster=("kubernetes",)),
     Command("runner", "wanwide.pipeline.runner.cli", "add_runner_parser", "operator",
             "run one Rally benchmark run and write/upload its result bundle"),
     Command("report", "wanwide.pipeline.results.cli", "add_report_parser", "report",
@@ -141,6 +143,8 @@ COMMANDS = (
             "how NEW results differ from BASE, per action: relative difference, 95 % interval, ~ if not significant"),
     Command("results", "wanwide.pipeline.results.cli", "add_results_parser", "report",
             "fetch a Benchmark's result bundles from S3"),
+    Command("history", "wanwide.pipeline.results.cli", "add_history_parser", "report",
+            "change points over every run read so far: which run made a series slower, and what changed"),
     Command("lab", "wanwide.providers.lab.cli", "add_lab_parser", "all",
             "run a Benchmark for real on this machine (namespaces, netem/linkemu/wirefilter)"),
 )
@@ -201,7 +205,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run a sub-command; user errors are one line on stderr and exit code 2."""
     args = build_parser().parse_args(argv)
     try:
+        cmd = getattr(args, "command_info", None)
+        if cmd is not None and cmd.cluster:
+            for module in cmd.cluster:  # a missing package is said first, as when the command runs
+                importlib.import_module(module)
+            from wanwide.providers.kubernetes.kube.reach import check
+
+            check(cmd.name, getattr(args, "kubeconfig", None))
         return int(args.func(args) or 0)
+    except UserErrors as e:  # every problem of a spec: one line each
+        for line in e.lines:
+            print(f"wanwide: error: {line}", file=sys.stderr)
     except UserError as e:
         print(f"wanwide: error: {one_line(str(e))}", file=sys.stderr)
     except ModuleNotFoundError as e:

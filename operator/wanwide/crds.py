@@ -192,8 +192,11 @@ def crds() -> list[dict[str, Any]]:
             [
                 _col("Phase", ".status.phase"),
                 _col("Progress", ".status.progress"),
-                _col("Backend", ".spec.database.backend"),
-                _col("Load", ".spec.workload.load"),
+                _col("Left", ".status.timeLeft"),
+                # what the trials run (the swept values), not the spec's one value the matrix overrides
+                _col("Backend", ".status.backend"),
+                _col("Load", ".status.load"),
+                _col("Sweep", ".status.sweep", priority=1),
                 _col("Failed", ".status.trials.failed", "integer", priority=1),
                 _col("Results", ".status.resultsURI", priority=1),
                 _AGE,

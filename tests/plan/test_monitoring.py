@@ -49,9 +49,24 @@ def test_mariadb_is_scraped_through_mariadb_operators_servicemonitor_with_the_re
         (db,) = [o for o in objs if o["kind"] == "MariaDB"]
         assert db["spec"]["metrics"] == {"enabled": True, "serviceMonitor": {
             "interval": "15s", "prometheusRelease": "kube-prometheus-stack"}}
-        assert [m["metadata"]["name"] for m in _monitors(objs)] == ["keystone-cache"]
+        # Keystone's cache, and the Rally runners' live metrics (pipeline/runner/live.py)
+        assert [m["metadata"]["name"] for m in _monitors(objs)] == ["keystone-cache", "rally"]
     (db,) = [o for o in render_trial(_plan("mariadb")).objects if o["kind"] == "MariaDB"]
     assert db["spec"]["metrics"] == {"enabled": True, "serviceMonitor": {"interval": "15s"}}
+
+
+def test_the_runners_live_metrics_are_scraped_in_every_load_region():
+    from wanwide.providers.kubernetes.render.rally import RUNNER_METRICS_PORT, jobs
+
+    p = _plan("galera", labels=RELEASE)
+    (mon,) = [m for m in _monitors(render_trial(p).objects) if m["metadata"]["name"] == "rally"]
+    assert mon["spec"]["namespaceSelector"]["matchNames"] == [p.namespace(r) for r in p.load_regions]
+    assert mon["spec"]["selector"]["matchLabels"]["wanwide.io/role"] == "load"
+    for job in (o for o in jobs(p) if o["kind"] == "Job"):
+        c = job["spec"]["template"]["spec"]["containers"][0]
+        assert c["args"][-2:] == ["--metrics-port", str(RUNNER_METRICS_PORT)]
+        assert c["ports"] == [{"name": "metrics", "containerPort": RUNNER_METRICS_PORT}]
+        assert job["spec"]["template"]["metadata"]["labels"].items() >= mon["spec"]["selector"]["matchLabels"].items()
 
 
 @pytest.mark.parametrize("labels", [{"wanwide.io/trial": "x"}, {"-bad": "x"}, {"ok": "-bad"}, {"ok": "x" * 64}])

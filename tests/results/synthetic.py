@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -32,28 +33,41 @@ def rally_json(durations: dict[str, np.ndarray], t0: float = 1.7e9) -> dict:
 
 
 def write_bundle(root: Path, benchmark: str, trial: str, repetition: int, params: dict, region: str,
-                 durations: dict[str, np.ndarray], contention: dict | None = None, run: int = 0) -> Path:
+                 durations: dict[str, np.ndarray], contention: dict | None = None, run: int = 0, *,
+                 versions: dict[str, str] | None = None, start: float | None = None,
+                 errors: int = 0, result: str = "succeeded") -> Path:
+    """A bundle; ``start`` (epoch s): when its measured window began (manifest and iterations); ``errors``:
+    that many of its last iterations failed; ``result``: the run's own outcome."""
+    from wanwide.core.timestamps import iso
     from wanwide.pipeline.runner.bundle import (
         ContentionInfo,
         KeystoneInfo,
         Manifest,
+        StartInfo,
         Status,
         TrialInfo,
         bundle_relpath,
         write_manifest,
     )
 
-    run_id = f"20261124t000000z-{run:012x}"
+    t0 = 1.7e9 if start is None else start
+    stamp = datetime.fromtimestamp(t0, UTC).strftime("%Y%m%dt%H%M%Sz")
+    run_id = f"{stamp if start is not None else '20261124t000000z'}-{run:012x}"
     d = root / bundle_relpath(benchmark, trial, region, 1, run_id)
     d.mkdir(parents=True)
-    (d / "rally.json").write_text(json.dumps(rally_json(durations)))
+    doc = rally_json(durations, t0)
+    data = doc["tasks"][0]["subtasks"][0]["workloads"][0]["data"]
+    for it in data[len(data) - errors:] if errors else []:
+        it["error"] = ["KeystoneTimeout", "the token request timed out", ""]
+    (d / "rally.json").write_text(json.dumps(doc))
     m = Manifest(benchmark=benchmark, namespace="lab",
                  trial=TrialInfo(id=trial, index=int(trial[1:]), repetition=repetition,
                                  parameters={**params, "repetition": str(repetition)}),
                  region=region, role="load", attempt=1, run_id=run_id, scenarios=[SCENARIO],
-                 versions={"rally": "5.1.1"}, keystone=KeystoneInfo(url="http://k/v3", region_name=region),
+                 versions=versions or {"rally": "5.1.1"}, keystone=KeystoneInfo(url="http://k/v3", region_name=region),
                  contention=ContentionInfo(**contention) if contention else None,
-                 status=Status(result="succeeded", reason="Completed"))
+                 start=StartInfo(actual=iso(datetime.fromtimestamp(t0, UTC), precise=True)) if start else StartInfo(),
+                 status=Status(result=result, reason="Completed" if result == "succeeded" else "RallyTaskFailed"))
     write_manifest(d, m)
     return d
 

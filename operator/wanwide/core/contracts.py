@@ -105,6 +105,18 @@ class FaultSpan(_Model):
     every_s: float | None = Field(None, gt=0)
 
 
+class SloSpec(_Model):
+    """A scenario's objectives as the runner checks them against its iterations (and Rally's SLA holds the
+    ones it knows): seconds and percent, None where not asked."""
+
+    scenario: str
+    max_s: float | None = Field(None, ge=0)
+    mean_s: float | None = Field(None, ge=0)
+    percentile: float | None = Field(None, ge=1, le=99.9)
+    percentile_max_s: float | None = Field(None, ge=0)
+    failure_rate_pct: float = Field(0.0, ge=0, le=100)
+
+
 class LinkRequested(_Model):
     src: str
     dst: str
@@ -170,6 +182,7 @@ class RunnerConfig(_Model):
     gauges: Gauges = Field(default_factory=Gauges)
     network_requested: list[LinkRequested] = Field(default_factory=list)
     faults: list[FaultSpan] = Field(default_factory=list)
+    slo: list[SloSpec] = Field(default_factory=list)  # per scenario of the task (docs/results.md, "SLOs")
     results: Results
     versions: dict[str, str] = Field(default_factory=dict)
     # How the trial's services were deployed (the lab: shared deployment id and

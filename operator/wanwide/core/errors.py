@@ -34,6 +34,14 @@ class UserError(WanwideError):
     """A mistake in what the user gave; ``str()`` is one line for stderr (exit code 2)."""
 
 
+class UserErrors(UserError):
+    """Several mistakes at once (every problem of a spec): the command line prints one line each."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = [one_line(x) for x in lines if x.strip()]
+        super().__init__("\n".join(self.lines))
+
+
 class PermanentError(WanwideError):
     """Trying again would fail again."""
 

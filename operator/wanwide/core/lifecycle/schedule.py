@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wanwide.core.plan.faults import FaultWindow, occurrences
+from wanwide.core.plan.faults import FaultWindow, next_change, occurrence_at, occurrences
 from wanwide.core.plan.links import LinkMap, OneWay, Pair
 from wanwide.core.plan.trial import TrialPlan
 
@@ -59,20 +59,14 @@ def fault_events(faults: list[FaultWindow], until_s: float) -> list[FaultEvent]:
 
 
 def in_force(faults: list[FaultWindow], t_s: float) -> tuple[Active, ...]:
-    """The windows' occurrences in force ``t_s`` seconds after the load start (in ``faults`` order)."""
-    out = []
-    for w in faults:
-        for k, (start, end) in enumerate(occurrences(w, t_s + 1e-9)):
-            if start <= t_s < end:
-                out.append(Active(w, k, start, end))
-    return tuple(out)
+    """The windows' occurrences in force ``t_s`` seconds after the load start (in ``faults`` order); computed,
+    not enumerated (core/plan/faults.py ``occurrence_at``)."""
+    return tuple(Active(w, *occ) for w in faults if (occ := occurrence_at(w, t_s)) is not None)
 
 
 def next_change_s(faults: list[FaultWindow], t_s: float) -> float | None:
     """When (from the load start) the next window begins or ends after ``t_s``; None: never."""
-    upcoming = [x for w in faults
-                for occ in occurrences(w, t_s + 2 * w.every_s if w.every_s else float("inf"))
-                for x in occ if x > t_s]
+    upcoming = [x for w in faults if (x := next_change(w, t_s)) is not None]
     return min(upcoming) if upcoming else None
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wanwide import __version__
-from wanwide.core.api.units import seconds
-from wanwide.core.contracts import RunnerConfig, S3Target
+from wanwide.core.api.units import pct, seconds
+from wanwide.core.contracts import RunnerConfig, S3Target, SloSpec
 from wanwide.core.plan.latency import classes_of
 from wanwide.core.plan.services import REJOIN_MARGIN_S
 from wanwide.core.plan.trial import TrialPlan
@@ -81,9 +81,31 @@ def _subtask(s: Any, times: int, concurrency: int, title: str) -> dict[str, Any]
             "runner": {"constant": {"times": times, "concurrency": concurrency}}, "contexts": contexts}
 
 
+def slo_spec(s: Any) -> SloSpec:
+    """A scenario's objectives (``spec.workload[.scenarios[]].slo``) in seconds and percent."""
+    o = s.slo
+    return SloSpec(scenario=s.name, max_s=seconds(o.max_duration) if o.max_duration else None,
+                   mean_s=seconds(o.max_mean_duration) if o.max_mean_duration else None,
+                   percentile=o.percentile.p if o.percentile else None,
+                   percentile_max_s=seconds(o.percentile.max) if o.percentile else None,
+                   failure_rate_pct=pct(o.max_failure_rate))
+
+
+def rally_sla(slo: SloSpec) -> dict[str, Any]:
+    """The objectives Rally's SLA plugins check (a percentile is wanwide's: the runner checks it)."""
+    rate = slo.failure_rate_pct
+    sla: dict[str, Any] = {"failure_rate": {"max": int(rate) if float(rate).is_integer() else rate}}
+    if slo.max_s is not None:
+        sla["max_seconds_per_iteration"] = slo.max_s
+    if slo.mean_s is not None:
+        sla["max_avg_duration"] = slo.mean_s
+    return sla
+
+
 def task(plan: TrialPlan, region: str) -> dict[str, Any]:
-    """The measured Rally task (v2) for one load region: one subtask per scenario."""
-    subtasks = [{**_subtask(s, s.times, s.concurrency, s.name), "sla": {"failure_rate": {"max": 0}}}
+    """The measured Rally task (v2) for one load region: one subtask per scenario, its SLA the scenario's
+    objectives (``slo``; default: no failed iteration)."""
+    subtasks = [{**_subtask(s, s.times, s.concurrency, s.name), "sla": rally_sla(slo_spec(s))}
                 for s in plan.scenarios]
     return {"version": 2, "title": f"{plan.name} {region}", "tags": [plan.benchmark, plan.id, region],
             "subtasks": subtasks}
@@ -197,6 +219,8 @@ def runner_config(
             cfg["gauges"]["members_cluster_size"] = len(plan.region_names)
     if plan.faults:
         cfg["faults"] = fault_spans(plan)
+    if plan.scenarios:
+        cfg["slo"] = [slo_spec(s).model_dump(exclude_none=True) for s in plan.scenarios]
     if deployment:
         cfg["deployment"] = deployment
     warm = warmup_task(plan, region) if new_deployment else None

@@ -227,6 +227,28 @@ def ratio_interval(base: Estimate, new: Estimate) -> Ratio:
     return Ratio(value, lo, hi, p)
 
 
+@dataclass(frozen=True)
+class Difference:
+    """``new - base`` in the estimates' unit (seconds) with its 95 % interval."""
+
+    value: float
+    lo: float
+    hi: float
+
+
+def difference_interval(base: Estimate, new: Estimate) -> Difference:
+    """The absolute difference of two independent estimates, its interval from their replicates (as
+    :func:`ratio_interval`); NaN bounds when either side has none."""
+    value = new.value - base.value
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = new.replicates - base.replicates
+    d = d[np.isfinite(d)]
+    if len(d) < B // 2:
+        return Difference(value, _NAN, _NAN)
+    lo, hi = _percentile(d)
+    return Difference(value, lo, hi)
+
+
 def u_test(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided Mann-Whitney U p-value (``scipy.stats.mannwhitneyu``) of two samples; NaN with fewer
     than 2 values on a side. With 3 runs a side it cannot go below 0.1: say so rather than test."""

@@ -25,6 +25,7 @@ from wanwide.pipeline.results.ci import (
     TOO_FEW,
     Estimate,
     GroupCI,
+    difference_interval,
     group_ci,
     ratio_interval,
     u_test,
@@ -37,7 +38,7 @@ from wanwide.pipeline.results.runs import in_trials
 from wanwide.pipeline.results.stats import natural, ordered_params, param_columns, run_ids
 
 COLUMNS = ["scenario", "action", "base", "base_ci", "base_lo", "base_hi", "base_n", "new", "new_ci", "new_lo",
-           "new_hi", "new_n", "delta", "delta_lo", "delta_hi", "p", "significant", "verdict"]
+           "new_hi", "new_n", "delta", "delta_lo", "delta_hi", "p", "significant", "verdict", "diff", "diff_lo", "diff_hi"]
 
 
 def _groups(df: pd.DataFrame, keys: list[str]) -> dict[tuple, GroupCI]:
@@ -113,7 +114,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.D
     rows = []
     for key in sorted(set(b) & set(n), key=lambda k: tuple(str(x) for x in k)):
         eb, en = _center(b[key], stat), _center(n[key], stat)
-        r = ratio_interval(eb, en)
+        r, d = ratio_interval(eb, en), difference_interval(eb, en)
         rows.append({**{c[len(PARAM_PREFIX):]: v for c, v in zip(pcols, key[:-2], strict=True)},
                      "scenario": key[-2], "action": key[-1],
                      "base": eb.value, "base_ci": _half(eb), "base_lo": eb.lo, "base_hi": eb.hi,
@@ -121,7 +122,8 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, stat: str = "median") -> pd.D
                      "new": en.value, "new_ci": _half(en), "new_lo": en.lo, "new_hi": en.hi,
                      "new_n": f"{n[key].n}/{n[key].runs}",
                      "delta": r.value, "delta_lo": r.lo, "delta_hi": r.hi, "p": u_test(b[key].units, n[key].units),
-                     "significant": r.significant, "verdict": verdict(r.lo, r.hi, RELATIVE_BOUND)})
+                     "significant": r.significant, "verdict": verdict(r.lo, r.hi, RELATIVE_BOUND),
+                     "diff": d.value, "diff_lo": d.lo, "diff_hi": d.hi})
     out = pd.DataFrame(rows, columns=[c[len(PARAM_PREFIX):] for c in pcols] + COLUMNS)
     names = [c[len(PARAM_PREFIX):] for c in pcols]
     if names and len(out):  # 3, 9, 45 regions, not 3, 45, 9; scenario and action as they were
@@ -150,6 +152,8 @@ def pair(c: pd.DataFrame, base: pd.DataFrame, new: pd.DataFrame, manifests: tupl
         p = paired_change(rows(ub), rows(un), block)
         out.loc[i, ["delta", "delta_lo", "delta_hi", "p"]] = [p.value, p.lo, p.hi, p.p]
         out.loc[i, ["significant", "verdict", "blocks"]] = [p.significant, p.verdict(RELATIVE_BOUND), f"{p.blocks}/{p.shared}"]
+        # seconds: the paired ratio applied to the base's estimate (the pairing has no absolute replicates)
+        out.loc[i, ["diff", "diff_lo", "diff_hi"]] = [p.value * r["base"], p.lo * r["base"], p.hi * r["base"]]
     out.attrs = {**c.attrs, "paired": True}
     return out
 

@@ -45,6 +45,17 @@ class ReportContent:
     noisy: list[tuple[str, str]] = field(default_factory=list)  # (benchmark, trial)
     noisy_excluded: bool = False
     partial: list[str] = field(default_factory=list)  # failed attempts whose succeeded runs were left out
+    slo: pd.DataFrame = field(default_factory=pd.DataFrame)  # runs.slo_table: every run's objectives
+
+    def slo_note(self) -> str:
+        """How many objectives were met and missed, in words ("" when the runs recorded none)."""
+        if not len(self.slo):
+            return ""
+        missed = self.slo[self.slo["met"].astype("boolean").eq(False).fillna(False).to_numpy(dtype=bool)]
+        runs = missed["run_id"].nunique()
+        return (f"{len(self.slo) - len(missed)} of {len(self.slo)} objectives met; "
+                + (f"{len(missed)} missed in {runs} run(s) (their data are kept: reason SLAFailed)."
+                   if len(missed) else "none missed."))
 
     def growth_table(self) -> pd.DataFrame:
         g = self.growth
@@ -144,6 +155,9 @@ def report_markdown(c: ReportContent) -> str:
            markdown_table(rw, "{:.2f}") if len(rw) else "No database counters in these results.", ""]
     md += ["## Requested vs measured RTT", "",
            markdown_table(rtt, "{:.3f}") if len(rtt) else "No RTT measurements in these results.", ""]
+    if len(c.slo):
+        md += ["## Service level objectives (per run, spec.workload.slo)", "", c.slo_note(), "",
+               markdown_table(c.slo), ""]
     if len(c.runs):
         md += ["## Runs (contention during the measured window, %)", "", markdown_table(c.runs, "{:.2f}"), ""]
     if len(c.details):
@@ -177,6 +191,7 @@ def index_html(c: ReportContent) -> str:
         sources=[str(s) for s in c.sources], n_inputs=c.n_inputs, n_iterations=c.n_iterations,
         from_names=c.from_names, files=HTML_LINKS, empty_workloads=c.empty_workloads,
         runs=html_table(c.runs) if len(c.runs) else None, summary=html_table(c.summary),
+        slo=html_table(c.slo) if len(c.slo) else None, slo_note=c.slo_note(),
         noise=c.noise_note(), noisy=bool(c.noisy) and not c.noisy_excluded, sentences=c.sentences,
         growth=html_table(c.growth_table()) if len(c.growth) else None,
         load=html_table(c.load.drop(columns=["significant"])) if len(c.load) else None,

@@ -41,6 +41,7 @@ from wanwide.pipeline.results.runs import (
     in_trials,
     noisy_trials,
     runs_table,
+    slo_table,
 )
 from wanwide.pipeline.results.s3 import S3Error, S3Options, connect, fetch, parse_uri
 from wanwide.pipeline.results.stats import (
@@ -263,8 +264,8 @@ def build_report(
     """Read every source (bundle dirs, s3://bucket/prefix, plain Rally JSON) → DIR/…
 
     Writes results.parquet, summary.csv, headline.csv, load.csv, report.md, tables/*.csv,
-    headline-*.png, bars-*.png, cdf-*.png, read_write.csv, rtt.csv/rtt.png, runs.csv, details.csv
-    and index.html; every PNG also as SVG. ``conds``: only the trials with these parameters
+    headline-*.png, bars-*.png, cdf-*.png, read_write.csv, rtt.csv/rtt.png, runs.csv, details.csv,
+    slo.csv (when the runs recorded objectives) and index.html; every PNG also as SVG. ``conds``: only the trials with these parameters
     (``NAME=VALUE``), e.g. one load and RTT for the study's figure of sizes. Returns what it wrote.
     """
     out = Path(out_dir)
@@ -288,7 +289,10 @@ def build_report(
     bars, cdfs = plot_stacked_bars(df, out), plot_cdfs(df, out)
     rw, rtt, rtt_png = _run_tables(manifests, out)
     details = details_table(manifests)
+    slo = slo_table(manifests)
     files += [_write_csv(r.runs, out / "runs.csv"), _write_csv(details, out / "details.csv")]
+    if len(slo):
+        files.append(_write_csv(slo, out / "slo.csv"))
     pngs = [*heads, *bars, *cdfs, *([rtt_png] if rtt_png else [])]
     files += [*pngs, *map(svg_of, pngs), out / "read_write.csv", out / "rtt.csv"]
     content = ReportContent(
@@ -297,7 +301,7 @@ def build_report(
         from_names=any(s.kind == "file" for s in found), summary=summary, points=points,
         read_write=rw, rtt=rtt, runs=r.runs, bars=bars, cdfs=cdfs, rtt_png=rtt_png, empty_workloads=r.empty,
         growth=grow, load=load, sentences=sentences(grow), headline_pngs=heads, details=details,
-        noisy=sorted(r.noisy), noisy_excluded=r.excluded, partial=r.partial,
+        noisy=sorted(r.noisy), noisy_excluded=r.excluded, partial=r.partial, slo=slo,
     )
     files.append(_write_text(out / "report.md", report_markdown(content)))
     files.append(_write_text(out / "index.html", index_html(content)))

@@ -112,6 +112,26 @@ def details_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=DETAIL_COLUMNS)
 
 
+SLO_COLUMNS = ["benchmark", "trial", "region", "run_id", "scenario", "objective", "bound", "measured", "met", "detail"]
+
+
+def slo_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+    """Every run's objectives as its runner measured them (manifest ``slo``, pipeline/runner/slo.py): one row
+    per run, scenario and objective; ``met`` False where missed, empty where nothing could be measured."""
+    rows = []
+    for m in manifests:
+        for r in m.get("slo") or []:
+            unit = r.get("unit") or ""
+            rows.append({
+                "benchmark": m.get("benchmark"), "trial": (m.get("trial") or {}).get("id"), "region": m.get("region"),
+                "run_id": m.get("run_id"), "scenario": str(r.get("scenario") or "").split(".")[-1],
+                "objective": r.get("criterion"), "bound": f"{r.get('bound'):g} {unit}".strip(),
+                "measured": "" if r.get("measured") is None else f"{r['measured']:.4g} {unit}".strip(),
+                "met": r.get("passed"), "detail": r.get("detail"),
+            })
+    return pd.DataFrame(rows, columns=SLO_COLUMNS)
+
+
 def failed_attempt_runs(runs: pd.DataFrame) -> dict[str, str]:
     """``{run_id: why}`` of runs that succeeded within an attempt where another region's run did
     not (a high-load attempt whose r2 and r3 failed at set-up): measured under another load

@@ -163,6 +163,9 @@ class Manifest(BaseModel):
     contention: ContentionInfo | None = None
     warmup: WarmupInfo | None = None
     rally: RallyInfo = Field(default_factory=RallyInfo)
+    # each scenario's objectives as measured (pipeline/runner/slo.py): scenario, criterion, bound, measured,
+    # unit, passed, detail; null when the run has no rally.json
+    slo: list[dict[str, Any]] | None = None
     status: Status
     files: list[str] = Field(default_factory=list)
 

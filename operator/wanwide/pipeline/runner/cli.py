@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -15,6 +16,9 @@ def add_runner_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--config", required=True, help="runner configuration JSON (wanwide.core.contracts.RunnerConfig)")
     r.add_argument("--run-id", help="override the generated unique run id (tests)")
     r.add_argument("--task-timeout", type=float, default=6 * 3600, help="seconds allowed for `rally task start`")
+    r.add_argument("--metrics-port", type=int, default=int(os.environ.get("WANWIDE_METRICS_PORT") or 0),
+                   metavar="PORT", help="serve the experiment's live metrics (iterations, failures, iteration times, "
+                   "fault windows) on :PORT/metrics while Rally runs (default: $WANWIDE_METRICS_PORT, else none)")
     r.set_defaults(func=cmd_run)
 
     u = sub.add_parser("upload", help="upload a result bundle kept locally to the config's S3 target "
@@ -28,7 +32,7 @@ def add_runner_parser(subparsers) -> argparse.ArgumentParser:
     pr.set_defaults(func=cmd_probe)
 
     v = sub.add_parser("validate", help="check a runner config and print it normalised")
-    v.add_argument("--config", required=True)
+    v.add_argument("--config", required=True, help="runner configuration JSON to check (wanwide.core.contracts.RunnerConfig)")
     v.set_defaults(func=cmd_validate)
     return p
 
@@ -89,7 +93,7 @@ def cmd_run(args) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = run_from_config(cfg, run_id=args.run_id, task_timeout_s=args.task_timeout)
+    out = run_from_config(cfg, run_id=args.run_id, task_timeout_s=args.task_timeout, metrics_port=args.metrics_port)
     if isinstance(out, int):
         return out
     print(out.bundle_dir)
@@ -106,13 +110,21 @@ def cmd_upload(args) -> int:
 
     try:
         cfg = load_config(args.config)
-        m = json.loads((Path(args.bundle) / MANIFEST).read_text())
-        rel = bundle_relpath(m["benchmark"], m["trial"]["id"], m["region"], int(m["attempt"]), m["run_id"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if cfg.results.s3 is None:
-        print(f"error: {args.config} names no results.s3 target", file=sys.stderr)
+        print(f"error: {args.config} names no results.s3 target: nothing to upload to (no S3 target configured)",
+              file=sys.stderr)
+        return 2
+    try:
+        m = json.loads((Path(args.bundle) / MANIFEST).read_text())
+        rel = bundle_relpath(m["benchmark"], m["trial"]["id"], m["region"], int(m["attempt"]), m["run_id"])
+    except FileNotFoundError:
+        print(f"error: {args.bundle} is not a result bundle: it has no {MANIFEST}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"error: {args.bundle}/{MANIFEST}: {e}", file=sys.stderr)
         return 2
     try:
         keys = upload_bundle(Path(args.bundle), cfg.results.s3, rel)

@@ -19,12 +19,13 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from wanwide import __version__
 from wanwide.core import timestamps as ts
 from wanwide.core.contracts import EXIT_CONFIG, EXIT_OK, EXIT_RUN_FAILED, EXIT_UPLOAD, RunnerConfig
 from wanwide.core.errors import PermanentError
-from wanwide.pipeline.runner import contention, gauges, members
+from wanwide.pipeline.runner import contention, gauges, members, slo
 from wanwide.pipeline.runner.bundle import (
     RALLY_JSON,
     ContentionInfo,
@@ -168,10 +169,30 @@ def _summarise_rally_json(path: Path) -> RallyInfo:
     return info
 
 
-def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
+def run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600,
+        metrics_port: int = 0) -> RunOutcome:
+    """One run; ``metrics_port``: serve the live metrics (pipeline/runner/live.py) there while it runs."""
     with contextlib.suppress(ValueError):  # only the main thread may install handlers
         signal.signal(signal.SIGUSR1, _on_release)
-    return _run(cfg, run_id=run_id, task_timeout_s=task_timeout_s)
+    return _run(cfg, run_id=run_id, task_timeout_s=task_timeout_s, metrics_port=metrics_port)
+
+
+def _live(cfg: RunnerConfig, port: int) -> Any:
+    """The live metrics served on ``port`` (None when 0, or when the port cannot be had: said, not fatal)."""
+    if not port:
+        return None
+    from wanwide.pipeline.runner import live
+
+    labels = {"bench_namespace": cfg.namespace, "benchmark": cfg.benchmark, "trial": cfg.trial.id,
+              "region": cfg.region}
+    lv = live.Live(labels, cfg.task, cfg.faults)
+    try:
+        live.serve(lv.reg, port)
+    except OSError as e:
+        _say(f"live metrics: port {port}: {e}; running without them")
+        return None
+    _say(f"live metrics on :{port}/metrics")
+    return lv
 
 
 @dataclass
@@ -194,6 +215,8 @@ class _Run:
     contention: ContentionInfo | None = None
     warmup: WarmupInfo | None = None
     gate: GateInfo | None = None
+    slo: list[dict] | None = None
+    live: Any = None  # live.Live when the runner serves metrics (--metrics-port)
     status: Status = field(
         default_factory=lambda: Status(result="failed", reason="InternalError", message="run did not finish"))
 
@@ -209,7 +232,7 @@ class _Run:
                                   cache=cfg.keystone.cache, rally_user=self.rally_user),
             start=self.start_info, end=iso(ts.now()), network=self.network, database=self.db_info,
             host=self.host_info, contention=self.contention, warmup=self.warmup, rally=self.rally_info,
-            status=self.status,
+            slo=self.slo, status=self.status,
         )
 
 
@@ -341,19 +364,35 @@ def _wait_for_start(r: _Run) -> None:
 
 
 def _start_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float) -> tuple[str | None, int]:
-    """``rally task start`` with progress lines; returns (task uuid or None, exit code)."""
+    """``rally task start`` with progress lines (and the live metrics); returns (task uuid or None, exit code)."""
     progress = ProgressCounter("rally task", _expected_iterations(r.cfg.task))
-    uuid, rc = rally.task_start(task_file, tag=f"wanwide-{r.run_id}", timeout=task_timeout_s, on_line=progress)
+    on_line = progress
+    if r.live is not None:
+        start = r.start_info.scheduled or r.start_info.actual
+        r.live.run(ts.parse(start).timestamp() if start else time.time())
+
+        def on_line(line: str) -> None:
+            progress(line)
+            r.live(line)
+    try:
+        uuid, rc = rally.task_start(task_file, tag=f"wanwide-{r.run_id}", timeout=task_timeout_s, on_line=on_line)
+    finally:
+        if r.live is not None:
+            r.live.stop()
     progress.print()
     r.rally_info.task_uuid, r.rally_info.exit_code = uuid, rc
     return uuid, rc
 
 
-def _task_status(summary: RallyInfo, uuid: str, rc: int) -> Status:
-    """The run's status from the exported task: failed, SLA failed (data valid) or completed."""
+def _task_status(summary: RallyInfo, uuid: str, rc: int, missed: list[str] | None = None) -> Status:
+    """The run's status from the exported task: failed, SLA failed (data valid: an objective missed) or
+    completed."""
     if summary.task_status not in ("finished", "sla_failed"):
         return Status(result="failed", reason="RallyTaskFailed",
                       message=f"rally task {uuid} ended in status {summary.task_status} (exit {rc})")
+    if missed:
+        return Status(result="succeeded", reason="SLAFailed",
+                      message=f"objectives missed: {'; '.join(missed)}; results exported")
     if summary.pass_sla is False:
         return Status(result="succeeded", reason="SLAFailed",
                       message=f"{summary.failed_iterations} of {summary.iterations} iterations failed; "
@@ -376,7 +415,14 @@ def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
     summary = _summarise_rally_json(r.bundle_dir / RALLY_JSON)
     summary.task_uuid, summary.exit_code = uuid, rc
     r.rally_info = summary
-    r.status = _task_status(summary, uuid, rc)
+    missed: list[str] = []
+    if r.cfg.slo:
+        r.slo = slo.check(json.loads((r.bundle_dir / RALLY_JSON).read_text()), r.cfg.slo)
+        missed = slo.missed(r.slo)
+        for row in r.slo:
+            _say(f"slo {row['scenario'].split('.')[-1]} {row['criterion']}: "
+                 f"{'met' if row['passed'] else 'MISSED' if row['passed'] is False else 'not measured'} ({row['detail']})")
+    r.status = _task_status(summary, uuid, rc, missed)
 
 
 def _warmup(r: _Run, rally: Rally, task_timeout_s: float) -> None:
@@ -527,9 +573,11 @@ def _upload(r: _Run, code: int) -> tuple[list[str], str, int]:
     return keys, message, code
 
 
-def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600) -> RunOutcome:
+def _run(cfg: RunnerConfig, *, run_id: str | None = None, task_timeout_s: float = 6 * 3600,
+         metrics_port: int = 0) -> RunOutcome:
     """Do one run; never raises for run failures, returns the outcome with an exit code."""
     r = _new_run(cfg, run_id or new_run_id())
+    r.live = _live(cfg, metrics_port)
     _execute_recording_failures(r, task_timeout_s)
     m, code = _write_bundle(r)
     keys, message, code = _upload(r, code)

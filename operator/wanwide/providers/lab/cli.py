@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 def _run(args: argparse.Namespace) -> int:
     """Read and plan the files once (a one-line UserError naming the file), then run the trials."""
-    from wanwide.core.errors import UserError
+    from wanwide.core.errors import UserErrors
     from wanwide.core.plan.errors import PlanError
     from wanwide.core.plan.trial import plan
-    from wanwide.inputs import load_files, plan_problems
+    from wanwide.inputs import load_files, problem_lines
     from wanwide.providers.lab.quiet import QuietGate
     from wanwide.providers.lab.run import run
 
@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             trials += plan(bench, specs.docs.topology_for(bench))
         except PlanError as e:
-            raise UserError(f"{specs.origin(bench)}: {plan_problems(e)}") from None
+            raise UserErrors(problem_lines(specs.origin(bench), e)) from None
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
                      max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
     return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate,
@@ -74,14 +74,18 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lab", help="run a Benchmark for real on this machine (namespaces, netem/linkemu/wirefilter)")
     lab = p.add_subparsers(dest="lab_command", required=True)
     r = lab.add_parser("run", help="run every trial of a Benchmark, then write the report")
-    r.add_argument("-f", "--file", action="append", required=True)
+    r.add_argument("-f", "--file", action="append", required=True,
+                   help="YAML file(s) with the Benchmarks and their Topologies (repeatable; - = stdin)")
     r.add_argument("-o", "--out", required=True, help="output directory (bundles/, report/)")
-    r.add_argument("--shaper", choices=["auto", "netem", "linkemu", "wirefilter"], default="auto")
+    r.add_argument("--shaper", choices=["auto", "netem", "linkemu", "wirefilter"], default="auto",
+                   help="what shapes the links: netem (the kernel's), linkemu, wirefilter; auto: netem when the "
+                   "kernel has it, else the first installed")
     r.add_argument("--layout", choices=["auto", "mesh", "star", "two-level"], default="auto",
                    help="how the WAN is wired: a link per region pair (mesh), every region on one hub (star), "
                    "regions on their group's hub and group hubs on a core (two-level); auto: the fewest links "
                    "that give every pair exactly its shaping (docs/lab-layout.md)")
-    r.add_argument("--no-report", action="store_true")
+    r.add_argument("--no-report", action="store_true",
+                   help="do not write the report (OUT/report) after the trials; the bundles stay in OUT/bundles")
     r.add_argument("--stop-after", type=_duration, metavar="DURATION",
                    help="start no new deployment after this long (e.g. 150m); the trials left run when the same "
                         "command is given again: it skips every trial whose bundles are complete in -o")

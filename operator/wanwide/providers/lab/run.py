@@ -142,6 +142,11 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
         from wanwide.pipeline.results.report import build_report
 
         res = build_report([r for r in roots if r.exists()], out / "report")
+        from wanwide.pipeline.results.history import (
+            remember,  # the campaign joins `wanwide history`
+        )
+
+        remember(res.table, res.manifests, out.name)
         index = getattr(res, "index", None) or out / "report" / "index.html"
         print(f"report: {index}")
         print(f"summary: {out / 'report' / 'summary.csv'}")

@@ -8,9 +8,12 @@ from typing import Any
 
 from wanwide import API_GROUP, API_VERSION
 from wanwide.core import lifecycle as lc
+from wanwide.core import progress
 from wanwide.core.api.benchmark import Benchmark, Timeouts
 from wanwide.core.api.topology import TopologySpec
+from wanwide.core.api.trial import TERMINAL
 from wanwide.core.api.units import seconds
+from wanwide.core.lifecycle import run_key
 from wanwide.core.plan import names
 from wanwide.core.plan.errors import PlanError, Problem
 from wanwide.core.plan.load import validation_problems, without_nulls
@@ -256,7 +259,7 @@ def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime, start: bool = T
     for t in trialstate.to_start(ts, parallelism) if start else []:
         start_trial(kube, t, at, post)
         started.append(t["metadata"]["name"])
-    s = summary(bench, ts)
+    s = summary(bench, ts, at)
     reason, message = s["phase"], f"{s['progress']} trials done, {s['trials']['failed']} failed"
     if failed and not started and s["phase"] == "Pending":
         s["phase"], reason, message = "Failed", "PreflightFailed", failed
@@ -273,7 +276,7 @@ def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime, start: bool = T
     return started, patch
 
 
-def summary(bench: dict[str, Any], ts: list[dict[str, Any]]) -> dict[str, Any]:
+def summary(bench: dict[str, Any], ts: list[dict[str, Any]], at: dt.datetime | None = None) -> dict[str, Any]:
     c = trialstate.counts(ts)
     uri = ""
     for t in ts:
@@ -286,4 +289,36 @@ def summary(bench: dict[str, Any], ts: list[dict[str, Any]]) -> dict[str, Any]:
         "progress": f"{c['succeeded'] + c['failed']}/{c['total']}",
         "phase": trialstate.benchmark_phase(c),
         "resultsURI": uri or None,
+        **swept(ts),
+        **(time_left(bench, ts, at) if at is not None else {}),
     }
+
+
+def swept(ts: list[dict[str, Any]]) -> dict[str, Any]:
+    """``backend``, ``load``: the values the trials run with (swept ones joined, ``matrix (N)`` beyond a
+    column's width); ``sweep``: every parameter that varies, with its values."""
+    points = [t["spec"].get("parameters") or {} for t in ts]
+    return {"backend": progress.shown(progress.values_of(points, "backend")),
+            "load": progress.shown(progress.values_of(points, "load")), "sweep": progress.sweep(points)}
+
+
+def time_left(bench: dict[str, Any], ts: list[dict[str, Any]], at: dt.datetime) -> dict[str, Any]:
+    """``timeLeft`` (``1h12m``, ``unknown`` before a trial is done) and ``estimatedCompletionTime``, from the
+    trials done and their times (core/progress.py)."""
+    done, running, pending = [], [], []
+    for t in sorted(ts, key=lambda t: run_key(t["spec"].get("position"), t["spec"]["index"])):
+        st, key = t.get("status") or {}, progress.point_key(t["spec"].get("parameters") or {})
+        phase = st.get("phase") or "Pending"
+        if phase in TERMINAL and st.get("startTime") and st.get("completionTime"):
+            done.append((key, (parse(st["completionTime"]) - parse(st["startTime"])).total_seconds()))
+        elif phase == "Pending":
+            pending.append(key)
+        elif phase not in TERMINAL:
+            running.append((key, (at - parse(st["startTime"])).total_seconds() if st.get("startTime") else 0.0))
+    parallelism = int((bench["spec"].get("matrix") or {}).get("parallelism", 1))
+    left = progress.time_left(done, running, pending, parallelism)
+    eta = None
+    if left is not None and (running or pending):  # to the minute: the status changes once a minute at most
+        end = at + dt.timedelta(seconds=left)
+        eta = iso(end.replace(second=0, microsecond=0) + dt.timedelta(minutes=1 if (end.second or end.microsecond) else 0))
+    return {"timeLeft": progress.duration_text(left), "estimatedCompletionTime": eta}

@@ -70,9 +70,10 @@ def _in_cluster_sa() -> str | None:
 def add_operator_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("operator", help="run the Kubernetes operator (kopf)")
     p.add_argument("--namespaces", default="", help="comma-separated namespaces to watch (default: all)")
-    p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
-    p.add_argument("--metrics-port", type=int, default=8080)
-    p.add_argument("--health-port", type=int, default=8081)
+    p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"),
+                   help="kubeconfig file (default: $KUBECONFIG, else in a pod its ServiceAccount, else ~/.kube/config)")
+    p.add_argument("--metrics-port", type=int, default=8080, help="port of the Prometheus /metrics endpoint (0: none)")
+    p.add_argument("--health-port", type=int, default=8081, help="port of the liveness endpoint /healthz (0: none)")
     p.add_argument("--trial-clusterrole", default=None,
                    help="ClusterRole bound to the operator in each trial namespace (the chart's <release>-trial)")
     p.add_argument("--runner-image", default=os.environ.get("WANWIDE_RUNNER_IMAGE") or DEFAULT_IMAGE,
@@ -91,7 +92,8 @@ def add_operator_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--network-policy", default=os.environ.get("WANWIDE_NETWORK_POLICY") or "",
                    help="JSON: the trials' NetworkPolicies (enabled, ingressNamespaces, egress, runnerEgress; the "
                         "chart passes its networkPolicy value); default: on, docs/security.md")
-    p.add_argument("--log-format", choices=["json", "plain", "full"], default="plain")
-    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--log-format", choices=["json", "plain", "full"], default="plain",
+                   help="kopf's log format: plain (default), full (with the object's name), json")
+    p.add_argument("--verbose", action="store_true", help="debug logging (kopf's and the handlers')")
     p.set_defaults(func=run)
     logging.getLogger("kubernetes").setLevel(logging.WARNING)

@@ -57,7 +57,8 @@ def _logs(kube):
 
 def add_doctor_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check that the cluster can run a Benchmark (a table with a fix per line)")
-    p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"),
+                   help="kubeconfig file (default: $KUBECONFIG, else in a pod its ServiceAccount, else ~/.kube/config)")
     p.add_argument("-f", "--file", action="append",
                    help="a Benchmark (and its Topology): also check its placement, database and results bucket")
     p.add_argument("-n", "--namespace", default="default",

@@ -1,4 +1,5 @@
-"""prometheus-operator monitors: CockroachDB's metrics and each region's Keystone cache.
+"""prometheus-operator monitors: CockroachDB's metrics, each region's Keystone cache and the Rally runners'
+live metrics (pipeline/runner/live.py).
 
 MariaDB and Galera get theirs from mariadb-operator (``metrics.serviceMonitor`` of the
 MariaDB object, see :mod:`.database`). Every monitor carries ``spec.monitoring.labels``
@@ -40,4 +41,10 @@ def render(plan: TrialPlan) -> list[dict[str, Any]]:
             "namespaceSelector": {"matchNames": nss},
             "podMetricsEndpoints": [{"port": "metrics", "interval": mon.interval}],
         }))
+    load = [plan.namespace(r) for r in plan.load_regions]
+    out.append(obj(MON_API, "PodMonitor", meta("rally", load[0], _labels(plan, "load")), spec={
+        "selector": {"matchLabels": {names.L_TRIAL: plan.name, names.L_ROLE: "load"}},
+        "namespaceSelector": {"matchNames": load},
+        "podMetricsEndpoints": [{"port": "metrics", "interval": mon.interval, "honorLabels": True}],
+    }))
     return out

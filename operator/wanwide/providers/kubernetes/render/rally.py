@@ -117,6 +117,9 @@ def runner_pod(plan: TrialPlan, region: str, args: list[str], env: list[dict[str
     return pod
 
 
+RUNNER_METRICS_PORT = 9464
+"""The runner's live metrics (``wanwide runner run --metrics-port``), named ``metrics`` on the container."""
+
 PROBE = "network-probe"
 PROBE_PATH = "/etc/wanwide/probe.json"
 
@@ -174,9 +177,12 @@ def jobs(
             _secret_env("OS_PASSWORD", CREDENTIALS, "admin-password"),
             _secret_env("DB_ROOT_PASSWORD", CREDENTIALS, "db-root-password"),
         ] + (_s3_env() if res is not None and not res.ambient else [])
-        pod = runner_pod(plan, r, ["runner", "run", "--config", CONFIG_PATH], env, CONFIG,
+        live = ["--metrics-port", str(RUNNER_METRICS_PORT)] if plan.monitoring.enabled else []
+        pod = runner_pod(plan, r, ["runner", "run", "--config", CONFIG_PATH, *live], env, CONFIG,
                          plan.spec.runner.pod.resources.wire() if plan.spec.runner.pod.resources
                          else copy.deepcopy(RUNNER_RESOURCES))
+        if live:  # the experiment while Rally runs (pipeline/runner/live.py), scraped by the trial's PodMonitor
+            pod["containers"][0]["ports"] = [{"name": "metrics", "containerPort": RUNNER_METRICS_PORT}]
         out.append(obj("batch/v1", "Job", meta(JOB, ns, labels, {"wanwide.io/attempt": str(attempt)}), spec={
             "backoffLimit": 0,
             # measured, not stored (the runner retried through the Collecting timeout): a failure of its own
