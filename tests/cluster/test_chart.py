@@ -81,3 +81,24 @@ def test_values_schema_refuses_mistakes_with_the_key(testcluster):
                       (["--set", "watchNamespaces[0]=Bad_NS"], "/watchNamespaces/0")):
         r = testcluster.helm("template", "x", str(CHART), *args, check=False)
         assert r.returncode != 0 and key in r.stderr, (args, r.stderr)
+
+
+def test_admission_policies_scope_trials_to_the_watched_namespaces_and_the_operator_to_its_own(testcluster):
+    """docs/security.md 10 and 12: the Trials policy binds where this release's operator watches (another release
+    makes the Trials of its own namespaces), everywhere when cluster-wide; the scope policy matches this
+    release's ServiceAccount only; both off with admission.enabled=false; the probe runs the operator's image."""
+    docs = _template(testcluster, "--set", "watchNamespaces={bench-a,bench-b}", "--set", "image.digest=sha256:" + "a" * 64)
+    binding = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"
+                   and d["metadata"]["name"] == "wanwide-trials")
+    expr = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]
+    assert (expr["key"], expr["operator"], expr["values"]) == ("kubernetes.io/metadata.name", "In", ["bench-a", "bench-b"])
+    scope = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"] == "wanwide-scope")
+    assert "system:serviceaccount:wanwide-system:wanwide" in scope["spec"]["matchConditions"][0]["expression"]
+    args = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--probe-image=ghcr.io/wanwide/wanwide@sha256:{'a' * 64}" in args
+    assert "--allowed-charts=https://tarballs.opendev.org/openstack/openstack-helm/keystone" in args
+    wide = _template(testcluster, "--set", "clusterWide=true")
+    b = next(d for d in wide if d["kind"] == "ValidatingAdmissionPolicyBinding" and d["metadata"]["name"].endswith("-trials"))
+    assert "matchResources" not in b["spec"]
+    assert not [d for d in _template(testcluster, "--set", "admission.enabled=false")
+                if d["kind"].startswith("ValidatingAdmissionPolicy")]

@@ -36,7 +36,10 @@ def crds(testcluster):
 
 def install(tc, release: str, ns: str, *sets: str, chart: Path = CHART) -> dict:
     args = ["upgrade", "--install", release, str(chart), "-n", ns, "--create-namespace"]
-    for s in ("crds.enabled=false", *sets):
+    # these releases share the cluster with the session's operator (release wanwide): a second release's
+    # Trials policy would refuse that operator's Trials in the namespaces both watch (cluster-wide: all of
+    # them) while it is installed. The policies themselves: tests/cluster/test_security.py, test_chart.py.
+    for s in ("crds.enabled=false", "admission.enabled=false", *sets):
         args += ["--set", s]
     out = tc.helm(*args).stdout
     # the NOTES tell the user how to watch, wait for and fetch a run, with this install's names

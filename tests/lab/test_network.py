@@ -1,4 +1,5 @@
-"""Real namespaces and shaped links on this machine, with each shaper it has (here: linkemu and wirefilter; no netem)."""
+"""Real namespaces and shaped links on this machine, with each shaper it has (here: linkemu and wirefilter; no netem:
+in a VM with Debian's kernel, hack/vm.sh test -- -m lab tests/lab/test_network.py, all three)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import statistics
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -41,9 +41,28 @@ WIREFILTER_IMPRECISE = ("wirefilter's path adds 1-3 ms of its own on this machin
                         "docs/verification.md); the lab shapes with linkemu here")
 
 
-def _precision_case(request, net: netns.Network) -> None:
-    if net.describe()["shaper"] == "wirefilter":
+# Inside a VM under qemu's software emulation (TCG: hack/vm.sh where KVM does not run Linux), the lab's probe
+# is Python on an emulated CPU: it read 1.06-4.0 ms at the median over a region's own loopback and 1.49 ms over
+# an unshaped veth (2026-11-29, host load 8-10, docs/verification.md issue 48): more than the 1 ms bound on any
+# path, whatever the shaper. Its precision cases still run there and report XPASS/XFAIL.
+TCG_IMPRECISE = ("under qemu's TCG the probe's own floor exceeds 1 ms even over loopback (measured 2026-11-29, "
+                 "docs/verification.md issue 48)")
+
+
+def _emulated_cpu() -> bool:
+    """True inside a VM whose CPU is qemu's software emulation (its model name says so)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "QEMU TCG CPU" in f.read()
+    except OSError:
+        return False
+
+
+def _precision_case(request, net: netns.Network | None = None) -> None:
+    if net is not None and net.describe()["shaper"] == "wirefilter":
         request.applymarker(pytest.mark.xfail(reason=WIREFILTER_IMPRECISE, strict=False))
+    elif _emulated_cpu():
+        request.applymarker(pytest.mark.xfail(reason=TCG_IMPRECISE, strict=False))
 
 
 USABLE = {"netem": shaping.netem_available, "linkemu": linkemu.available, "wirefilter": shaping.wirefilter_available}
@@ -92,7 +111,8 @@ def test_rtt_matches_request(net3: netns.Network, request) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_intra_region_unshaped(net3: netns.Network) -> None:
+def test_intra_region_unshaped(net3: netns.Network, request) -> None:
+    _precision_case(request)
     for r in ("r1", "r3"):
         s = net3.measure_rtt(r, r, samples=10)
         assert statistics.median(s) < 1.0, s
@@ -102,7 +122,8 @@ def one_way(net: netns.Network, src: str, dst: str, n: int = 20) -> list[float]:
     """One-way delays src→dst of ``n`` UDP datagrams stamped with the (shared) clock."""
     rx = net.popen_in(dst, [*netns.rt_prefix(), sys.executable, "-c", _UDP_RX, net.address(dst), str(n)],
                       stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    assert rx.stdout is not None
+    assert rx.stdout.readline().strip() == "ready"  # bound: no datagram is sent before (a slow start, e.g. in a VM)
     net.exec_in(src, [*netns.rt_prefix(), sys.executable, "-c", _UDP_TX, net.address(dst), str(n)])
     out, _ = rx.communicate(timeout=20)
     return json.loads(out)
@@ -182,6 +203,7 @@ _UDP_RX = r"""
 import json, socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], 9999)); s.settimeout(5)
+print("ready", flush=True)
 out = []
 try:
     for _ in range(int(sys.argv[2])):
