@@ -62,7 +62,7 @@ SUITE=bookworm
 # the image's packages: what chaos-daemon runs for NetworkChaos (iptables, ipset, ip, tc,
 # nsenter) plus what its Dockerfile names that a partition/netem path may touch
 DAEMON_PACKAGES=(iptables ipset iproute2 util-linux procps tzdata ca-certificates)
-PROBE_PACKAGES=(socat bash coreutils)
+PROBE_PACKAGES=(socat bash coreutils python3-minimal)
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
