@@ -18,8 +18,8 @@ from wanwide.providers.kubernetes.render import chaos
 from wanwide.providers.kubernetes.render.database import members
 
 
-def _trial(backend: str = "galera"):
-    bench = Benchmark.model_validate({"metadata": {"name": "late", "namespace": "t"}, "spec": {
+def _trial(backend: str = "galera", **more):
+    bench = Benchmark.model_validate({"metadata": {"name": "late", "namespace": "t"}, "spec": {**more,
         "topology": {"regions": [{"name": "r1"}, {"name": "r2"}, {"name": "r3"}],
                      "network": {"default": {"rtt": "60ms"}, "overrides": [
                          {"from": "r1", "to": "r2", "rtt": "100ms"},
@@ -133,3 +133,91 @@ def test_late_pods_are_those_a_wan_object_selects_by_namespace_but_did_not_selec
     own = chaos.late(trial, {"r1": ["probe"]})
     assert chaos.late_pods(trial, running, [_live(o, []) | {"status": {"experiment": {"containerRecords": [
         {"id": f"{n2}/ks/main", "selectorKey": "."}]}}} for o in own]) == {}
+
+
+# ---- the operator's steps ---------------------------------------------------------------------------------
+
+def _selected(trial, objs: list[dict]) -> list[dict]:
+    """``objs`` as Chaos Mesh reports them once injected: each region pod "ks" selected (and targeted)."""
+    out = []
+    for o in objs:
+        sel, tgt = o["spec"]["selector"], o["spec"]["target"]["selector"]
+        recs = [{"id": f"{ns}/ks/keystone", "selectorKey": "."} for ns in sel.get("namespaces", [])]
+        recs += [{"id": f"{ns}/ks/keystone", "selectorKey": ".Target"} for ns in tgt.get("namespaces", [])]
+        recs += [{"id": f"{ns}/{p}/main", "selectorKey": key} for key, s in ((".", sel), (".Target", tgt))
+                 for ns, ps in (s.get("pods") or {}).items() for p in ps]
+        out.append({**o, "status": {"conditions": [{"type": "AllInjected", "status": "True"}],
+                                    "experiment": {"containerRecords": recs}}})
+    return out
+
+
+def test_the_operator_shapes_the_network_probes_while_they_run_and_removes_that_after():
+    """VerifyingNetwork: the probe Jobs' pods start after the WAN: once running they get objects of their own
+    (said in an event) before they measure (their config makes them wait PROBE_SETTLE_S); a probe gone takes
+    its objects with it; the WAN's own objects are never touched."""
+    import datetime as dt
+
+    from wanwide.core.contracts import S3Target
+    from wanwide.providers.kubernetes.controller import phases
+    from wanwide.providers.kubernetes.controller.actions import Apply, Delete, Emit
+    from wanwide.providers.kubernetes.render.rally import PROBE_SETTLE_S
+
+    trial = _trial("mariadb")
+    s3 = S3Target(endpoint="http://s3:9000", bucket="b", prefix="e2e")
+    now = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.UTC)
+    st = {"phase": "VerifyingNetwork", "phaseStartTime": "2026-11-29T10:00:00Z", "attempt": 1, "done": []}
+    wan = _selected(trial, chaos.wan(trial))
+    ks = [_pod(trial.namespace(r), "ks") for r in trial.region_names]
+    d = phases.decide(trial, st, {"results": s3, "chaos": wan, "running": ks}, now)
+    cfg = [a.obj for a in d.actions if isinstance(a, Apply) and a.obj["kind"] == "ConfigMap"]
+    assert cfg and all(f'"settle_s": {PROBE_SETTLE_S}' in c["data"]["probe.json"] for c in cfg)
+    assert not [a for a in d.actions if (isinstance(a, Apply) and a.obj["kind"] == "NetworkChaos")
+                or (isinstance(a, Delete) and a.kind == "NetworkChaos")]
+
+    st["done"], st["networkCheck"] = ["probe-1"], 1
+    probe = _pod(trial.namespace("r2"), "network-probe-1-x7k2p")
+    d = phases.decide(trial, st, {"results": s3, "chaos": wan, "running": [*ks, probe]}, now)
+    applied = [a.obj for a in d.actions if isinstance(a, Apply)]
+    assert applied and {o["kind"] for o in applied} == {"NetworkChaos"}
+    assert {o["metadata"]["name"] for o in applied} == {o["metadata"]["name"] for o in
+                                                         chaos.late(trial, {"r2": [probe["metadata"]["name"]]})}
+    said = [a for a in d.actions if isinstance(a, Emit)]
+    assert [a.reason for a in said] == ["ShapingLatePods"] and "network-probe-1-x7k2p" in said[0].message
+    assert not [a for a in d.actions if isinstance(a, Delete)] and d.wake_s <= 3
+
+    live = wan + _selected(trial, applied)
+    d = phases.decide(trial, st, {"results": s3, "chaos": live, "running": [*ks, probe]}, now)
+    assert not [a for a in d.actions if isinstance(a, (Apply, Delete))]  # in force: nothing to do
+    d = phases.decide(trial, st, {"results": s3, "chaos": live, "running": ks}, now)  # the probe finished
+    assert {a.name for a in d.actions if isinstance(a, Delete)} == {o["metadata"]["name"] for o in applied}
+    assert not [a for a in d.actions if isinstance(a, Apply)]
+
+
+def test_the_runners_get_theirs_with_the_fault_schedule_in_force():
+    """Loading with a loss window: the chaos in force (the fault schedule's) and the runner pods' own objects are
+    made together, the latter with the links in force; neither removes the other."""
+    import datetime as dt
+
+    from wanwide.core import timestamps as ts
+    from wanwide.providers.kubernetes.controller import phases
+    from wanwide.providers.kubernetes.controller.actions import Apply, Delete
+
+    trial = _trial("mariadb", faults={"lossWindows": [{"regions": ["r2"], "start": "10s", "duration": "20s",
+                                                       "loss": "5%"}]})
+    start = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.UTC)
+    st = {"phase": "Loading", "phaseStartTime": ts.iso(start), "attempt": 1, "done": ["load-1"],
+          "loadStartAt": ts.iso(start)}
+    ks = [_pod(trial.namespace(r), "ks") for r in trial.region_names]
+    runner = _pod(trial.namespace("r3"), "rally-abc12")
+    live = _selected(trial, chaos.wan(trial))
+    obs = {"jobs": dict.fromkeys(trial.load_regions, "running"), "chaos": live, "running": [*ks, runner]}
+    d = phases.decide(trial, st, obs, start + dt.timedelta(seconds=1))
+    mine = {o["metadata"]["name"] for o in chaos.late(trial, {"r3": ["rally-abc12"]})}
+    assert {a.obj["metadata"]["name"] for a in d.actions if isinstance(a, Apply)} == mine
+    assert not [a for a in d.actions if isinstance(a, Delete)]
+    live += _selected(trial, [a.obj for a in d.actions if isinstance(a, Apply)])
+    d = phases.decide(trial, st, {**obs, "chaos": live}, start + dt.timedelta(seconds=15))  # loss0 in force
+    lossy = [a.obj for a in d.actions if isinstance(a, Apply) and a.obj["spec"].get("loss")]
+    assert lossy and any(chaos.A_FOR_POD in (o["metadata"].get("annotations") or {}) for o in lossy)
+    gone = {a.name for a in d.actions if isinstance(a, Delete)}
+    assert gone and gone <= {o["metadata"]["name"] for o in live}  # replaced by the lossy ones, WAN and runner's

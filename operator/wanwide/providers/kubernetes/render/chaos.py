@@ -125,6 +125,13 @@ def late(plan: TrialPlan, pods: Late, links: LinkMap | None = None) -> list[dict
     return out
 
 
+def late_at(plan: TrialPlan, elapsed_s: float | None, pods: Late) -> list[dict[str, Any]]:
+    """:func:`late` for the WAN in force ``elapsed_s`` after the load start (None: not loading: the plan's)."""
+    if elapsed_s is None or not plan.faults:
+        return late(plan, pods)
+    return late(plan, pods, wan_at(plan, in_force(plan.faults, elapsed_s)).links)
+
+
 def late_pods(plan: TrialPlan, running: Sequence[dict[str, Any]], live: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
     """Region → its running pods (of ``running``, in its namespace) that a live WAN object (of ``live``: not one of
     :func:`late`'s, not being deleted, its pods already selected) selects or targets by namespace but did not
