@@ -541,3 +541,82 @@ def test_the_netem_probe_is_green_on_the_vm_nodes(vmnodes, tmp_path):
     print(f"\ndoctor in {time.monotonic() - t:.0f} s (load {vmnodes.load()}):\n{r.stdout}{r.stderr[-2000:]}")
     line = next(ln for ln in r.stdout.splitlines() if "netem on every region node" in ln)
     assert line.startswith("ok") and f"on {len(vmnodes.names)} node(s)" in line, line
+
+
+# ---- a Benchmark on the VM nodes -------------------------------------------------------------------------------
+
+RTT_MS = int(os.environ.get("WANWIDE_VM_BENCH_RTT_MS", "100"))
+
+
+@pytest.fixture(scope="module")
+def vmstack(vmnodes, realnode, tmp_path_factory):
+    """The real-node stack (tests/cluster/stack_env.py) with its images in the VM nodes too, the VM nodes open to
+    the Benchmark's pods (the keystone chart's pods tolerate no taint) while it lasts."""
+    from tests.cluster.stack_env import real_stack
+
+    gen = real_stack(realnode, tmp_path_factory, tuple(vmnodes.names))
+    stack = next(gen)
+    taints = ("wanwide.io/real-node", "wanwide.io/vm-node")
+    for n in vmnodes.names:
+        for t in taints:
+            vmnodes.tc.kubectl("taint", "node", n, f"{t}-")
+    try:
+        yield stack
+    finally:
+        for n in vmnodes.names:
+            for t in taints:
+                vmnodes.tc.kubectl("taint", "node", n, f"{t}=true:NoSchedule", "--overwrite", check=False)
+        next(gen, None)
+
+
+def test_a_benchmark_with_a_wan_on_the_vm_nodes_completes_its_network_check_passing(vmnodes, vmstack):
+    """Issue 48 item 3: 3 regions on the VM nodes (placement ``nodes``), RTT 100 ms between each pair, the real
+    keystone chart, MariaDB by the real mariadb-operator, Rally: the preflight's netem probe passes on the VM
+    nodes, real Chaos Mesh puts the WAN on real netem, the probes (which start after it: the operator gives them
+    objects of their own) measure every pair within the check's tolerance, and the Benchmark completes."""
+    from tests.cluster.operator_env import owned, s3_client
+    from tests.cluster.stack_env import BUCKET, benchmark, wait_done
+
+    tc, ns = vmstack["tc"], vmstack["ns"]
+    name = "vm-wan"
+    topo, bench = yaml.safe_load_all(benchmark(vmstack, name, "mariadb"))
+    topo["spec"]["network"] = {"default": {"rtt": f"{RTT_MS}ms"}}
+    topo["spec"]["placement"] = {"mode": "nodes", "nodes": vmnodes.names}
+    bench["spec"]["workload"] = {"load": "light", "loadRegion": "r2", "startDelay": "3m", "scenarios": [
+        {"name": "authenticate_user_and_validate_token", "times": 4, "concurrency": 1}]}
+    bench["spec"]["timeouts"] = {"provisioning": "120m", "loading": "60m", "collecting": "20m", "cleaningUp": "30m"}
+    t0 = time.time()
+    load0 = vmnodes.load()
+    tc.apply(yaml.safe_dump_all([topo, bench]), ns)
+    try:
+        b = wait_done(tc, ns, name, 4 * 3600)
+    finally:
+        events = tc.kubectl("get", "events", "-n", ns, "--sort-by=.lastTimestamp",
+                            "-o", "custom-columns=T:.lastTimestamp,OBJ:.involvedObject.name,R:.reason,M:.message",
+                            check=False).stdout
+        print(f"\nBenchmark {name}: {time.time() - t0:.0f} s from apply to done; load before {load0}, after "
+              f"{vmnodes.load()}\n{events[-12000:]}")
+    tstat = {t["metadata"]["name"]: t.get("status") or {} for t in tc.kubectl_json("get", "trials", "-n", ns)["items"]}
+    assert b["status"]["phase"] == "Succeeded", json.dumps(tstat, indent=1)[-6000:]
+    pre = next(c for c in b["status"]["conditions"] if c["type"] == "Preflight")
+    assert pre["status"] == "True" and pre["reason"] == "Passed", pre
+    (trial_name, t), = tstat.items()
+    tev = tc.kubectl("get", "events", "-n", ns, "--field-selector", f"involvedObject.name={trial_name}",
+                     "-o", "jsonpath={range .items[*]}{.reason}: {.message}{'\\n'}{end}").stdout
+    assert "ShapingLatePods" in tev, tev  # the probes started after the WAN and got their own objects
+    verified = next(ln for ln in tev.splitlines() if ln.startswith("NetworkVerified") or "pair(s) within" in ln)
+    print(verified)
+    # every region's pods ran on the VM nodes
+    for space in (s["metadata"]["name"] for s in owned(tc, "namespaces", ns, name)):
+        for pod in tc.kubectl_json("get", "pods", "-n", space)["items"]:
+            assert pod["spec"]["nodeName"] in vmnodes.names, (space, pod["metadata"]["name"], pod["spec"]["nodeName"])
+    # what the probes measured: each pair ≈ the RTT asked, above its source's own region
+    client = s3_client(tc)
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=t["resultsURI"].split("/", 3)[3])
+            .get("Contents", [])]
+    for k in sorted(k for k in keys if "/_network/" in k):
+        doc = json.loads(client.get_object(Bucket=BUCKET, Key=k)["Body"].read())
+        for tgt in doc["targets"]:
+            print(f"{k.rsplit('/', 3)[-3:]}: {doc['source']}→{tgt['region']} requested {tgt['requested_rtt_ms']:g} ms: "
+                  f"{Stats.of(tgt['samples_ms'])}")
+    tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=1800s", timeout=1900)
