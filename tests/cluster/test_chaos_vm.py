@@ -252,6 +252,10 @@ def removed(tc, objs: list[dict]) -> float:
     return time.monotonic() - t0
 
 
+def _delay(ms: float, jitter: float = 0) -> dict:
+    return {"delay": {"latency": f"{ms:g}ms", "jitter": f"{jitter:g}ms", "correlation": "0"}}
+
+
 def _ns(o: dict, ns: str) -> dict:
     o["metadata"]["namespace"] = ns
     return o
@@ -291,28 +295,26 @@ def test_delay_jitter_loss_and_rate_one_object_per_pod(vmnodes):
         def excess(p: str, which: str, stats: Stats) -> float:
             return stats.median - floor[p][0 if which == "fwd" else 1].median
 
+        def under(objs: list[dict], p: str, count: int, interval_ms: float) -> tuple[Path1, str]:
+            """a → p while ``objs`` are in force; and how long Chaos Mesh took to put them in and take them out."""
+            took = injected(tc, objs)
+            m = ping(tc, ns, "a", [ip[p]], count, interval_ms, offsets)[ip[p]]
+            return m, f"injected in {took:.1f} s, removed in {removed(tc, objs):.1f} s"
+
         for p in peers:
             # delay: a→p 50 ms (an object on a), p→a 30 ms (an object on p): each direction its own
-            objs = [_ns(chaos_object(f"d-a-{p}", sel["a"], sel[p], delay={"latency": "50ms", "jitter": "0ms",
-                                                                          "correlation": "0"}), ns),
-                    _ns(chaos_object(f"d-{p}-a", sel[p], sel["a"], delay={"latency": "30ms", "jitter": "0ms",
-                                                                          "correlation": "0"}), ns)]
-            took = injected(tc, objs)
-            m = ping(tc, ns, "a", [ip[p]], 300, 20, offsets)[ip[p]]
+            m, took = under([_ns(chaos_object(f"d-a-{p}", sel["a"], sel[p], **_delay(50)), ns),
+                             _ns(chaos_object(f"d-{p}-a", sel[p], sel["a"], **_delay(30)), ns)], p, 300, 20)
             fwd, back = Stats.of(m.fwd), Stats.of(m.back)
             lines.append(f"delay a→{p} 50 ms: {fwd}, +{excess(p, 'fwd', fwd):.2f} over the floor; {p}→a 30 ms: {back}, "
-                         f"+{excess(p, 'back', back):.2f} (injected in {took:.1f} s, removed in {removed(tc, objs):.1f} s)")
+                         f"+{excess(p, 'back', back):.2f} ({took})")
             assert abs(excess(p, "fwd", fwd) - 50) <= tolerance(50, floor[p][0]), lines
             assert abs(excess(p, "back", back) - 30) <= tolerance(30, floor[p][1]), lines
 
             # jitter: a→p 50 ms ± 10 ms (netem: uniform in ±10 ms, sd 5.77 ms)
-            objs = [_ns(chaos_object(f"j-a-{p}", sel["a"], sel[p], delay={"latency": "50ms", "jitter": "10ms",
-                                                                          "correlation": "0"}), ns)]
-            took = injected(tc, objs)
-            m = ping(tc, ns, "a", [ip[p]], 500, 20, offsets)[ip[p]]
+            m, took = under([_ns(chaos_object(f"j-a-{p}", sel["a"], sel[p], **_delay(50, 10)), ns)], p, 500, 20)
             fwd, back = Stats.of(m.fwd), Stats.of(m.back)
-            lines.append(f"jitter a→{p} 50±10 ms: {fwd}, +{excess(p, 'fwd', fwd):.2f}; {p}→a: {back} "
-                         f"(injected in {took:.1f} s, removed in {removed(tc, objs):.1f} s)")
+            lines.append(f"jitter a→{p} 50±10 ms: {fwd}, +{excess(p, 'fwd', fwd):.2f}; {p}→a: {back} ({took})")
             assert abs(excess(p, "fwd", fwd) - 50) <= tolerance(50, floor[p][0]), lines
             assert 10 / 3**0.5 * 0.7 <= fwd.sd <= 10 / 3**0.5 * 1.3 + floor[p][0].sd, lines
             assert fwd.p5 - floor[p][0].median >= 40 - tolerance(40, floor[p][0]), lines
@@ -320,12 +322,10 @@ def test_delay_jitter_loss_and_rate_one_object_per_pod(vmnodes):
             assert abs(excess(p, "back", back)) <= tolerance(0, floor[p][1]), lines
 
             # loss: a→p 10 %, nothing back (1000 probes: 3 sd of a 10 % binomial is 2.8 points)
-            objs = [_ns(chaos_object(f"l-a-{p}", sel["a"], sel[p], loss={"loss": "10", "correlation": "0"}), ns)]
-            took = injected(tc, objs)
-            m = ping(tc, ns, "a", [ip[p]], 1000, 10, offsets)[ip[p]]
+            m, took = under([_ns(chaos_object(f"l-a-{p}", sel["a"], sel[p], loss={"loss": "10", "correlation": "0"}), ns)],
+                            p, 1000, 10)
             lines.append(f"loss a→{p} 10 %: forward {m.fwd_loss:.3f}, back {m.back_loss:.3f} ({m.sent} sent, "
-                         f"{m.server} arrived, {len(m.fwd)} answered; injected in {took:.1f} s, removed in "
-                         f"{removed(tc, objs):.1f} s)")
+                         f"{m.server} arrived, {len(m.fwd)} answered; {took})")
             sd = (0.1 * 0.9 / m.sent) ** 0.5
             assert abs(m.fwd_loss - 0.10) <= 3 * sd + base[ip[p]].fwd_loss, lines
             assert m.back_loss <= 3 * (0.01 / m.sent) ** 0.5 + base[ip[p]].back_loss + 0.005, lines
@@ -438,8 +438,7 @@ def test_several_objects_on_one_pod_as_wanwide_renders_them(vmnodes):
 
         # the stacking Chaos Mesh's users meet: objects without a target on one pod are chained netem qdiscs
         ns1, ns2 = trial.namespace("r1"), trial.namespace("r2")
-        loose = [_ns(chaos_object(f"loose{i}", {"namespaces": [ns1]}, None,
-                                  delay={"latency": "20ms", "jitter": "0ms", "correlation": "0"}), ns1) for i in (1, 2)]
+        loose = [_ns(chaos_object(f"loose{i}", {"namespaces": [ns1]}, None, **_delay(20)), ns1) for i in (1, 2)]
         took = injected(tc, loose)
         s = Stats.of(ping(tc, ns1, "k", [ip[(ns2, "k")]], 100, 20)[ip[(ns2, "k")]].fwd)
         got = s.median - floor[((ns1, "k"), (ns2, "k"))].median
