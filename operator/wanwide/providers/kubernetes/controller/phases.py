@@ -358,7 +358,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
                 else:  # not observed: what is there stays
                     want += [c for c in obs.get("chaos", []) if chaos.A_FOR_POD in (c["metadata"].get("annotations") or {})]
                 acts, going = reconcile_chaos(want, obs.get("chaos", []))
-                out.actions += acts
+                out.actions += acts + late_said(acts)
                 if going:  # the same name still being removed: apply once it is gone
                     out.wake_s = min(out.wake_s or 1.0, 1.0)
         elif isinstance(a, lc.Measure):
@@ -400,12 +400,18 @@ def late_shaping(obs: Obs, r: Rendered, late: dict[str, list[str]]) -> list[Any]
     own left alone; an event when pods get theirs."""
     mine = [c for c in obs.get("chaos", []) if chaos.A_FOR_POD in (c["metadata"].get("annotations") or {})]
     acts, _ = reconcile_chaos(r.late(None, late), mine)
-    new = sorted({a.obj["metadata"]["annotations"][chaos.A_FOR_POD] for a in acts if isinstance(a, Apply)})
-    if new:
-        acts.append(Emit("ShapingLatePods", f"{len(new)} pod(s) started after the WAN's chaos objects, which Chaos Mesh "
-                                            f"never makes select them: shaping them with objects of their own "
-                                            f"({', '.join(new[:4])}{' …' if len(new) > 4 else ''})"))
-    return acts
+    return acts + late_said(acts)
+
+
+def late_said(acts: list[Any]) -> list[Emit]:
+    """An event naming the pods that get objects of their own by ``acts``."""
+    new = sorted({a.obj["metadata"]["annotations"][chaos.A_FOR_POD] for a in acts
+                  if isinstance(a, Apply) and chaos.A_FOR_POD in (a.obj["metadata"].get("annotations") or {})})
+    if not new:
+        return []
+    return [Emit("ShapingLatePods", f"{len(new)} pod(s) started after the WAN's chaos objects, which Chaos Mesh never "
+                                    f"makes select them: shaping them with objects of their own "
+                                    f"({', '.join(new[:4])}{' …' if len(new) > 4 else ''})")]
 
 
 __all__ = ["CHART_TRIES", "DB_KINDS", "Obs", "attempt", "decide", "done", "fail_trial", "marked", "needs_chaos",
