@@ -65,3 +65,31 @@ def test_field_reference_is_up_to_date():
     from wanwide.docs import reference
 
     assert (ROOT / "docs" / "reference.md").read_text() == reference(), "docs/reference.md is stale: run hack/gen.sh"
+
+
+def _rules(node: object) -> list[str]:
+    """Every CEL rule and OpenAPI pattern below ``node``."""
+    out: list[str] = []
+    if isinstance(node, dict):
+        out += [v["rule"] for v in node.get("x-kubernetes-validations", [])]
+        if isinstance(node.get("pattern"), str):
+            out.append(node["pattern"])
+        for v in node.values():
+            out += _rules(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _rules(v)
+    return out
+
+
+def test_every_regex_compiles_in_re2():
+    """The API server compiles CEL's matches() and OpenAPI patterns with RE2: a counted repetition over 1000
+    (``{1,1024}``), a lookaround or a back-reference makes it refuse the whole CRD at install."""
+    import re
+
+    rules = [r for crd in crds() for r in _rules(crd["spec"]["versions"][0]["schema"])]
+    assert len(rules) > 50
+    for rule in rules:
+        for m in re.finditer(r"\{(\d+)(?:,(\d*))?\}", rule):
+            assert max(int(m.group(1)), int(m.group(2) or 0)) <= 1000, f"repetition over 1000 in {rule}"
+        assert not re.search(r"\(\?[=!<]|\\[1-9]", rule), f"lookaround or back-reference in {rule}"

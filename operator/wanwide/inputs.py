@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from wanwide.core.api.benchmark import Benchmark
 from wanwide.core.errors import UserError, UserErrors, one_line
 from wanwide.core.plan.errors import PlanError
 from wanwide.core.plan.load import Documents, parse_benchmark, parse_topology
+from wanwide.core.plan.yamldocs import documents, read_bounded
 
 KNOWN_KINDS = ("Benchmark", "Topology")
 API_GROUP = "wanwide.io"
@@ -35,44 +33,26 @@ class Specs:
 
 
 def read_text(path: str) -> str:
-    """The file's text (``-``: standard input)."""
+    """The file's text (``-``: standard input), at most 3 MiB (the API server's largest request)."""
     if path == "-":
-        return sys.stdin.read()
+        return read_bounded(sys.stdin.buffer, "<stdin>")
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            return read_bounded(fh, path)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory; expected a YAML file") from None
     except PermissionError:
         raise UserError(f"{path}: permission denied") from None
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text (byte {e.start}); expected a YAML file") from None
     except OSError as e:
         raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def yaml_documents(name: str, text: str) -> list[tuple[int, Any]]:
-    """(line where it starts, value) of each YAML document; syntax errors as ``name:line:col``."""
-    loader = yaml.SafeLoader(text)
-    out: list[tuple[int, Any]] = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            out.append((node.start_mark.line + 1, loader.construct_document(node)))
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        ctx = e.context or ""
-        if ctx and e.context_mark is not None and e.context_mark is not mark:
-            ctx += f" (at {e.context_mark.line + 1}:{e.context_mark.column + 1})"
-        what = one_line(", ".join(p for p in (ctx, e.problem) if p))
-        raise UserError(f"{where}: YAML syntax error: {what}") from None
-    except yaml.YAMLError as e:
-        raise UserError(f"{name}: YAML error: {one_line(str(e))}") from None
-    finally:
-        loader.dispose()
-    return out
+    """(line where it starts, value) of each YAML document; syntax errors as ``name:line:col``, documents
+    over a bound (size, depth, aliases: core/plan/yamldocs.py) as ``name:line``."""
+    return documents(name, text)
 
 
 def _type_name(value: Any) -> str:
@@ -118,7 +98,38 @@ def load_texts(texts: list[tuple[str, str]]) -> Specs:
     if not specs.docs.benchmarks:
         found = f"{len(specs.docs.topologies)} Topology" if specs.docs.topologies else "nothing"
         raise UserError(f"{', '.join(n for n, _ in texts)}: no Benchmark document (found {found})")
+    if (why := run_problem(specs.docs)) is not None:
+        raise UserError(f"{', '.join(n for n, _ in texts)}: {why}")
     return specs
+
+
+def run_problem(docs: Documents) -> str | None:
+    """Why one run may not plan all these Benchmarks together: what one Benchmark may plan (core/api/limits.py)
+    holds for a run too, so a file of many Benchmarks costs no more than the largest one may. None: it may.
+    A Benchmark over a cap on its own is left to the planner, which names its field."""
+    from wanwide.core.api import limits
+    from wanwide.core.plan.trial import topology_regions
+
+    regions = links = 0
+    for bench in docs.benchmarks:
+        try:
+            topology = docs.topology_for(bench)
+        except PlanError:
+            continue  # the planner says which Topology is missing
+        b = limits.budget(bench.spec, topology_regions(topology))
+        if limits.budget_problems(b):
+            return None
+        regions += b.region_trials or 0
+        links += b.link_windows or 0
+    n = len(docs.benchmarks)
+    if regions > limits.MAX_REGION_TRIALS:
+        return (f"the {n} Benchmarks' trials have {regions:,} regions in all, more than {limits.MAX_REGION_TRIALS:,} "
+                "in one run (as in one Benchmark): plan them in separate runs, a file each")
+    if links > limits.MAX_LINK_WINDOWS:
+        return (f"the {n} Benchmarks' trials shape {links:,} directed links in all (once for each WAN and once "
+                f"per fault window), more than {limits.MAX_LINK_WINDOWS:,} in one run (as in one Benchmark): plan "
+                "them in separate runs, a file each")
+    return None
 
 
 def plan_problems(e: PlanError) -> str:

@@ -29,6 +29,15 @@ SEMANTIC: list[tuple[str, str, str]] = [
      "the Chaos Mesh rules per pod follow from the resolved link classes of each trial"),
     ("topology-not-found", r"Topology '[^']*' not found", "another object (spec.topologyRef)"),
     ("topology-invalid", r"^Topology/", "the referenced Topology's own problems, reported with the Benchmark"),
+    ("budget-topology-ref", r"regions in all|directed links in all",
+     "a Benchmark's regions and links summed over its trials, when the region count comes from a separate "
+     "Topology object (spec.topologyRef without spec.matrix.regions), which CEL cannot read"),
+    ("free-form-size", r"KiB as JSON|nests deeper than \d+ levels|is not a JSON value|is not text: quote it",
+     "the size and depth of a free-form value (chart values, scenario arguments, affinity): CEL sees neither "
+     "(the API server refuses only a whole object over 1.5 MiB)"),
+    ("map-keys", r"is not a label key|is not a resource name|not a valid label key|keys such as evs\.",
+     "the keys of a map (node selectors, resources, monitoring labels): CEL estimates each key at the size of "
+     "the whole request, so a rule over them exceeds the cost budget of a CRD"),
 ]
 
 _SPLIT = re.compile(r"; (?=(?:\S+:\d+: )?(?:Benchmark|Topology)/)")

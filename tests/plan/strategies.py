@@ -35,20 +35,36 @@ def duration(max_n: int = 500) -> st.SearchStrategy[str]:
     return st.builds(lambda n, u: f"{n}{u}", st.integers(0, max_n), st.sampled_from(("us", "ms", "s", "m")))
 
 
+def rtt() -> st.SearchStrategy[str]:
+    """A round trip within the API's bound (at most 10s)."""
+    return st.one_of(st.builds(lambda n, u: f"{n}{u}", st.integers(0, 500), st.sampled_from(("us", "ms"))),
+                     st.integers(0, 10).map(lambda n: f"{n}s"))
+
+
+def seconds(lo: int, hi: int) -> st.SearchStrategy[str]:
+    return st.integers(lo, hi).map(lambda n: f"{n}s")
+
+
+def timeout() -> st.SearchStrategy[str]:
+    """A phase timeout (1s to 24h); the load's is long enough for the fault windows below (2 to 120 minutes)."""
+    return st.integers(2, 120).map(lambda n: f"{n}m")
+
+
 def percent() -> st.SearchStrategy[str]:
     return st.one_of(st.integers(0, 100).map(lambda n: f"{n}%"),
                      st.integers(0, 99).map(lambda n: f"{n}.5%"))
 
 
 def rate() -> st.SearchStrategy[str]:
-    return st.builds(lambda n, u: f"{n}{u}", st.integers(1, 1000), st.sampled_from(("kbit", "mbit", "gbit")))
+    return st.one_of(st.builds(lambda n, u: f"{n}{u}", st.integers(1, 1000), st.sampled_from(("kbit", "mbit"))),
+                     st.integers(1, 100).map(lambda n: f"{n}gbit"))  # the API's bounds: 1kbit to 100gbit
 
 
 @st.composite
 def link(draw: st.DrawFn) -> Doc:
     d: Doc = {}
-    _opt(draw, d, "rtt", duration())
-    _opt(draw, d, "jitter", duration(20))
+    _opt(draw, d, "rtt", rtt())
+    _opt(draw, d, "jitter", st.builds(lambda n, u: f"{n}{u}", st.integers(0, 10), st.sampled_from(("us", "ms", "s"))))
     _opt(draw, d, "loss", percent())
     _opt(draw, d, "rate", rate())
     return d
@@ -73,7 +89,7 @@ def topology_spec(draw: st.DrawFn) -> Doc:
     if len(names) > 1 and draw(st.booleans()):
         pairs = draw(st.lists(st.permutations(names).map(lambda p: p[:2]), min_size=1, max_size=3,
                               unique_by=frozenset))
-        net["overrides"] = [{"from": a, "to": b, "rtt": draw(duration()),
+        net["overrides"] = [{"from": a, "to": b, "rtt": draw(rtt()),
                              **({"oneWay": True} if draw(st.booleans()) else {})} for a, b in pairs]
     if net:
         d["network"] = net
@@ -100,7 +116,7 @@ def workload(draw: st.DrawFn, regions: list[str]) -> Doc:
     _opt(draw, d, "times", st.integers(1, 1000))
     _opt(draw, d, "concurrency", st.integers(1, 20))
     _opt(draw, d, "warmup", st.fixed_dictionaries({"times": st.integers(1, 20)}))
-    _opt(draw, d, "startDelay", duration(60))
+    _opt(draw, d, "startDelay", seconds(0, 3600))
     return d
 
 
@@ -109,13 +125,13 @@ def faults(draw: st.DrawFn, regions: list[str]) -> Doc:
     some = st.lists(st.sampled_from(regions), min_size=1, max_size=2, unique=True)
     d: Doc = {}
     _opt(draw, d, "partitions", st.lists(st.fixed_dictionaries(
-        {"regions": some, "duration": duration(60)}, optional={"start": duration(60)}), max_size=2))
-    period = st.integers(2, 600).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n - 1)))
+        {"regions": some, "duration": seconds(1, 60)}, optional={"start": seconds(0, 60)}), max_size=2))
+    period = st.integers(10, 100).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n - 1)))
     _opt(draw, d, "dropouts", st.lists(st.builds(
         lambda p, r: {"every": f"{p[0]}s", "for": f"{p[1] * 1000}ms", **({"regions": r} if r else {})},
         period, st.none() | some), max_size=2))
     _opt(draw, d, "lossWindows", st.lists(st.fixed_dictionaries(
-        {"regions": some, "duration": duration(60), "loss": percent()}), max_size=2))
+        {"regions": some, "duration": seconds(1, 60), "loss": percent()}), max_size=2))
     return d
 
 
@@ -124,7 +140,7 @@ def matrix(draw: st.DrawFn) -> Doc:
     axis = {
         "backend": st.lists(st.sampled_from(("mariadb", "galera", "cockroachdb")), min_size=1, max_size=2, unique=True),
         "regions": st.lists(st.integers(1, 6), min_size=1, max_size=2, unique=True),
-        "rtt": st.lists(duration(), min_size=1, max_size=2, unique=True),
+        "rtt": st.lists(rtt(), min_size=1, max_size=2, unique=True),
         "loss": st.lists(percent(), min_size=1, max_size=2, unique=True),
         "load": st.lists(st.sampled_from(("light", "high")), min_size=1, max_size=2, unique=True),
         "scenario": st.lists(st.sampled_from(SHORT_NAMES), min_size=1, max_size=2, unique=True),
@@ -158,7 +174,7 @@ def benchmark_spec(draw: st.DrawFn) -> Doc:
     _opt(draw, d, "openstack", st.fixed_dictionaries({"keystone": st.fixed_dictionaries({}, optional={
         "replicas": st.integers(1, 10), "cache": st.booleans()})}))
     _opt(draw, d, "cleanup", st.sampled_from(("Always", "OnSuccess", "Never")))
-    _opt(draw, d, "timeouts", st.fixed_dictionaries({}, optional={"loading": duration(), "provisioning": duration()}))
+    _opt(draw, d, "timeouts", st.fixed_dictionaries({}, optional={"loading": timeout(), "provisioning": timeout()}))
     _opt(draw, d, "monitoring", st.fixed_dictionaries({}, optional={
         "enabled": st.booleans(), "labels": st.just({"release": "kube-prometheus-stack"})}))
     return d

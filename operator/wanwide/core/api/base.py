@@ -31,6 +31,14 @@ RegionName = Annotated[
 
 
 
+class FieldProblem(ValueError):
+    """A model's own check that is about one of its fields: reported at that field's path."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
 def _whole_number(value: Any) -> Any:
     """Refuse what the API server refuses for an integer field (pydantic alone would convert it)."""
     if isinstance(value, str):

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from wanwide.core.api import limits
 from wanwide.core.api.base import (
     LABEL_KEY_RE,
     LABEL_VALUE_RE,
     WHOLE_NUMBER,
     Bool,
+    FieldProblem,
     Int,
     Model,
     ObjectMeta,
@@ -21,9 +23,35 @@ from wanwide.core.api.base import (
     cel,
     cel_matches,
 )
+from wanwide.core.api.freeform import FreeForm
+from wanwide.core.api.refs import (
+    CHART_RULES,
+    GALERA_OPTIONS_MAX,
+    GALERA_VALUE_RE,
+    Chart,
+    ChartRepo,
+    ChartVersion,
+    ConfigKey,
+    Image,
+    LocalDir,
+    S3Prefix,
+    S3Region,
+    Tag,
+    chart_problem,
+    galera_options_problem,
+    url,
+)
 from wanwide.core.api.scenarios import FULL_NAME_RE, SHORT_NAMES
-from wanwide.core.api.topology import Condition, TopologySpec, conditions_field
-from wanwide.core.api.units import DURATION_RE, Duration, Percent, seconds
+from wanwide.core.api.topology import Condition, NodeSelector, TopologySpec, conditions_field
+from wanwide.core.api.units import (
+    TIMEOUT_MAX,
+    Percent,
+    Rtt,
+    Timeout,
+    cel_duration_ok,
+    duration,
+    nanos,
+)
 
 Backend = Literal["mariadb", "galera", "cockroachdb"]
 Load = Literal["light", "high"]
@@ -35,37 +63,59 @@ _SCENARIO_RULE = (
 _SCENARIO_MSG = (
     "unknown scenario: use a short name (" + ", ".join(SHORT_NAMES) + ") or a full Rally name such as KeystoneBasic.create_and_list_users"
 )
-_PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 class KeystoneImages(Model):
     """Image overrides for the openstack-helm keystone chart (``images.tags``)."""
 
-    keystone_api: str | None = None
-    keystone_db_sync: str | None = None
-    keystone_domain_manage: str | None = None
-    bootstrap: str | None = Field(None, description="Also the openstack-client init container of domain-manage.")
-    dep_check: str | None = None
-    memcached: str | None = Field(None, description="Image of the per-region memcached (wanwide's own Deployment).")
+    keystone_api: Image | None = None
+    keystone_db_sync: Image | None = None
+    keystone_domain_manage: Image | None = None
+    bootstrap: Image | None = Field(None, description="Also the openstack-client init container of domain-manage.")
+    dep_check: Image | None = None
+    memcached: Image | None = Field(None, description="Image of the per-region memcached (wanwide's own Deployment).")
+
+
+VALUES_MAX_BYTES, VALUES_MAX_KEYS = 64 * 1024, 100
+ARGS_MAX_BYTES, ARGS_MAX_KEYS = 16 * 1024, 50
+AFFINITY_MAX_BYTES = 16 * 1024
+ChartValues = FreeForm(VALUES_MAX_BYTES, VALUES_MAX_KEYS)
+ScenarioArgs = FreeForm(ARGS_MAX_BYTES, ARGS_MAX_KEYS)
+Affinity = FreeForm(AFFINITY_MAX_BYTES, 3)
 
 
 class Keystone(Model):
     """Keystone per region, installed with the openstack-helm chart."""
 
-    chart_repo: str = Field("https://tarballs.opendev.org/openstack/openstack-helm", description="Helm repository URL.")
-    chart: str = Field("keystone", description="Chart name in the repository.")
-    chart_version: str = Field("2026.1.0", min_length=1, description="Exact chart version (pin it): the default is the "
-                               "one every verification ran (docs/upstream-checks.md).")
+    chart_repo: ChartRepo = Field(
+        "https://tarballs.opendev.org/openstack/openstack-helm",
+        description='Helm repository URL: https:// only, no user name or password, no link-local or metadata host; '
+        '"" with an oci:// chart or a chart path.')
+    chart: Chart = Field("keystone", description="Chart name in chartRepo, an oci:// reference (chartRepo \"\"), or "
+                         "an absolute path on the operator's disk (chartRepo \"\"; the operator confines where). "
+                         "At most 512 characters.")
+    chart_version: ChartVersion = Field("2026.1.0", description="Exact chart version (pin it): a semantic version "
+                                        "such as 2026.1.0, at most 64 characters; the default is the one every "
+                                        "verification ran (docs/upstream-checks.md).")
     images: KeystoneImages = Field(default_factory=KeystoneImages)
     replicas: Int = Field(1, ge=1, le=10, description="Keystone server processes per region: keystone-api pods on "
                           "Kubernetes (the chart runs one WSGI process per pod), gunicorn workers in the lab. "
                           "Memory (~100 MB each) for concurrency.")
     cache: Bool = Field(True, description="memcached per region with [cache] enabled, as real deployments run.")
-    values: dict[str, Any] = Field(
+    values: ChartValues = Field(
         default_factory=dict,
-        description="Extra chart values merged last (they win over wanwide's).",
-        json_schema_extra=_PRESERVE,
+        description="Extra chart values merged last (they win over wanwide's). At most "
+        f"{VALUES_MAX_KEYS} top-level keys and {VALUES_MAX_BYTES // 1024} KiB as JSON.",
     )
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [cel(*r) for r in CHART_RULES]})
+
+    @model_validator(mode="after")
+    def _chart(self) -> Keystone:
+        problem = chart_problem(self.chart, self.chart_repo)
+        if problem is not None:
+            raise FieldProblem(*problem)
+        return self
 
 
 class OpenStack(Model):
@@ -79,12 +129,26 @@ class GaleraTuning(Model):
         False, description="Allow a 2-member cluster (no quorum after one failure); default needs ≥3 regions."
     )
     sst: Literal["rsync", "mariabackup", "mysqldump"] = "mariabackup"
-    provider_options: dict[str, str] | None = Field(None, description="wsrep provider options, verbatim; override derived ones.")
-    cluster_healthy_timeout: Duration | None = None
+    provider_options: dict[str, Annotated[str, Field(max_length=256, pattern=GALERA_VALUE_RE)]] | None = Field(
+        None, description=f"wsrep provider options, verbatim; override derived ones. At most {GALERA_OPTIONS_MAX}: "
+        "keys such as evs.suspect_timeout, values of letters, digits and _ . , : + * - (they are written into my.cnf "
+        "and wsrep_provider_options: no space, quote, '/', ';', '=' or newline).",
+        # the keys are the planner's to check: CEL estimates a map key at the size of the whole request
+        json_schema_extra={"maxProperties": GALERA_OPTIONS_MAX})
+    cluster_healthy_timeout: Timeout | None = Field(None, description="1s to 24h.")
+
+    @model_validator(mode="after")
+    def _options(self) -> GaleraTuning:
+        if self.provider_options and len(self.provider_options) > GALERA_OPTIONS_MAX:
+            raise FieldProblem("providerOptions", f"{len(self.provider_options)} options, at most {GALERA_OPTIONS_MAX}")
+        problem = galera_options_problem(self.provider_options or {})
+        if problem is not None:
+            raise FieldProblem("providerOptions", problem)
+        return self
 
 
 class CockroachTuning(Model):
-    version: str = Field("v24.3.5", description="CockroachDB version (image tag).")
+    version: Tag = Field("v24.3.5", description="CockroachDB version (image tag).")
 
 
 class Database(Model):
@@ -95,7 +159,7 @@ class Database(Model):
         None, description="mariadb: region holding the single server (default: the first region)."
     )
     in_memory: Bool = Field(True, description="Ephemeral, memory-backed storage, as the studies (tmpfs).")
-    image: str | None = Field(None, description="Database image override.")
+    image: Image | None = Field(None, description="Database image override.")
     galera: GaleraTuning = Field(default_factory=GaleraTuning)
     cockroachdb: CockroachTuning = Field(default_factory=CockroachTuning)
 
@@ -106,16 +170,19 @@ class UsersContext(Model):
 
 
 def _check_scenario(name: str) -> str:
-    if name not in SHORT_NAMES and not re.match(FULL_NAME_RE, name):
+    if name not in SHORT_NAMES and not re.fullmatch(FULL_NAME_RE, name):
         raise ValueError(f"{name!r}: {_SCENARIO_MSG}")
     return name
+
+
+SloBound = duration("0s", "24h")  # an iteration's time bound: up to a day
 
 
 class PercentileBound(Model):
     """The ``p``-th percentile of a scenario's iteration times at most ``max``."""
 
     p: float = Field(ge=1, le=99.9, description="The percentile, e.g. 95 or 99.")
-    max: Duration = Field(description="Its bound, e.g. 1s or 800ms.")
+    max: SloBound = Field(description="Its bound, e.g. 1s or 800ms.")
 
 
 class Slo(Model):
@@ -123,9 +190,9 @@ class Slo(Model):
     report's SLO table; ``wanwide compare --fail-on slo`` fails a CI job on one missed). A run that misses
     one still measured: its reason is SLAFailed, its data are kept."""
 
-    max_duration: Duration | None = Field(None, description="Every iteration at most this long (Rally's "
+    max_duration: SloBound | None = Field(None, description="Every iteration at most this long (Rally's "
                                           "max_seconds_per_iteration).")
-    max_mean_duration: Duration | None = Field(None, description="The mean iteration at most this long (Rally's "
+    max_mean_duration: SloBound | None = Field(None, description="The mean iteration at most this long (Rally's "
                                                "max_avg_duration).")
     percentile: PercentileBound | None = Field(None, description="A percentile of the iteration times at most "
                                                "this long (evaluated by wanwide from the iterations).")
@@ -140,7 +207,9 @@ class Scenario(Model):
         max_length=120,
         json_schema_extra={"x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]},
     )
-    args: dict[str, Any] | None = Field(None, json_schema_extra=_PRESERVE)
+    args: ScenarioArgs | None = Field(
+        None, description=f"Arguments of the scenario: at most {ARGS_MAX_KEYS} keys and {ARGS_MAX_BYTES // 1024} KiB "
+        "as JSON.")
     times: Annotated[int, Field(ge=1, le=100000), WHOLE_NUMBER] | None = Field(None)
     concurrency: Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER] | None = Field(None)
     users: UsersContext | None = None
@@ -154,7 +223,7 @@ class Scenario(Model):
 
 class ConfigMapKeyRef(Model):
     name: ObjectName
-    key: str = Field("task.yaml", min_length=1)
+    key: ConfigKey = "task.yaml"
 
 
 class Warmup(Model):
@@ -162,6 +231,10 @@ class Warmup(Model):
     (the first requests of a Keystone worker, a database connection pool, a cold buffer pool are slow)."""
 
     times: Int = Field(4, ge=0, le=10000, description="Iterations of each scenario (0: no warm-up).")
+
+
+StartDelay = duration("0s", "1h")
+StartSkew = duration("1s", "1h")
 
 
 class Workload(Model):
@@ -176,10 +249,11 @@ class Workload(Model):
     warmup: Warmup = Field(default_factory=Warmup)
     slo: Slo | None = Field(None, description="Objectives of every scenario without its own slo (default: no "
                             "failed iteration, Rally's failure_rate max 0).")
-    start_delay: Duration = Field(
+    start_delay: StartDelay = Field(
         "2m", description="Load regions start together this long after the Jobs are created; it must cover the "
-        "runner's preparation (Rally's database and environment) and the warm-up.")
-    max_start_skew: Duration = Field("10s", description="A runner starting later than this fails the trial.")
+        "runner's preparation (Rally's database and environment) and the warm-up. 0s to 1h.")
+    max_start_skew: StartSkew = Field(
+        "10s", description="A runner starting later than this fails the trial. 1s to 1h.")
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -205,9 +279,15 @@ class Workload(Model):
         return self
 
 
+WINDOW_MAX = TIMEOUT_MAX
+WindowStart = duration(hi=WINDOW_MAX)
+WindowLength = duration("1s", WINDOW_MAX)
+
+
 class Window(Model):
-    start: Duration = Field("0s", description="Offset from the start of the load.")
-    duration: Duration
+    start: WindowStart = Field(
+        "0s", description="Offset from the start of the load: before spec.timeouts.loading, which ends it.")
+    duration: WindowLength = Field(description="1s to 24h.")
 
 
 class Partition(Window):
@@ -218,17 +298,20 @@ class Partition(Window):
 
 _DROPOUT_MSG = "a dropout must be shorter than its period: lower 'for' or raise 'every'"
 # CEL's duration() reads Go durations, a superset of DURATION_RE; the guards leave malformed values to the
-# pattern. ``for`` is a CEL keyword: the API server names the field ``__for__``.
-_DROPOUT_RULE = (f"!{cel_matches(DURATION_RE).replace('self', 'self.every')} || "
-                 f"!{cel_matches(DURATION_RE).replace('self', 'self.__for__')} || "
+# format rule. ``for`` is a CEL keyword: the API server names the field ``__for__``.
+_DROPOUT_RULE = (f"!{cel_duration_ok('self.every')} || !{cel_duration_ok('self.__for__')} || "
                  "duration(self.__for__) < duration(self.every)")
+DROPOUT_EVERY_MIN = "10s"
+DropoutPeriod = duration(DROPOUT_EVERY_MIN, WINDOW_MAX)
 
 
 class Dropout(Model):
     """Periodic cut of regions from the rest: every X for Y."""
 
-    every: Duration
-    for_: Duration = Field(alias="for")
+    every: DropoutPeriod = Field(
+        description="The period: the first cut begins this long after the load start. 10s to 24h, before "
+        "spec.timeouts.loading; all dropouts cut at most 2000 times within timeouts.loading.")
+    for_: WindowLength = Field(alias="for", description="How long each cut lasts: 1s or more, shorter than every.")
     regions: list[RegionName] | None = Field(
         None, max_length=1000, description="Regions cut off together (default: every region but the database's primary)."
     )
@@ -240,7 +323,7 @@ class Dropout(Model):
     @classmethod
     def _shorter(cls, value: str, info: ValidationInfo) -> str:
         every = info.data.get("every")
-        if every is not None and seconds(value) >= seconds(every):
+        if every is not None and nanos(value) >= nanos(every):
             raise ValueError(_DROPOUT_MSG)
         return value
 
@@ -253,7 +336,7 @@ class LossWindow(Window):
 
 
 class Faults(Model):
-    """Fault windows, timed from the load start (a retried load replays them all from its new start). Windows may overlap and do not add up: on each link the lossiest loss window in force applies (the link's own shaping plus that window's extra loss), and a cut (a partition or a dropout) beats any loss."""  # noqa: E501
+    """Fault windows, timed from the load start (a retried load replays them all from its new start). Windows may overlap and do not add up: on each link the lossiest loss window in force applies (the link's own shaping plus that window's extra loss), and a cut (a partition or a dropout) beats any loss. Every window starts before spec.timeouts.loading; each window counts once more in the Benchmark's shaped links (spec.matrix)."""  # noqa: E501
 
     partitions: list[Partition] = Field(default_factory=list, max_length=50)
     dropouts: list[Dropout] = Field(default_factory=list, max_length=10)
@@ -261,14 +344,16 @@ class Faults(Model):
 
 
 class Matrix(Model):
-    """Parameter sweep: the trials are the product of every axis given."""
+    """Parameter sweep: the trials are the product of every axis given, at most 1000 per Benchmark; their regions
+    summed at most 1500, their directed links (regions × (regions − 1) per trial, once for its WAN and once per
+    fault window) summed at most 1,000,000."""
 
     backend: list[Backend] | None = Field(None, min_length=1, max_length=3)
     regions: list[Annotated[int, Field(ge=1, le=1000), WHOLE_NUMBER]] | None = Field(
         None, min_length=1, max_length=20, description="Number of regions (1–1000).")
-    rtt: list[Duration] | None = Field(None, min_length=1, max_length=20, description="Default link RTT.")
-    intra_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
-    inter_group_rtt: list[Duration] | None = Field(None, min_length=1, max_length=20)
+    rtt: list[Rtt] | None = Field(None, min_length=1, max_length=20, description="Default link RTT (each at most 10s).")
+    intra_group_rtt: list[Rtt] | None = Field(None, min_length=1, max_length=20)
+    inter_group_rtt: list[Rtt] | None = Field(None, min_length=1, max_length=20)
     loss: list[Percent] | None = Field(None, min_length=1, max_length=20, description="Default link loss.")
     load: list[Load] | None = Field(None, min_length=1, max_length=2)
     load_region: list[RegionName] | None = Field(
@@ -292,24 +377,35 @@ class Matrix(Model):
         "Recorded in each Trial and result bundle.")
     parallelism: Int = Field(1, ge=1, le=50, description="Trials running at once.")
 
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        cel(limits.TRIALS_RULE, limits.TRIALS_MSG)]})
+
     @model_validator(mode="after")
     def _scenarios(self) -> Matrix:
         for name in self.scenario or []:
             _check_scenario(name)
+        if (n := limits.trials(self)) > limits.MAX_TRIALS:
+            raise ValueError(limits.budget_problems(limits.Budget(n, None, None))[0][1])
         return self
 
 
 class SecretRef(Model):
     name: ObjectName
-    access_key_key: str = "AWS_ACCESS_KEY_ID"
-    secret_key_key: str = "AWS_SECRET_ACCESS_KEY"
+    access_key_key: ConfigKey = "AWS_ACCESS_KEY_ID"
+    secret_key_key: ConfigKey = "AWS_SECRET_ACCESS_KEY"
+
+
+S3Endpoint = url("http", "https")
 
 
 class S3(Model):
-    endpoint: str = Field(pattern=r"^https?://", max_length=500, description="S3-compatible endpoint URL (path-style).")
+    endpoint: S3Endpoint = Field(
+        description="S3-compatible endpoint URL (path-style): http:// or https://, a host and port, no user name or "
+        "password (the keys come from secretRef or the pods' own credentials), no link-local or metadata host.")
     bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-    prefix: str = Field("wanwide", max_length=200)
-    region: str = "us-east-1"
+    prefix: S3Prefix = Field("wanwide", description="Key prefix: components of letters, digits, '.', '_' and '-' "
+                             "separated by '/', none starting with '.'.")
+    region: S3Region = "us-east-1"
     secret_ref: SecretRef | None = Field(
         None, description="Secret in the Benchmark's namespace holding the access keys. Absent: the pods' own "
         "credentials (IRSA, workload identity, an instance profile): the runners, the probes and the operator use "
@@ -321,7 +417,7 @@ class Results(Model):
     object_bucket_claim: ObjectName | None = Field(
         None, description="ObjectBucketClaim whose ConfigMap and Secret give endpoint and keys."
     )
-    local_dir: str | None = Field(None, description="Lab only: directory for bundles (default: the -o directory).")
+    local_dir: LocalDir | None = Field(None, description="Lab only: directory for bundles (default: the -o directory).")
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -342,21 +438,26 @@ class Results(Model):
 
 
 class Timeouts(Model):
-    """Per-phase timeouts of a trial, and of the Benchmark's preflight."""
+    """Per-phase timeouts of a trial, and of the Benchmark's preflight: each 1s to 24h."""
 
-    preflight: Duration = Field("10m", description="How long failing preflight checks (spec.preflight, mode Enforce) "
-                                "hold the Benchmark before it fails (reason PreflightFailed); no trial has started.")
-    provisioning: Duration = "30m"
-    verifying_network: Duration = "5m"
-    injecting: Duration = "5m"
-    loading: Duration = "3h"
-    collecting: Duration = "10m"
-    cleaning_up: Duration = "15m"
+    preflight: Timeout = Field("10m", description="How long failing preflight checks (spec.preflight, mode Enforce) "
+                               "hold the Benchmark before it fails (reason PreflightFailed); no trial has started.")
+    provisioning: Timeout = "30m"
+    verifying_network: Timeout = "5m"
+    injecting: Timeout = "5m"
+    loading: Timeout = Field(limits.DEFAULT_LOADING, description="The load's longest run; every fault window "
+                             "starts before it.")
+    collecting: Timeout = "10m"
+    cleaning_up: Timeout = "15m"
 
 
 # Kubernetes' quantity: 500m, 2Gi, 1.5, 1e3 (k8s.io/apimachinery resource.Quantity).
 QUANTITY_RE = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-Quantity = Annotated[str, Field(pattern=QUANTITY_RE, description="A Kubernetes quantity: 500m, 512Mi, 2Gi, 1.")]
+Quantity = Annotated[str, Field(pattern=QUANTITY_RE, max_length=64,
+                                 description="A Kubernetes quantity: 500m, 512Mi, 2Gi, 1.")]
+RESOURCE_NAME_RE = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                    r"[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
+RESOURCES_MAX = 10
 
 
 _TOL_EXISTS_RULE = "!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''"
@@ -365,14 +466,17 @@ _TOL_KEY_RULE = "(has(self.key) && self.key != '') || (has(self.operator) && sel
 _TOL_KEY_MSG = "a toleration without a key must have operator Exists (it then tolerates every taint): add a key"
 
 
+TOLERATION_KEY_RE = "^$|" + LABEL_KEY_RE
+
+
 class Toleration(Model):
     """A pod toleration, field for field as Kubernetes writes it."""
 
-    key: str | None = Field(None, max_length=316)
+    key: str | None = Field(None, max_length=316, pattern=TOLERATION_KEY_RE)
     operator: Literal["Exists", "Equal"] | None = None
-    value: str | None = Field(None, max_length=63)
+    value: str | None = Field(None, max_length=63, pattern=LABEL_VALUE_RE)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: Annotated[int, WHOLE_NUMBER] | None = None
+    toleration_seconds: Annotated[int, Field(ge=0, le=2147483647), WHOLE_NUMBER] | None = None
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
         cel(_TOL_EXISTS_RULE, _TOL_EXISTS_MSG), cel(_TOL_KEY_RULE, _TOL_KEY_MSG)]})
@@ -389,8 +493,20 @@ class Toleration(Model):
 class Resources(Model):
     """The runner container's resources, as Kubernetes writes them."""
 
-    requests: dict[str, Quantity] | None = None
-    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = Field(None, json_schema_extra={"maxProperties": RESOURCES_MAX},
+                                                 description=f"At most {RESOURCES_MAX}, by resource name.")
+    limits: dict[str, Quantity] | None = Field(None, json_schema_extra={"maxProperties": RESOURCES_MAX},
+                                               description=f"At most {RESOURCES_MAX}, by resource name.")
+
+    @model_validator(mode="after")
+    def _names(self) -> Resources:
+        for field, value in (("requests", self.requests), ("limits", self.limits)):
+            if value and len(value) > RESOURCES_MAX:
+                raise FieldProblem(field, f"{len(value)} resources, at most {RESOURCES_MAX}")
+            for k in value or {}:
+                if len(k) > 316 or not re.fullmatch(RESOURCE_NAME_RE, k):
+                    raise FieldProblem(field, f"{k!r} is not a resource name such as cpu, memory or example.com/gpu")
+        return self
 
 
 class RunnerPod(Model):
@@ -402,18 +518,20 @@ class RunnerPod(Model):
                                                     "left without a secretRef).")
     image_pull_secrets: list[ObjectName] | None = Field(None, max_length=10, description="Secrets to pull the "
                                                         "runner image with.")
-    node_selector: dict[str, str] | None = Field(None, description="Added to the region's placement.")
+    node_selector: NodeSelector | None = Field(
+        None, description="Added to the region's placement. At most 20 labels.")
     tolerations: list[Toleration] | None = Field(None, max_length=20)
-    affinity: dict[str, Any] | None = Field(
-        None, json_schema_extra=_PRESERVE, description="Pod affinity, as Kubernetes writes it (the API server "
-        "checks it when the Jobs are created: a refused one fails the trial with reason ObjectRefused).")
+    affinity: Affinity | None = Field(
+        None, description="Pod affinity, as Kubernetes writes it (the API server checks it when the Jobs are "
+        "created: a refused one fails the trial with reason ObjectRefused). At most "
+        f"{AFFINITY_MAX_BYTES // 1024} KiB as JSON.")
     resources: Resources | None = Field(None, description="The runner container's resources (default: requests "
                                         "cpu 500m, memory 512Mi; limit memory 2Gi). The probes keep their own.")
 
 
 class Runner(Model):
     pod: RunnerPod = Field(default_factory=RunnerPod)
-    image: str | None = Field(
+    image: Image | None = Field(
         None, description="Image of the Rally runner. Default: the image the operator runs (the chart's `image` "
         "value, passed as --runner-image), so one value sets both.")
     max_attempts: Int = Field(2, ge=1, le=10, description="Attempts of a trial before it is marked Failed.")
@@ -455,7 +573,7 @@ class Monitoring(Model):
         for k in self.labels:
             if k.startswith(_OWN_LABELS):
                 raise ValueError(_OWN_LABELS_MSG)
-            if not re.match(LABEL_KEY_RE, k) or len(k.rpartition("/")[0]) > 253:
+            if not re.fullmatch(LABEL_KEY_RE, k) or len(k.rpartition("/")[0]) > 253:
                 raise ValueError(f"monitoring.labels: {k!r} is not a valid label key")
         return self
 
@@ -499,6 +617,12 @@ class BenchmarkSpec(Model):
                     "has(self.topologyRef) != has(self.topology)",
                     "set exactly one of spec.topologyRef (name of a Topology) or spec.topology (inline)",
                 ),
+                cel(limits.REGION_TRIALS_RULE, limits.REGION_TRIALS_MSG, ".matrix"),
+                cel(limits.LINK_WINDOWS_RULE, limits.LINK_WINDOWS_MSG, ".matrix"),
+                cel(limits.PARTITION_START_RULE, limits.START_MSG, ".faults.partitions"),
+                cel(limits.LOSS_START_RULE, limits.START_MSG, ".faults.lossWindows"),
+                cel(limits.EVERY_RULE, limits.EVERY_MSG, ".faults.dropouts"),
+                cel(limits.CUTS_RULE, limits.CUTS_MSG, ".faults.dropouts"),
             ]
         }
     )

@@ -17,7 +17,10 @@ from wanwide.core.api.base import (
     RegionName,
     cel,
 )
-from wanwide.core.api.units import Duration, Percent, Rate
+from wanwide.core.api.freeform import LabelMap
+from wanwide.core.api.units import RTT_MAX, Percent, Rate, Rtt
+
+NodeSelector = LabelMap()
 
 
 class Region(Model):
@@ -25,8 +28,8 @@ class Region(Model):
 
     name: RegionName
     group: RegionName | None = Field(None, description="Group of the region, for intra/inter-group links.")
-    node_selector: dict[str, str] | None = Field(
-        None, description="Place this region's pods on nodes with these labels (real WAN sites)."
+    node_selector: NodeSelector | None = Field(
+        None, description="Place this region's pods on nodes with these labels (real WAN sites). At most 20 labels."
     )
 
 
@@ -56,10 +59,11 @@ class RegionGenerator(Model):
 class Link(Model):
     """Network characteristics of a link. Unset fields inherit from the less specific link."""
 
-    rtt: Duration | None = Field(None, description="Round-trip time; each direction gets half as one-way delay.")
-    jitter: Duration | None = Field(None, description="Jitter added to each direction's delay.")
+    rtt: Rtt | None = Field(None, description="Round-trip time; each direction gets half as one-way delay. "
+                            f"At most {RTT_MAX}.")
+    jitter: Rtt | None = Field(None, description=f"Jitter added to each direction's delay. At most {RTT_MAX}.")
     loss: Percent | None = Field(None, description="Packet loss applied in each direction.")
-    rate: Rate | None = Field(None, description="Bandwidth limit in each direction.")
+    rate: Rate | None = Field(None, description="Bandwidth limit in each direction: 1kbit to 100gbit.")
 
 
 class LinkOverride(Link):

@@ -37,11 +37,15 @@ class TrialStatus(Observed):
     phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
     phase_start_time: str | None = None
     attempt: int = 0
-    chart_failures: int = Field(0, ge=0, description="Keystone chart renders (helm template) and hook Jobs of this trial "
-                                "that failed (tried again up to 3 failures in all).")
-    done: list[str] = Field(default_factory=list, description="Steps of the current phase already carried out.")
-    keystone_ahead: int = Field(0, ge=0, description="Keystone releases of wave 1 (region order) whose objects before "
-                                "their first hooks were applied while wave 0 ran.")
+    done: list[str] = Field(default_factory=list, description="Steps already carried out: the deployment's stages done "
+                            "(namespaces, database, keystone-schema, keystone), and the current phase's steps.")
+    deploy_tries: dict[str, int] = Field(default_factory=dict, description="Each deployment stage's failures so far (a "
+                                         "chart that failed to render, a hook Job that failed): tried again up to 3 "
+                                         "failures in all.")
+    applied: list[str] = Field(default_factory=list, description="Deployment stages whose objects the operator applied "
+                               "at once (the trial's namespaces and what lives in them).")
+    ahead: dict[str, int] = Field(default_factory=dict, description="Per deployment stage, its releases (region order) "
+                                  "whose objects before their first hooks were applied while the stages before ran.")
     outcome: Literal["Succeeded", "Failed"] | None = Field(None, description="Result decided before clean-up.")
     outcome_message: str | None = Field(None, description="Why the trial failed (kept through clean-up).")
     reason: str | None = None

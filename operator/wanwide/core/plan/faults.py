@@ -7,6 +7,7 @@ changes on its shaper. Offsets count from the start of the load.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -96,22 +97,65 @@ def timeline(faults: Faults, regions: list[str], primary: str, links: LinkMap) -
     return out
 
 
+def _count(start_s: float, every_s: float, until_s: float) -> int:
+    """How many cuts of a dropout begin before ``until_s``: those at ``start_s + k·every_s``, k = 1, 2, …"""
+    if until_s == math.inf:
+        raise ValueError("a dropout repeats for ever: ask for its cuts before a finite time")
+    k = max(0, math.ceil((until_s - start_s) / every_s) - 1)
+    while k > 0 and start_s + k * every_s >= until_s:  # the float division may be off by one either way
+        k -= 1
+    while start_s + (k + 1) * every_s < until_s:
+        k += 1
+    return k
+
+
 def spans(start_s: float, duration_s: float, every_s: float | None, until_s: float) -> list[tuple[float, float]]:
     """(start, end) of each time a window is in force before ``until_s``, offsets from the load start: once
-    from ``start_s``, or (a dropout) every ``every_s`` from ``start_s + every_s``."""
+    from ``start_s``, or (a dropout) every ``every_s`` from ``start_s + every_s``. Computed, not stepped: the
+    k-th cut begins at ``start_s + (k + 1)·every_s``."""
     if every_s is None:
         return [(start_s, start_s + duration_s)] if start_s < until_s else []
-    out = []
-    t = start_s + every_s
-    while t < until_s:
-        out.append((t, t + duration_s))
-        t += every_s
-    return out
+    return [(start_s + (k + 1) * every_s, start_s + (k + 1) * every_s + duration_s)
+            for k in range(_count(start_s, every_s, until_s))]
 
 
 def occurrences(w: FaultWindow, until_s: float) -> list[tuple[float, float]]:
     """(start, end) of each time ``w`` is in force before ``until_s``, offsets from the load start."""
     return spans(w.start_s, w.duration_s, w.every_s, until_s)
+
+
+def occurrence(w: FaultWindow, k: int) -> tuple[float, float]:
+    """(start, end) of ``w``'s ``k``-th time in force (0 for a one-off window)."""
+    start = w.start_s + (k + 1) * w.every_s if w.every_s is not None else w.start_s
+    return start, start + w.duration_s
+
+
+def occurrence_at(w: FaultWindow, t_s: float) -> tuple[int, float, float] | None:
+    """(k, start, end) of ``w``'s time in force at ``t_s`` (start ≤ t_s < end), None when it is not in force:
+    arithmetic, whatever the number of cuts before ``t_s`` (a dropout's cut is shorter than its period, so at
+    most one is in force)."""
+    if w.every_s is None:
+        start, end = occurrence(w, 0)
+        return (0, start, end) if start <= t_s < end else None
+    guess = math.floor((t_s - w.start_s) / w.every_s) - 1
+    for k in (guess - 1, guess, guess + 1):
+        if k >= 0:
+            start, end = occurrence(w, k)
+            if start <= t_s < end:
+                return k, start, end
+    return None
+
+
+def next_change(w: FaultWindow, t_s: float) -> float | None:
+    """When ``w`` next begins or ends after ``t_s`` (None: never again), arithmetic like :func:`occurrence_at`."""
+    if w.every_s is None:
+        return next((x for x in occurrence(w, 0) if x > t_s), None)
+    guess = max(0, math.floor((t_s - w.start_s) / w.every_s) - 2)
+    for k in range(guess, guess + 4):
+        x = next((x for x in occurrence(w, k) if x > t_s), None)
+        if x is not None:
+            return x
+    return None  # not reached: a later cut always exists
 
 
 def longest_cut_s(windows: list[FaultWindow]) -> float:

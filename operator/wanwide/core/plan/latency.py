@@ -34,12 +34,16 @@ def classes_of(links: LinkMap, regions: list[str], src: str, include_noop: bool 
     class's first destination in ``regions``."""
     order = order if order is not None else {r: i for i, r in enumerate(regions)}
     by_shape: dict[OneWay, list[str]] = defaultdict(list)
+    same: dict[int, list[str] | None] = {}  # most links share one object: hash each object once, not each link
     for dst in regions:
         if dst == src:
             continue
         shaping = links[(src, dst)]
-        if include_noop or not shaping.is_noop:
-            by_shape[shaping].append(dst)
+        group = same.get(id(shaping), False)
+        if group is False:
+            group = same[id(shaping)] = by_shape[shaping] if include_noop or not shaping.is_noop else None
+        if group is not None:
+            group.append(dst)
     groups = sorted(by_shape.items(), key=lambda kv: order[kv[1][0]])
     return [LinkClass(src, i, s, tuple(d)) for i, (s, d) in enumerate(groups)]
 

@@ -6,14 +6,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from wanwide.core.api.base import DNS_LABEL_RE, DNS_SUBDOMAIN_RE, LABEL_KEY_RE
-from wanwide.core.api.benchmark import QUANTITY_RE, Benchmark
+from wanwide.core.api.base import (
+    DNS_LABEL_RE,
+    DNS_SUBDOMAIN_RE,
+    LABEL_KEY_RE,
+    LABEL_VALUE_RE,
+    FieldProblem,
+)
+from wanwide.core.api.benchmark import QUANTITY_RE, TOLERATION_KEY_RE, Benchmark
+from wanwide.core.api.freeform import depth_problem
+from wanwide.core.api.refs import GALERA_VALUE_HINT, GALERA_VALUE_RE
 from wanwide.core.api.topology import Topology, TopologySpec
 from wanwide.core.plan import names
 from wanwide.core.plan.errors import PlanError, Problem
+from wanwide.core.plan.yamldocs import MAX_DEPTH, YamlError, documents
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -37,6 +45,10 @@ PATTERN_HINTS = {
     LABEL_KEY_RE: "use a label key: [prefix/]name, the name 1–63 letters, digits, '-', '_' or '.' "
                   "(such as wanwide.io/region)",
     QUANTITY_RE: "use a Kubernetes quantity, quoted, such as \"500m\", \"512Mi\", \"2Gi\" or \"1\"",
+    LABEL_VALUE_RE: "use a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a "
+                    "letter or digit",
+    TOLERATION_KEY_RE: "use a label key: [prefix/]name, the name 1–63 letters, digits, '-', '_' or '.'",
+    GALERA_VALUE_RE: GALERA_VALUE_HINT,
 }
 
 
@@ -56,6 +68,9 @@ def validation_problems(err: ValidationError, obj: str = "") -> list[Problem]:
     problems = []
     for e in err.errors():
         msg = e["msg"].removeprefix("Value error, ")
+        loc = tuple(e["loc"])
+        if isinstance((e.get("ctx") or {}).get("error"), FieldProblem):
+            loc += (e["ctx"]["error"].field,)
         bound = (e.get("ctx") or {}).get("ge", (e.get("ctx") or {}).get("le"))
         if e["type"] == "greater_than_equal":
             msg = f"{msg}: {e['input']!r} is below the minimum, use {bound} or more"
@@ -72,13 +87,15 @@ def validation_problems(err: ValidationError, obj: str = "") -> list[Problem]:
             msg = "required field is missing: add it"
         elif e["type"] in TYPE_FIXES:
             msg = f"{msg}: {TYPE_FIXES[e['type']].format(input=e['input'])}"
-        problems.append(Problem(_loc(e["loc"]), msg, obj))
+        problems.append(Problem(_loc(loc), msg, obj))
     return problems
 
 
 def _name(doc: dict[str, Any]) -> str:
+    """The document's name as it can be shown on one line (control characters escaped)."""
     meta = doc.get("metadata")
-    return str(meta.get("name", "?")) if isinstance(meta, dict) else "?"
+    name = str(meta.get("name", "?")) if isinstance(meta, dict) else "?"
+    return names.shown(name)[1:-1] if not name.isprintable() or len(name) > 80 else name
 
 
 # What the API server takes at the top of an object and in its metadata (strict field validation, as
@@ -119,6 +136,8 @@ def without_nulls(value: Any, keep: tuple[str, ...] = FREE_FORM) -> Any:
 
 def _parse(model: type[Any], doc: dict[str, Any], kind: str) -> Any:
     obj = f"{kind}/{_name(doc)}"
+    if (deep := depth_problem(doc, MAX_DEPTH)) is not None:  # before anything walks it recursively
+        raise PlanError([Problem("spec", f"the object {deep}: no field nests that deep", obj)])
     problems = _envelope_problems(doc, obj)
     if isinstance(doc.get("spec"), dict):
         doc = {**doc, "spec": without_nulls(doc["spec"])}
@@ -168,8 +187,12 @@ def load_documents(texts: Iterable[str]) -> Documents:
     topologies: dict[tuple[str, str], Topology] = {}
     benchmarks: list[Benchmark] = []
     problems: list[Problem] = []
-    for text in texts:
-        for doc in yaml.safe_load_all(text):
+    for i, text in enumerate(texts):
+        try:
+            docs = [d for _, d in documents(f"<document {i}>", text)]
+        except YamlError as e:
+            raise PlanError([Problem("document", str(e))]) from None
+        for doc in docs:
             if not doc:
                 continue
             kind = doc.get("kind")

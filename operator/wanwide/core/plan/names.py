@@ -51,23 +51,28 @@ def bench_tag(bench_namespace: str, benchmark: str) -> str:
     return short_hash(f"{bench_namespace}/{benchmark}", BENCH_TAG_LEN)
 
 
+def shown(name: str, limit: int = 80) -> str:
+    """``name`` quoted for a message of one line: control characters escaped, a long one cut."""
+    return repr(name if len(name) <= limit else name[: limit - 20] + "…")
+
+
 def object_name_problem(name: str, max_len: int = DNS_SUBDOMAIN_MAX) -> str | None:
     """Why the API server would refuse ``name`` as an object's name (None: it would not)."""
-    if not re.match(DNS_SUBDOMAIN_RE, name):
+    if not re.fullmatch(DNS_SUBDOMAIN_RE, name):
         fix = re.sub(r"[^a-z0-9.-]+", "-", name.lower()).strip(".-") or "my-benchmark"
-        return (f"{name!r} is not a valid Kubernetes object name: use lower-case letters, digits, '-' and '.', "
+        return (f"{shown(name)} is not a valid Kubernetes object name: use lower-case letters, digits, '-' and '.', "
                 f"starting and ending with a letter or digit (a DNS-1123 subdomain), such as {fix!r}")
     if len(name) > max_len:
-        return f"{name!r} has {len(name)} characters, more than {max_len}: shorten it"
+        return f"{shown(name)} has {len(name)} characters, more than {max_len}: shorten it"
     return None
 
 
 def namespace_problem(name: str) -> str | None:
     """Why the API server would refuse ``name`` as a namespace (a DNS-1123 label; None: it would not)."""
-    if re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", name) and len(name) <= LABEL_MAX:
+    if re.fullmatch(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", name) and len(name) <= LABEL_MAX:
         return None
     fix = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:LABEL_MAX] or "default"
-    return (f"{name!r} is not a valid namespace: use at most {LABEL_MAX} lower-case letters, digits and '-', "
+    return (f"{shown(name)} is not a valid namespace: use at most {LABEL_MAX} lower-case letters, digits and '-', "
             f"starting and ending with a letter or digit, such as {fix!r}")
 
 
@@ -75,7 +80,7 @@ def benchmark_name_problem(name: str) -> str | None:
     """Why a Benchmark may not be called ``name``: Kubernetes' rule, then wanwide's length limit."""
     problem = object_name_problem(name)
     if problem is None and len(name) > BENCHMARK_NAME_MAX:
-        problem = f"{name!r} has {len(name)} characters: {BENCHMARK_NAME_MESSAGE.removeprefix('metadata.name ')}"
+        problem = f"{shown(name)} has {len(name)} characters: {BENCHMARK_NAME_MESSAGE.removeprefix('metadata.name ')}"
     return problem
 
 
@@ -83,7 +88,7 @@ def _fit(text: str, max_len: int, allowed: str) -> str:
     """``text`` if it is at most ``max_len`` characters of ``allowed`` (a regex class), starting and ending
     alphanumeric; else its allowed part, cut, with ``-<hash of text>`` appended."""
     clean = re.sub(f"[^{allowed}]", "-", text)
-    if clean == text and len(text) <= max_len and re.match(r"^[A-Za-z0-9](.*[A-Za-z0-9])?$", text):
+    if clean == text and len(text) <= max_len and re.fullmatch(r"^[A-Za-z0-9](.*[A-Za-z0-9])?$", text):
         return text
     tag = short_hash(text)
     head = re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", clean[: max_len - len(tag) - 1])

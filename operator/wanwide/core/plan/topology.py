@@ -118,14 +118,12 @@ def links(network: Network, rs: list[ResolvedRegion]) -> LinkMap:
     base = {same: _overlay(network.default, network.intra_group if same else network.inter_group)
             for same in (True, False)}
     plain = {same: _one_way(link) for same, link in base.items()}
-    out: LinkMap = {}
-    for a in rs:
-        for b in rs:
-            if a.name == b.name:
-                continue
-            same = a.group == b.group
-            o = overrides.get((a.name, b.name))
-            out[(a.name, b.name)] = plain[same] if o is None else _one_way(_overlay(base[same], o))
+    out: LinkMap = {(a.name, b.name): plain[a.group == b.group] for a in rs for b in rs if a.name != b.name}
+    groups = {r.name: r.group for r in rs}
+    for (a, b), o in overrides.items():
+        if (a, b) in out:  # an override of a region the trial has (the others are refused by check_network)
+            same = groups[a] == groups[b]
+            out[(a, b)] = _one_way(_overlay(base[same], o))
     return out
 
 

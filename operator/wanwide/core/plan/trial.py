@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wanwide import DEFAULT_IMAGE
+from wanwide.core.api import limits
 from wanwide.core.api.benchmark import Benchmark, BenchmarkSpec, Scenario, Slo
 from wanwide.core.api.scenarios import KEYSTONE_SCENARIOS, resolve
 from wanwide.core.api.topology import Link, Network, TopologySpec
@@ -293,9 +294,23 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
     )
 
 
+def topology_regions(topology: TopologySpec) -> int:
+    """How many regions the topology has before any matrix resizes it."""
+    return topology.generate.count if topology.generate is not None else len(topology.regions or [])
+
+
+def size_problems(bench: Benchmark, topology: TopologySpec) -> list[tuple[str, str]]:
+    """(path, problem) where the Benchmark asks for more than one may (core/api/limits.py): trials, their
+    regions and shaped links, fault windows after the load's end, dropouts cutting too often. Counted from
+    the spec alone, before any trial is expanded."""
+    return (limits.budget_problems(limits.budget(bench.spec, topology_regions(topology)))
+            + limits.fault_problems(bench.spec))
+
+
 def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
     """Every trial of a Benchmark; raises PlanError listing every problem, producing nothing partial."""
-    where = f"Benchmark/{bench.metadata.name}"
+    name = bench.metadata.name
+    where = f"Benchmark/{names.shown(name)[1:-1] if not name.isprintable() or len(name) > 80 else name}"
     problems = Problems()
     if (why := names.benchmark_name_problem(bench.metadata.name)) is not None:
         problems.add("metadata.name", why, where)
@@ -304,6 +319,10 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
     if topology.regions is not None and topology.generate is not None:
         tobj, tpath = topology_place(bench)
         problems.add(tpath, "set exactly one of regions or generate", tobj or where)
+    for path, why in size_problems(bench, topology):
+        problems.add(path, why, where)
+    if problems.items:  # nothing is expanded or planned beyond the caps
+        problems.raise_if_any()
     plans: list[TrialPlan] = []
     seen_problem_sets: set[str] = set()
     for point in expand(bench.spec, bench.metadata.name):
@@ -323,4 +342,4 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
     return plans
 
 
-__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point"]
+__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point", "size_problems", "topology_regions"]

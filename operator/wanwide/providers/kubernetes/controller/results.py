@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wanwide.core.contracts import S3Target, object_bucket
+from wanwide.core.errors import refusal, transient
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.kube.client import Kube
 from wanwide.providers.kubernetes.render.rally import results_target
@@ -60,6 +61,14 @@ def _client(kube: Kube, plan: TrialPlan, t: S3Target) -> Any:
                      attempts=2)
 
 
+def _answer(e: Exception) -> Exception:
+    """``e`` when it is the store's answer (core/errors.py: the network, a refusal, a key not there); a bug is
+    raised, not taken for the store's."""
+    if not (transient(e) or refusal(e)):
+        raise e
+    return e
+
+
 def store_error(e: Exception, t: S3Target) -> str:
     """One line saying why the store did not answer (never the keys)."""
     code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code")
@@ -74,8 +83,8 @@ def probe(kube: Kube, plan: TrialPlan, instance: str | None = None) -> str | Non
         return None
     try:
         _client(kube, plan, t).list_objects_v2(Bucket=t.bucket, Prefix=f"{t.prefix.strip('/')}/", MaxKeys=1)
-    except Exception as e:  # noqa: BLE001 - any failure is the answer
-        return store_error(e, t)
+    except Exception as e:
+        return store_error(_answer(e), t)
     return None
 
 
@@ -94,9 +103,9 @@ def bundles(kube: Kube, plan: TrialPlan, attempt: int,
         prefix = f"{base}{r}/attempt-{attempt}-"
         try:
             resp = s3.list_objects_v2(Bucket=t.bucket, Prefix=prefix)
-        except Exception as e:  # noqa: BLE001 - storage down: keep waiting until the phase times out
+        except Exception as e:  # the store down or refusing: keep waiting until the phase times out
             missing.append(r)
-            error = store_error(e, t)
+            error = store_error(_answer(e), t)
             continue
         keys = [o["Key"] for o in resp.get("Contents", [])]
         (found if any(k.endswith("/manifest.json") for k in keys) else missing).append(r)
@@ -121,9 +130,9 @@ def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
         key = probe_key(t.prefix, plan.benchmark, plan.id, check, src)
         try:
             doc = json.loads(s3.get_object(Bucket=t.bucket, Key=key)["Body"].read())
-        except Exception as e:  # noqa: BLE001 - not there yet, or the store down: keep waiting
+        except Exception as e:  # not there yet, or the store down or refusing: keep waiting
             missing.append(src)
-            if (getattr(e, "response", None) or {}).get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+            if (getattr(_answer(e), "response", None) or {}).get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
                 error = store_error(e, t)
             continue
         for row in doc.get("targets") or []:

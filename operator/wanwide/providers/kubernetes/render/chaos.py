@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wanwide.core.api.units import fmt_ms, fmt_pct, fmt_rate
-from wanwide.core.lifecycle import Active, fault_events, in_force, wan_at
+from wanwide.core.lifecycle import Active, fault_events, in_force, wan_in_force
 from wanwide.core.plan import names
 from wanwide.core.plan.latency import LinkClass, classes
 from wanwide.core.plan.links import LinkMap, OneWay
@@ -129,7 +129,7 @@ def late_at(plan: TrialPlan, elapsed_s: float | None, pods: Late) -> list[dict[s
     """:func:`late` for the WAN in force ``elapsed_s`` after the load start (None: not loading: the plan's)."""
     if elapsed_s is None or not plan.faults:
         return late(plan, pods)
-    return late(plan, pods, wan_at(plan, in_force(plan.faults, elapsed_s)).links)
+    return late(plan, pods, wan_in_force(plan, elapsed_s).links)
 
 
 def late_pods(plan: TrialPlan, running: Sequence[dict[str, Any]], live: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
@@ -196,12 +196,12 @@ def cuts(plan: TrialPlan, cutting: tuple[Active, ...], elapsed_s: float,
 
 def at(plan: TrialPlan, elapsed_s: float | None, addresses: Addresses | None = None) -> list[dict[str, Any]]:
     """Every chaos object in force ``elapsed_s`` seconds after the load start (None: not loading: the
-    plan's WAN alone), as the lifecycle's fault schedule says (core/lifecycle.py); ``addresses``: see
+    plan's WAN alone), as the lifecycle's fault schedule says (core/lifecycle/schedule.py); ``addresses``: see
     :func:`cuts`."""
     if elapsed_s is None or not plan.faults:
         return wan(plan)
     active = in_force(plan.faults, elapsed_s)
-    w = wan_at(plan, active)
+    w = wan_in_force(plan, elapsed_s)
     netems = wan(plan, w.links)
     if len(w.cut_by) < len(active):  # loss windows in force: their objects say which
         base = {o["metadata"]["name"] for o in wan(plan)}
@@ -223,6 +223,12 @@ def timeline(plan: TrialPlan, until_s: float) -> list[dict[str, Any]]:
                 if o["metadata"]["name"] not in base:
                     seen.setdefault(o["metadata"]["name"], o)
     return list(seen.values())
+
+
+def needs_netem(plan: TrialPlan) -> bool:
+    """Whether the plan needs the kernel's netem: a link shaped (delay, jitter, loss, rate) or a loss window.
+    Partitions and dropouts alone do not (Chaos Mesh cuts with iptables and ipset)."""
+    return any(plan.classes.values()) or any(w.kind == "loss" for w in plan.faults)
 
 
 def _within(want: Any, live: Any) -> bool:
