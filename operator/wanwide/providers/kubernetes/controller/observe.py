@@ -168,7 +168,25 @@ def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> No
             for r in plan.region_names}
 
 
+def running_pods(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
+    """The trial's running pods (one list across namespaces, from the API server's cache)."""
+    mine = set(plan.namespaces)
+    return [p for p in w.kube.list("v1", "Pod", None, cached=True, fields={"status.phase": "Running"})
+            if p["metadata"].get("namespace") in mine]
+
+
+def _late_chaos(w: Where, plan: TrialPlan, obs: Obs) -> None:
+    """What the WAN for pods started after its objects needs (render/chaos.py ``late_pods``): the trial's chaos
+    objects with Chaos Mesh's records of what they selected, and its running pods."""
+    obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
+    if obs["chaos_installed"]:
+        obs["chaos"] = chaos_children(w, plan)
+        obs["running"] = running_pods(w, plan)
+
+
 def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    if lc.needs_shaping(plan):
+        _late_chaos(w, plan, obs)
     obs["results"] = results.target(w.kube, plan, w.instance)  # where the probes store what they measure
     check = lc.check_of(status)
     if obs["results"] is None or f"probe-{check}" not in lc.done(status):
@@ -184,14 +202,13 @@ def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Ob
 
 def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
     if lc.needs_shaping(plan):
-        obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
+        # the fault schedule is kept by comparing what is in force with what is there, and pods started after the
+        # WAN's objects (the runners) get theirs
+        _late_chaos(w, plan, obs)
         if not obs["chaos_installed"]:
             return
-    if plan.faults:  # the fault schedule is kept by comparing what is in force with what is there
-        obs["chaos"] = chaos_children(w, plan)
         if any(f.kind in lc.CUT for f in plan.faults):  # a cut is injected on its own side, with the others' addresses
-            obs["pod_addresses"] = pod_addresses(plan, w.kube.list("v1", "Pod", None, cached=True,
-                                                                   fields={"status.phase": "Running"}))
+            obs["pod_addresses"] = pod_addresses(plan, obs["running"])
     if not status.get("loadStartAt"):
         return
     if f"load-{lc.attempt_of(status)}" not in lc.done(status):

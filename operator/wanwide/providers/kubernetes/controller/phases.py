@@ -272,6 +272,8 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
     said, prepared = seen(plan, status, obs, r, now)
     step = lc.decide(plan, status, said, now)
     out = Decision(step, wake_s=step.wake_s)
+    late = late_pods_seen(plan, lc.phase_of(status), obs)
+    shaped = False
     for a in step.actions:
         if isinstance(a, lc.Deploy):
             acts, recorded = deploy.act(plan, {**status, **out.recorded}, obs, r, a)
@@ -281,8 +283,14 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
             if lc.phase_of(status) == "Injecting":
                 out.actions += prepared.get("wan", [])
             else:
-                acts, going = reconcile_chaos(r.chaos_at(a.elapsed_s, obs.get("pod_addresses")), obs.get("chaos", []))
-                out.actions += acts
+                shaped = True
+                want = r.chaos_at(a.elapsed_s, obs.get("pod_addresses"))
+                if late is not None:
+                    want += r.late(a.elapsed_s, late)
+                else:  # not observed: what is there stays
+                    want += [c for c in obs.get("chaos", []) if chaos.A_FOR_POD in (c["metadata"].get("annotations") or {})]
+                acts, going = reconcile_chaos(want, obs.get("chaos", []))
+                out.actions += acts + late_said(acts)
                 if going:  # the same name still being removed: apply once it is gone
                     out.wake_s = min(out.wake_s or 1.0, 1.0)
         elif isinstance(a, lc.Measure):
@@ -301,7 +309,41 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
             out.actions += prepared.get("cleanup", [])
         elif isinstance(a, lc.Event):
             out.actions.append(Emit(a.reason, a.message, a.type))
+    if late is not None and not shaped and (step.phase or lc.phase_of(status)) != "CleaningUp":
+        acts = late_shaping(obs, r, late)
+        if acts:  # look again soon: the probes wait for their shaping
+            out.actions += acts
+            out.wake_s = min(out.wake_s or 3.0, 3.0)
     return out
 
 
-__all__ = ["CHAOS_GONE", "CHAOS_MISSING", "Obs", "decide", "reconcile_chaos", "rendered", "seen", "unplaced"]
+def late_pods_seen(plan: TrialPlan, phase: str, obs: Obs) -> dict[str, list[str]] | None:
+    """VerifyingNetwork and Loading: region → its running pods the WAN's objects did not select (they started
+    after them: the network probes, the runners, a pod made again); None when not observed."""
+    if phase not in ("VerifyingNetwork", "Loading") or not lc.needs_shaping(plan) or "running" not in obs:
+        return None
+    return chaos.late_pods(plan, obs["running"], obs.get("chaos", []))
+
+
+def late_shaping(obs: Obs, r: Rendered, late: dict[str, list[str]]) -> list[Any]:
+    """The objects shaping the late pods made what they should be, for the plan's WAN (a plan with faults has
+    them made with the WAN in force, with ShapeWan): missing ones applied, those of pods gone deleted, the WAN's
+    own left alone; an event when pods get theirs."""
+    mine = [c for c in obs.get("chaos", []) if chaos.A_FOR_POD in (c["metadata"].get("annotations") or {})]
+    acts, _ = reconcile_chaos(r.late(None, late), mine)
+    return acts + late_said(acts)
+
+
+def late_said(acts: list[Any]) -> list[Emit]:
+    """An event naming the pods that get objects of their own by ``acts``."""
+    new = sorted({a.obj["metadata"]["annotations"][chaos.A_FOR_POD] for a in acts
+                  if isinstance(a, Apply) and chaos.A_FOR_POD in (a.obj["metadata"].get("annotations") or {})})
+    if not new:
+        return []
+    return [Emit("ShapingLatePods", f"{len(new)} pod(s) started after the WAN's chaos objects, which Chaos Mesh never "
+                                    f"makes select them: shaping them with objects of their own "
+                                    f"({', '.join(new[:4])}{' …' if len(new) > 4 else ''})")]
+
+
+__all__ = ["CHAOS_GONE", "CHAOS_MISSING", "Obs", "decide", "late_pods_seen", "late_said", "late_shaping",
+           "reconcile_chaos", "rendered", "seen", "unplaced"]

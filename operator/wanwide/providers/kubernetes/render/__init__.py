@@ -77,6 +77,11 @@ class Rendered:
         ``addresses``: region → its running pods' addresses (a cut is then injected on its side only)."""
         return chaos.at(self.plan, elapsed_s, addresses)
 
+    def late(self, elapsed_s: float | None, pods: chaos.Late) -> list[dict[str, Any]]:
+        """VerifyingNetwork and Loading: the WAN for ``pods`` (region → names), which started after its objects
+        (Chaos Mesh selected theirs without them), at ``elapsed_s`` as :meth:`chaos_at`."""
+        return chaos.late_at(self.plan, elapsed_s, pods)
+
     @cached_property
     def faults(self) -> list[dict[str, Any]]:
         """Loading: the chaos objects the fault schedule brings (``wanwide.io/fault`` names the window)."""
