@@ -158,6 +158,7 @@ class FakeKube:
     chaos_refused: bool = False  # Chaos Mesh cannot inject the WAN (no netem on the node)
     late_s: float = 0.0  # a partition is in force this long after it is made
     bug: bool = False  # applying a Rally Job raises a TypeError (a bug in a step)
+    slo: list[dict[str, Any]] | None = None  # the objectives each runner records in its manifest (the slo rows)
     objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     requests: int = 0
     probed: list[dict[str, Any]] = field(default_factory=list)  # the probe configs answered
@@ -360,7 +361,8 @@ class FakeKube:
                             s3 = cfg["results"]["s3"]
                             key = (f"{s3['prefix'].strip('/')}/{cfg['benchmark']}/{cfg['trial']['id']}/{region}/"
                                    f"attempt-{attempt}-run/manifest.json")
-                            self.s3.put(s3["bucket"], key, {"status": {"result": "succeeded"}})
+                            self.s3.put(s3["bucket"], key, {"status": {"result": "succeeded"},
+                                                            **({"slo": self.slo} if self.slo is not None else {})})
                             o["status"] = _cond("Complete")
                         elif result == "stopped":
                             o["status"] = {"conditions": [{"type": "Failed", "status": "True",

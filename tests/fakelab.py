@@ -65,12 +65,14 @@ class FakeLab:
     def __init__(self, clock: Clock, *, rtt_factor: float = 1.0, run_s: float = 60.0,
                  results: dict[int, dict[str, str]] | None = None, upload_fails: bool = False,
                  deploy_fails: BaseException | None = None, fail_stage: str = "keystone-schema",
-                 shaping_refused: bool = False, late_s: float = 0.0, bug: bool = False, out: Path | None = None):
+                 shaping_refused: bool = False, late_s: float = 0.0, bug: bool = False, out: Path | None = None,
+                 slo: list[dict[str, Any]] | None = None):
         self.clock, self.rtt_factor, self.run_s = clock, rtt_factor, run_s
         self.results = results or {}
         self.upload_fails, self.deploy_fails, self.fail_stage = upload_fails, deploy_fails, fail_stage
         self.shaping_refused, self.late_s, self.bug = shaping_refused, late_s, bug
         self.out = out or Path("/nonexistent")
+        self.slo = slo  # the objectives each runner records in its manifest (the slo rows)
         self.live = Live(1, stream=io.StringIO())
         self.earlier: dict = {}
         self.calls: list[tuple[Any, ...]] = []
@@ -162,6 +164,11 @@ class FakeLab:
     def collect(self, p: TrialPlan) -> tuple[list[str], list[str], str]:
         return ([r for r in p.load_regions if r in self.bundles], [r for r in p.load_regions if r not in self.bundles],
                 "/out/bundles")
+
+    def objectives(self, p: TrialPlan) -> dict[str, list[dict[str, Any]] | None] | None:
+        if any(r not in self.bundles for r in p.load_regions):
+            return None
+        return {r: self.slo for r in p.load_regions}
 
     def close(self, dep: FakeDep) -> None:
         dep.closed = True

@@ -57,6 +57,13 @@ class World:
     every_trial: bool = True  # else only each example's first trial
 
 
+SLO_ROWS = [
+    {"scenario": "KeystoneBasic.authenticate_user_and_validate_token", "criterion": "failure_rate", "bound": 0.0,
+     "measured": 0.0, "unit": "%", "passed": True, "detail": "0 of 20 iterations failed: 0.00% <= 0%"},
+    {"scenario": "KeystoneBasic.authenticate_user_and_validate_token", "criterion": "p95", "bound": 0.5,
+     "measured": 0.71, "unit": "s", "passed": False, "detail": "95th percentile 0.710 s > 0.5 s"},
+]
+
 WORLDS = {
     "fine": World(("Succeeded", "Completed"), {}, {}),
     "runner-fails-once": World(("Succeeded", "Completed"), {"results": {1: "failed"}}, {"results": {1: "failed"}}),
@@ -69,6 +76,8 @@ WORLDS = {
                           {"deploy_fails": LabError("keystone did not come up")}, every_trial=False),
     "chaos-refused": World(("Failed", "ChaosFailed"), {"chaos_refused": True}, {"shaping_refused": True},
                            every_trial=False),
+    # a runner's objective missed: the trial still Succeeds, both say so in status and a warning event
+    "objectives-missed": World(("Succeeded", "Completed"), {"slo": SLO_ROWS}, {"slo": SLO_ROWS}, every_trial=False),
     "fault-late": World(("Succeeded", "Completed"), {"late_s": 12.0}, {"late_s": 12.0},  # the partition alone
                         {"faults": {"dropouts": [], "lossWindows": []}}, every_trial=False),
 }
@@ -183,10 +192,12 @@ def run_both(docs: list[dict[str, Any]], index: int, world: World, monkeypatch: 
     lt = LabTrial(lab, p, lambda *a, **k: None, clock=lclock.now, sleep=l_sleep, poll_s=1.0)
     l_final = lt.run()
     return {
-        "k": {"outcome": (k_final["phase"], k_final["reason"]), "log": normalised(k_log), "wan": _changes(k_trace),
+        "k": {"outcome": (k_final["phase"], k_final["reason"]), "objectives": k_final.get("objectives"),
+              "log": normalised(k_log), "wan": _changes(k_trace),
               "measured": sorted({(c["check"], c["region"], t["region"]) for c in kube.probed for t in c["targets"]}),
               "runners": kube.attempts_started},
-        "l": {"outcome": (l_final["phase"], l_final["reason"]), "log": normalised(lt.log), "wan": _changes(l_trace),
+        "l": {"outcome": (l_final["phase"], l_final["reason"]), "objectives": l_final.get("objectives"),
+              "log": normalised(lt.log), "wan": _changes(l_trace),
               "measured": sorted({(check, *pair) for check, m in lt.measured.items() for pair in m}),
               "runners": [c[2] for c in lab.calls if c[0] == "start_runners"]},
         "plan": p,
@@ -196,7 +207,7 @@ def run_both(docs: list[dict[str, Any]], index: int, world: World, monkeypatch: 
 def disagreements(r: dict[str, Any]) -> list[str]:
     """What the two providers did differently (empty: the same lifecycle)."""
     return [f"{what}: operator {r['k'][what]!r} ≠ lab {r['l'][what]!r}"
-            for what in ("outcome", "log", "wan", "measured", "runners") if r["k"][what] != r["l"][what]]
+            for what in ("outcome", "objectives", "log", "wan", "measured", "runners") if r["k"][what] != r["l"][what]]
 
 
 def expected(world: str, p: TrialPlan) -> tuple[str, str]:
@@ -222,6 +233,14 @@ def test_the_operator_and_the_lab_live_the_same_lifecycle(example: str, world: s
     if world == "fault-late":  # said late, then in force 12 s after it began
         assert any(e[0] == "FaultLate" and e[1].startswith("partition0 began 10 s ago") for e in log), log
         assert ("FaultInjected", "partition0 in force 12.0 s after it began", "Normal", 1, 42.0) in log, log
+    if world == "objectives-missed":  # the trial still Succeeds; its status and a warning say what was missed
+        o = r["l"]["objectives"]
+        assert (o["met"], o["missed"], o["summary"]) == (len(r["plan"].load_regions),) * 2 + (
+            f"{len(r['plan'].load_regions)}/{2 * len(r['plan'].load_regions)} met",), o
+        assert any(e[0] == "ObjectivesMissed" and e[2] == "Warning" and "95th percentile 0.710 s > 0.5 s" in e[1]
+                   for e in log), log
+    if world == "fine":
+        assert r["l"]["objectives"] is None  # no objectives recorded: none said
     if world == "deploy-fails":
         assert [e[0] for e in log].count("DeployRetry") == lc.STAGE_TRIES - 1
     if world in ("fine", "fault-late"):

@@ -33,6 +33,18 @@ class TrialSpec(Model):
     plan_generation: int = Field(0, ge=0, description="Benchmark generation this trial was planned from.")
 
 
+class Objectives(Model):
+    """The trial's service level objectives (spec.workload.slo) as its bundles recorded them."""
+
+    met: int = Field(0, ge=0)
+    missed: int = Field(0, ge=0, description="Objectives missed: the trial still Succeeds, its data kept "
+                        "(an ObjectivesMissed warning).")
+    unmeasured: int = Field(0, ge=0, description="Objectives with nothing to measure (no successful iteration).")
+    summary: str = Field("", max_length=200, description="met/total, as kubectl get trials -o wide shows it.")
+    misses: list[str] = Field(default_factory=list, max_length=5, description="The first misses: region, "
+                              "scenario, what was measured against the bound (every one is in the bundles).")
+
+
 class TrialStatus(Observed):
     phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
     phase_start_time: str | None = None
@@ -60,6 +72,8 @@ class TrialStatus(Observed):
     faults_late: list[str] = Field(default_factory=list, description="Fault window occurrences not in force "
                                    "10 s after they began (a FaultLate warning each).")
     results_uri: str | None = Field(None, alias="resultsURI")
+    objectives: Objectives | None = Field(None, description="The service level objectives the bundles recorded "
+                                          "(Collecting; none when the workload sets none).")
     start_time: str | None = None
     completion_time: str | None = None
     observed_generation: int | None = None

@@ -35,6 +35,8 @@ from wanwide.core.lifecycle.network import (
     probe_pairs,
     verdict,
 )
+from wanwide.core.lifecycle.objectives import OBJECTIVES_MISSED, objectives
+from wanwide.core.lifecycle.objectives import said as objectives_said
 from wanwide.core.lifecycle.schedule import fault_events, in_force, needs_shaping, next_change_s
 from wanwide.core.lifecycle.state import attempt_of, done, elapsed_s, marked, phase_of
 from wanwide.core.lifecycle.step import (
@@ -75,7 +77,7 @@ STORE = "results store "
 # the reasons of the events the lifecycle emits besides phase changes (each provider posts them its own way)
 EVENT_REASONS = ("StageDeployed", "DeployRetry", "VerifyingNetwork", NETWORK_OFF, NETWORK_NOT_MEASURED, "Fault",
                  "FaultInjected", "FaultLate", FAULT_NOT_INJECTED, "LoadRetry", "ResultsStoreUnavailable",
-                 "ResultsStoreAvailable", "NamespacesStuck")
+                 "ResultsStoreAvailable", "NamespacesStuck", OBJECTIVES_MISSED)
 
 
 def after_runner_failure(attempt: int, max_attempts: int) -> str | None:
@@ -323,8 +325,13 @@ def collecting(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> St
                                    seen.store_error)
         return Step(message=message, actions=said, wake_s=5)
     _, back = store_said("", status, None)  # the store came back and the bundles arrived between two steps
-    return Step("CleaningUp", "Collected", f"{len(found)} bundle(s) in {uri}", {"resultsURI": uri, "outcome": "Succeeded"},
-                actions=back)
+    message, recorded = f"{len(found)} bundle(s) in {uri}", {"resultsURI": uri, "outcome": "Succeeded"}
+    if (slo := objectives(seen.objectives)) is not None:
+        recorded["objectives"] = slo
+        message += f"; objectives {slo['summary']}"
+        if slo["missed"]:
+            back = [*back, Event(OBJECTIVES_MISSED, objectives_said(slo), "Warning")]
+    return Step("CleaningUp", "Collected", message, recorded, actions=back)
 
 
 def cleaning_up(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:

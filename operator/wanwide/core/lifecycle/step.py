@@ -66,8 +66,10 @@ class Seen:
     faults_injected: dict[str, float] | None = None
     fault_why: str | None = None
     store_error: str | None = None
-    # bundles (Collecting): (found, missing, URI)
+    # bundles (Collecting): (found, missing, URI); load region → the objectives its bundle recorded (once all
+    # are found; None: not read)
     bundles: tuple[list[str], list[str], str] | None = None
+    objectives: Mapping[str, list[dict[str, Any]] | None] | None = None
     # cleanup (CleaningUp): the shaping and, as spec.cleanup says, the deployment gone; what of the shaping is left
     cleaned: Progress = Progress()
     shaping_left: str | None = None

@@ -31,7 +31,13 @@ from wanwide.providers.lab.bringup import ADMIN_PASSWORD, ROOT_PASSWORD
 from wanwide.providers.lab.deployment import Deployment
 from wanwide.providers.lab.procs import LabError
 from wanwide.providers.lab.quiet import QuietGate, wait_quiet
-from wanwide.providers.lab.results import Earlier, bundles_root, succeeded_bundles, upload
+from wanwide.providers.lab.results import (
+    Earlier,
+    bundles_root,
+    manifest_objectives,
+    succeeded_bundles,
+    upload,
+)
 
 Say = Callable[..., None]
 
@@ -170,6 +176,13 @@ class LabRun:
         have = succeeded_bundles(self.out, p)
         return [r for r in p.load_regions if r in have], [r for r in p.load_regions if r not in have], \
             str(bundles_root(self.out, p))
+
+    def objectives(self, p: TrialPlan) -> dict[str, list[dict[str, Any]] | None] | None:
+        """Once every load region's bundle is there: region → the objectives its manifest recorded."""
+        have = succeeded_bundles(self.out, p)
+        if any(r not in have for r in p.load_regions):
+            return None
+        return {r: manifest_objectives(have[r] / "manifest.json") for r in p.load_regions}
 
     def close(self, dep: Deployment) -> None:
         dep.close()

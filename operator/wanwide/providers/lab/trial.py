@@ -124,7 +124,7 @@ class LabTrial:
                 "fault_why": self.shape_error, "store_error": getattr(self.runners[n], "store_error", None)}
 
     def _bundles(self, now: datetime) -> dict[str, Any]:
-        return {"bundles": self.ops.collect(self.p)}
+        return {"bundles": self.ops.collect(self.p), "objectives": self.ops.objectives(self.p)}
 
     def _cleanup(self, now: datetime) -> dict[str, Any]:
         return {"cleaned": lc.Progress(done=self.cleaned)}

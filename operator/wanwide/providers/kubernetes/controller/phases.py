@@ -232,8 +232,8 @@ def _load(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: d
 
 def _bundles(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
              prepared: Prepared) -> dict[str, Any]:
-    found, missing, uri, error = obs.get("bundles", ([], list(plan.load_regions), "", None))
-    return {"bundles": (found, missing, uri), "store_error": error}
+    found, missing, uri, error, slo = obs.get("bundles", ([], list(plan.load_regions), "", None, None))
+    return {"bundles": (found, missing, uri), "store_error": error, "objectives": slo}
 
 
 def _cleanup(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
