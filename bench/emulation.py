@@ -12,7 +12,7 @@ the VM's noise floor) and, per shape set with ``Network.set_link``, measures:
 - delay and jitter shapes: RTT of ``--pings`` ICMP echoes (``Network.measure_rtt(method="ping")``) and
   of the lab's own probe, TCP connects (``method="tcp"``, what the lifecycle's network check uses);
 - loss shapes (one direction, a→b): an iperf3 UDP stream a→b, datagrams sent and lost (the receiver's
-  sequence numbers);
+  sequence numbers); a run whose stream set-up datagram the loss dropped is run again (``UDP_TRIES``);
 - rate shapes (both directions): iperf3 TCP a→b, the receiver's goodput;
 - the partition (loss 100 % both ways): pings that came through while cut, then the time from lifting
   the cut to the first answer.
@@ -94,6 +94,19 @@ def _iperf(net, args: list[str], seconds: float) -> dict:
             server.wait()
 
 
+# iperf3 (3.12, Debian 12) sets a UDP stream up with one datagram from the client and one answer, with no
+# retransmission: when the loss being measured drops the client's datagram, the run ends after the client's
+# 30 s wait, with this error and no interval measured (esnet/iperf#862, #351). With 10 % loss a→b that is
+# one run in ten: such a run measured nothing, so it is run again, at most UDP_TRIES times in all, and each
+# lost set-up is recorded (``udp_setup_lost``).
+UDP_SETUP_LOST = "unable to read from stream socket"
+UDP_TRIES = 4
+
+
+def _udp_setup_lost(j: dict) -> bool:
+    return UDP_SETUP_LOST in (j.get("error") or "") and not j.get("intervals")
+
+
 def _counters(net) -> dict:
     """What each end's device and the shaper itself counted: ``ip -s link`` (packets, drops) of the link's
     two devices, netem's ``tc -s qdisc`` on the a end, linkemu's per-direction frames/lost/overflow."""
@@ -137,7 +150,13 @@ def measure_shape(net, sh: Shape, pings: int, udp_packets: int, udp_pps: int, tc
     elif sh.kind == "loss":
         secs = udp_packets / udp_pps
         rec["udp_pps"] = udp_pps
-        j = _iperf(net, ["-u", "-l", "100", "-w", "4M", "-b", str(udp_pps * 100 * 8), "-t", f"{secs:g}"], secs)
+        lost_setups: list[str] = []
+        for _ in range(UDP_TRIES):
+            j = _iperf(net, ["-u", "-l", "100", "-w", "4M", "-b", str(udp_pps * 100 * 8), "-t", f"{secs:g}"], secs)
+            if not _udp_setup_lost(j):
+                break
+            lost_setups.append(j["error"])
+        rec["udp_setup_lost"] = lost_setups
         s = (j.get("end") or {}).get("sum") or {}
         rec["udp_sent"] = s.get("packets")
         rec["udp_lost"] = s.get("lost_packets")

@@ -7,8 +7,8 @@
 Runs the real operator as a process under the chart's ServiceAccount against ``hack/testcluster.sh``
 (``--regions`` kwok nodes, one per region; fixture Keystone chart; Rally stood in by ``RallyStandIn``),
 as bench/load.py does. One Galera trial, LAN (no chaos objects), one scenario, load ``--load`` (high:
-Rally in every region). Prints, from the apply: when the base objects were applied (``status.done``
-``base``), when Keystone was installed in every region (``wave1``), when the trial reached Loading and
+Rally in every region). Prints, from the apply: when the trial's place was deployed (``status.done``
+``namespaces``), when Keystone was installed in every region (``keystone``), when the trial reached Loading and
 when it was final; the operator's API requests from apply to Loading (API server audit log: total, per
 region, by client and verb), its peak RSS (VmHWM) and CPU seconds (its own; its children's: helm), the
 API server's and etcd's RSS, the load before and after, a timeline of the hook Jobs (created → complete)
@@ -195,8 +195,8 @@ def run(a: argparse.Namespace, tc, ns: str, op: Operator, log: Path) -> int:
             status = (kube.get(API, "Trial", trial, ns) or {}).get("status") or {}
         now = time.time() - t0
         done, phase = set(status.get("done") or []), status.get("phase") or "Pending"
-        for key, hit in (("provisioning", phase != "Pending"), ("base", "base" in done), ("wave0", "wave0" in done),
-                         ("releases", "wave1" in done),
+        for key, hit in (("provisioning", phase != "Pending"), ("base", "namespaces" in done),
+                         ("wave0", "keystone-schema" in done), ("releases", "keystone" in done),
                          ("ready", phase not in ("Pending", "Provisioning")),
                          ("loading", phase in ("Loading", "Collecting", "CleaningUp", *FINAL)),
                          ("final", phase in FINAL)):

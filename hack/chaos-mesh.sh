@@ -10,6 +10,7 @@
 #                                  # build + images + import + helm install the module's own chart
 #   hack/chaos-mesh.sh uninstall   # helm uninstall, wait for the pods to go
 #   hack/chaos-mesh.sh ref NAME    # image reference of NAME (chaos-mesh | chaos-probe)
+#   hack/chaos-mesh.sh path NAME   # its image archive (docker-archive tar)
 #   hack/chaos-mesh.sh address     # the containerd socket import/install use
 #   hack/chaos-mesh.sh chart       # the module's own chart directory (what install installs)
 #   hack/chaos-mesh.sh status      # what is cached / imported / installed
@@ -39,8 +40,11 @@ GO=${GO:-/usr/local/go/bin/go}
 CACHE=${WANWIDE_CACHE:-$HOME/.cache/wanwide}
 NAMESPACE=${CHAOS_MESH_NAMESPACE:-chaos-mesh}
 RELEASE=chaos-mesh
-# label and taint of the test cluster's real node (hack/testcluster/realnode.sh)
+# label and taint of the test cluster's real node (hack/testcluster/realnode.sh); its VM nodes
+# (hack/testcluster/vmnode.sh) carry both, and the taint VM_TAINT: chaos-daemon runs on them too,
+# the controller-manager stays on the host's real node
 NODE_LABEL=${WANWIDE_REALNODE_LABEL:-wanwide.io/real-node}
+VM_TAINT=wanwide.io/vm-node
 # the pin lives in hack/upstream-crds.sh alone
 CM_MODULE=$(sed -n 's/^CHAOS_MESH_MODULE=//p' "$ROOT/hack/upstream-crds.sh")
 CM_VERSION=$(sed -n 's/^CHAOS_MESH_VERSION=//p' "$ROOT/hack/upstream-crds.sh")
@@ -62,7 +66,7 @@ SUITE=bookworm
 # the image's packages: what chaos-daemon runs for NetworkChaos (iptables, ipset, ip, tc,
 # nsenter) plus what its Dockerfile names that a partition/netem path may touch
 DAEMON_PACKAGES=(iptables ipset iproute2 util-linux procps tzdata ca-certificates)
-PROBE_PACKAGES=(socat bash coreutils)
+PROBE_PACKAGES=(socat bash coreutils python3-minimal)
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
@@ -261,6 +265,13 @@ cmd_import() {
     ctr --address "$addr" -n k8s.io images import "$IMG/$name-$(image_tag "$name").tar" >&2
     step_end
   done
+  # the test cluster's VM nodes (their containerd runs in the VM: hack/testcluster.sh imports there)
+  if [[ -z $ADDRESS && -n $("$ROOT/hack/testcluster.sh" vm-nodes 2>/dev/null) ]]; then
+    step "import into the VM nodes"
+    "$ROOT/hack/testcluster.sh" vm-import --all "$IMG/chaos-mesh-$(image_tag chaos-mesh).tar" \
+      "$IMG/chaos-probe-$(image_tag chaos-probe).tar" >&2
+    step_end
+  fi
 }
 
 cmd_install() {
@@ -290,7 +301,7 @@ chaosDaemon:
   runtime: containerd
   socketPath: $addr
   nodeSelector: {$NODE_LABEL: "true"}
-  tolerations: [{key: $NODE_LABEL, operator: Exists}]
+  tolerations: [{key: $NODE_LABEL, operator: Exists}, {key: $VM_TAINT, operator: Exists}]
 dashboard: {create: false}
 dnsServer: {create: false}
 bpfki: {create: false}
@@ -335,6 +346,7 @@ case $cmd in
   install) cmd_install ;;
   uninstall) cmd_uninstall ;;
   ref) cmd_ref "${ARG:?usage: ref NAME}" ;;
+  path) image_def "${ARG:?usage: path NAME}" >/dev/null; echo "$IMG/$ARG-$(image_tag "$ARG").tar" ;;
   address) containerd_address ;;
   chart) echo "$(module_dir)/helm/chaos-mesh" ;;
   status) cmd_status ;;

@@ -3,7 +3,8 @@
 #   - Debian packages: MariaDB + Galera (+ rsync for state transfer), memcached,
 #     a C compiler (the linkemu WAN shaper, built on first use when the kernel has
 #     no netem), VDE (wirefilter, the shaper when linkemu cannot be built),
-#     iproute2, ping, socat, iptables (faults through the WAN's hubs);
+#     iproute2, ping, socat, iptables (faults through the WAN's hubs), iperf3 (bench/emulation.py's
+#     loss and rate through the shapers; the VM tier runs it in a guest that has this host's root);
 #   - venv "keystone": requirements/keystone.txt (Keystone, PyMySQL, memcache
 #     clients, gunicorn, openstackclient), constrained by requirements/keystone.lock;
 #   - venv "rally": requirements/rally.txt (rally-openstack, rally), with rally.lock;
@@ -30,7 +31,7 @@ logs="$cache/logs"
 mkdir -p "$stamps" "$logs" "$cache/venvs" "$cache/bin"
 export APT_LOG="$logs/apt.log"
 
-APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 gcc libc6-dev iproute2 iputils-ping socat procps psmisc iptables)
+APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 gcc libc6-dev iproute2 iputils-ping socat procps psmisc iptables iperf3)
 VERSITYGW_VERSION=v1.8.0
 
 # stamp NAME SPEC...: path of the stamp for this exact spec

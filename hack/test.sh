@@ -80,7 +80,9 @@ log "lab tests (real MariaDB/Galera/Keystone/Rally in network namespaces)"
 "$py" -m pytest -m "lab" -q -p no:cacheprovider --durations=10 "$@"
 lab=$?
 # netem for real (issue 48): a VM on Debian's stock kernel (hack/vm.sh; this kernel has no netem), where the
-# lab's netem and linkemu shapers meet the same requests, and hack/vm.sh leaves nothing behind (~10 min)
+# lab's netem and linkemu shapers meet the same requests, and hack/vm.sh leaves nothing behind (7 min warm at
+# host load 3-5: 408 s and 432 s on 2026-11-29, three VM boots of ~30 s, the two shapers' runs 117-148 s each;
+# a cold cache adds the kernel's download, ~25 s; it needs hack/install-lab.sh's iperf3 in the guest)
 log "VM tests (Debian's kernel under qemu: netem and linkemu on the same shapes; hack/vm.sh itself)"
 "$py" -m pytest -m "vm" tests/vm -q -p no:cacheprovider --durations=10 "$@"
 vm=$?

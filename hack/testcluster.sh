@@ -10,8 +10,15 @@
 #   hack/testcluster.sh up [--real-node]
 #                                  start (idempotent; seconds when warm); --real-node
 #                                  adds a real node (containerd, kubelet, kube-proxy)
-#   hack/testcluster.sh down [--real-node]
-#                                  stop what `up` started (--real-node: only the real node)
+#   hack/testcluster.sh up --vm-node NAME [--cpus N] [--mem MiB]
+#                                  the real node and a kubelet node NAME in a VM of hack/vm.sh
+#                                  (Debian's kernel: netem), 2 vCPUs and 6144 MiB by default
+#   hack/testcluster.sh down [--real-node | --vm-node NAME|--all]
+#                                  stop what `up` started (--real-node: only the real node and
+#                                  the VM nodes; --vm-node: only that VM node, or all of them)
+#   hack/testcluster.sh vm-nodes   the VM nodes, one a line
+#   hack/testcluster.sh vm-import NAME|--all ARCHIVE...
+#                                  docker-archive tars into the VM node(s)' containerd
 #   hack/testcluster.sh env        print export lines (KUBECONFIG, S3 vars)
 #   hack/testcluster.sh status     show what runs
 #   hack/testcluster.sh nodes N    make sure simulated nodes kwok-r1..kwok-rN exist
@@ -39,8 +46,12 @@ SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 POD_CIDR=10.244.0.1/16
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok versitygw)
+# shellcheck source=testcluster/node.sh
+source "$HERE/node.sh"
 # shellcheck source=testcluster/realnode.sh
 source "$HERE/realnode.sh"
+# shellcheck source=testcluster/vmnode.sh
+source "$HERE/vmnode.sh"
 
 die() { log "ERROR: $*"; exit 1; }
 
@@ -52,7 +63,7 @@ is_ours() { # component pid: runs a cached <component>-<version> on this state d
   local exe; exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
   case $1 in
     containerd) [[ $exe == /usr/bin/containerd ]] || return 1 ;;  # Debian's, not its shims
-    s3-forward) [[ $exe == /usr/bin/socat ]] || return 1 ;;
+    s3-forward|api-forward) [[ $exe == /usr/bin/socat ]] || return 1 ;;
     *) [[ ${exe##*/} == "$1"-* ]] || return 1 ;;
   esac
   tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null | grep -qF -- "$STATE/"
@@ -484,6 +495,54 @@ cmd_up() { # [--real-node]
   log "up in $((SECONDS - t0)) s; KUBECONFIG=$STATE/kubeconfig"
 }
 
+vn_down_all() {
+  local n
+  [[ -n $(vn_names) ]] || return 0
+  ensure_ports
+  resolve_kubectl
+  for n in $(vn_names); do vn_down "$n"; done
+}
+
+cmd_vm_node_up() { # NAME [--cpus N] [--mem MiB]
+  local name=${1:-} cpus=$VN_DEFAULT_CPUS mem=$VN_DEFAULT_MEM
+  [[ $name =~ ^[a-z0-9]{1,10}$ ]] ||
+    die "--vm-node '$name': a name of 1-10 characters of [a-z0-9] (hack/vm.sh's VM names; the node is named so too)"
+  shift
+  while (($#)); do
+    case $1 in
+      --cpus) cpus=${2:?--cpus N}; shift 2 ;;
+      --mem) mem=${2:?--mem MiB}; shift 2 ;;
+      *) die "up --vm-node $name: unknown option $1 (--cpus N, --mem MiB)" ;;
+    esac
+  done
+  cmd_up --real-node
+  take_lock
+  vn_up "$name" "$cpus" "$mem"
+}
+
+cmd_vm_node_down() { # NAME|--all
+  [[ -n ${1:-} ]] || die "down --vm-node: give NAME or --all"
+  [[ -d $STATE/run ]] || { log "nothing to stop"; return 0; }
+  take_lock
+  ensure_ports
+  resolve_kubectl
+  if [[ $1 == --all ]]; then vn_down_all
+  elif [[ -f $VN_ROOT/$1/node.env ]]; then vn_down "$1"
+  else log "no VM node $1"; fi
+}
+
+cmd_vm_import() { # NAME|--all ARCHIVE...
+  local target=${1:?usage: $0 vm-import NAME|--all ARCHIVE...} n a; shift
+  (($#)) || die "vm-import: give the archives (docker-archive tars) to import"
+  for a in "$@"; do [[ -s $a ]] || die "vm-import: no archive $a"; done
+  take_lock
+  if [[ $target == --all ]]; then
+    for n in $(vn_names); do vn_import "$n" "$@"; done
+  else
+    vn_import "$target" "$@"
+  fi
+}
+
 stop_one() { # component
   local c=$1 p
   p=$(pid_of "$c") || { rm -f "$STATE/run/$c.pid"; return 0; }
@@ -502,6 +561,7 @@ stop_one() { # component
 cmd_down() { # [--real-node]
   [[ -d $STATE/run ]] || { log "nothing to stop"; return 0; }
   take_lock
+  vn_down_all
   rn_down
   [[ ${1:-} == --real-node ]] && return 0
   local c i
@@ -552,6 +612,7 @@ cmd_env() {
     echo "export WANWIDE_REALNODE_BUSYBOX_IMAGE=$(rn_busybox_ref)"
     echo "export WANWIDE_REALNODE_S3_ENDPOINT=$(rn_s3_endpoint)"
   fi
+  if [[ -n $(vn_names) ]]; then echo "export WANWIDE_VM_NODES=\"$(vn_names | paste -sd' ')\""; fi
 }
 
 cmd_status() {
@@ -566,6 +627,10 @@ cmd_status() {
   if rn_enabled; then
     echo "real node $RN_NODE ($RN):"
     rn_status || rc=3
+  fi
+  if [[ -n $(vn_names) ]] && pid_of kube-apiserver >/dev/null; then
+    resolve_kubectl
+    vn_status
   fi
   if [[ -f $STATE/kubeconfig ]] && pid_of kube-apiserver >/dev/null; then
     resolve_kubectl
@@ -607,11 +672,15 @@ main() {
       esac
       link_bins ;;
     up)
-      [[ -z ${1:-} || $1 == --real-node ]] || die "up: unknown option $1"
+      if [[ ${1:-} == --vm-node ]]; then shift; cmd_vm_node_up "$@"; link_bins; return 0; fi
+      [[ -z ${1:-} || $1 == --real-node ]] || die "up: unknown option $1 (--real-node, --vm-node NAME)"
       cmd_up "${1:-}"; link_bins ;;
     down)
-      [[ -z ${1:-} || $1 == --real-node ]] || die "down: unknown option $1"
+      if [[ ${1:-} == --vm-node ]]; then cmd_vm_node_down "${2:-}"; return 0; fi
+      [[ -z ${1:-} || $1 == --real-node ]] || die "down: unknown option $1 (--real-node, --vm-node NAME|--all)"
       cmd_down "${1:-}" ;;
+    vm-nodes) vn_names ;;
+    vm-import) cmd_vm_import "$@" ;;
     env) cmd_env ;;
     status) cmd_status ;;
     nodes)
@@ -621,7 +690,7 @@ main() {
     restart-apiserver) cmd_restart_apiserver ;;
     s3) cmd_s3 "${1:-}" ;;
     bin) bin_path "${1:?usage: $0 bin NAME}" ;;
-    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' "$0" >&2; exit 2 ;;
   esac
 }
 

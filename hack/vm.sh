@@ -8,6 +8,7 @@
 #   hack/vm.sh clean                down --all, then whatever a crash left: wwvm-* taps, the bridge,
 #                                   qemu processes of this script, state directories
 #   hack/vm.sh status               the VMs, their addresses, processes and leftovers
+#   hack/vm.sh addr NAME|--host     NAME's address on the bridge (--host: the host's there)
 #   hack/vm.sh exec NAME [--cd DIR] [--tty] -- CMD [ARG...]
 #                                   run CMD in the VM (over ssh), in DIR (default: the current
 #                                   directory, which the guest sees at the same path); its exit code
@@ -520,6 +521,14 @@ cmd_pull() {
   ssh "${opts[@]}" "$(cat "$(vm_dir "$name")/ip")" "tar -C $(shq "$src") -cf - ." | tar -C "$dst" -xf -
 }
 
+cmd_addr() {
+  (($# == 1)) || die "addr: NAME or --host"
+  if [[ $1 == --host ]]; then echo "$HOST_IP"; return 0; fi
+  check_name "$1"
+  qemu_pid "$1" >/dev/null || die "$1 is not up (hack/vm.sh up $1)"
+  cat "$(vm_dir "$1")/ip"
+}
+
 cmd_console() {
   local name=${1:-}
   check_name "$name"
@@ -566,6 +575,7 @@ main() {
     ssh) cmd_ssh "$@" ;;
     pull) cmd_pull "$@" ;;
     console) cmd_console "$@" ;;
+    addr) cmd_addr "$@" ;;
     test) cmd_test "$@" ;;
     prepare) cmd_prepare "$@" ;;
     ""|-h|--help|help) usage ;;

@@ -1,10 +1,14 @@
 """The lab's lowest layer (providers/lab/trial.py ``LabOps``) as plain data, on a clock of its own.
 
-Links live in a dict; a probe between two regions measures what the links in force give (both
-one-way delays, times ``rtt_factor``; nothing through a cut); runners are released at once and
-finish ``run_s`` after their start, each as ``results`` says (attempt → region → complete | failed);
-bundles appear for the runners that completed; their upload fails when asked to (``stopped``). Every call is
-recorded. Nothing here decides: the lifecycle does, through the real :class:`wanwide.providers.lab.trial.LabTrial`.
+Links live in a dict: a new deployment's are lifted (unshaped) until the trial shapes them, as the lab's
+are; a probe between two regions measures what the links in force give (both one-way delays, times
+``rtt_factor``; nothing through a cut); a cut is in force ``late_s`` after it is asked for; a shaper that
+refuses (``shaping_refused``) raises as the lab's does. Deployment stages come up at once, or fail as
+``deploy_fails`` says (every try of stage ``fail_stage``); runners are released at once and finish
+``run_s`` after their start, each as ``results`` says (attempt → region → complete | failed); bundles
+appear for the runners that completed; their upload fails when asked to (``stopped``); ``bug``: starting
+the runners raises a TypeError, as a bug in a step would. Every call is recorded. Nothing here decides:
+the lifecycle does, through the real :class:`wanwide.providers.lab.trial.LabTrial`.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from wanwide.core import lifecycle as lc
 from wanwide.core.plan.links import OneWay, Pair
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.lab.procs import LabError
 from wanwide.providers.lab.run import Live
 
 T0 = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
+BUG = "injected bug"
 
 
 class Clock:
@@ -40,6 +46,7 @@ class FakeDep:
     links: dict[Pair, OneWay]
     trials: list[str] = field(default_factory=list)
     closed: bool = False
+    pending: list[tuple[datetime, Pair, OneWay]] = field(default_factory=list)  # (in force at, pair, shaping)
 
 
 @dataclass
@@ -57,11 +64,15 @@ class FakeLab:
 
     def __init__(self, clock: Clock, *, rtt_factor: float = 1.0, run_s: float = 60.0,
                  results: dict[int, dict[str, str]] | None = None, upload_fails: bool = False,
-                 deploy_fails: BaseException | None = None, out: Path | None = None):
+                 deploy_fails: BaseException | None = None, fail_stage: str = "keystone-schema",
+                 shaping_refused: bool = False, late_s: float = 0.0, bug: bool = False, out: Path | None = None,
+                 slo: list[dict[str, Any]] | None = None):
         self.clock, self.rtt_factor, self.run_s = clock, rtt_factor, run_s
         self.results = results or {}
-        self.upload_fails, self.deploy_fails = upload_fails, deploy_fails
+        self.upload_fails, self.deploy_fails, self.fail_stage = upload_fails, deploy_fails, fail_stage
+        self.shaping_refused, self.late_s, self.bug = shaping_refused, late_s, bug
         self.out = out or Path("/nonexistent")
+        self.slo = slo  # the objectives each runner records in its manifest (the slo rows)
         self.live = Live(1, stream=io.StringIO())
         self.earlier: dict = {}
         self.calls: list[tuple[Any, ...]] = []
@@ -72,42 +83,44 @@ class FakeLab:
     def _at(self) -> float:
         return (self.clock.now() - T0).total_seconds()
 
-    def deploy(self, p: TrialPlan, dep: Any, shared: bool, say: Any) -> FakeDep:
-        self.calls.append(("deploy", self._at()))
-        if self.deploy_fails is not None:
+    def deploy(self, p: TrialPlan, dep: Any, stage: lc.Stage, shared: bool, retry: bool, say: Any) -> FakeDep:
+        self.calls.append(("deploy", self._at(), stage.name))
+        if self.deploy_fails is not None and stage.name == self.fail_stage:
             raise self.deploy_fails
+        if stage.service != lc.PLACE:
+            return dep
         if dep is None:
             self.deployments += 1
-            return FakeDep(f"d{self.deployments}", dict(p.links))
+            return FakeDep(f"d{self.deployments}", {pair: OneWay() for pair in p.links})  # lifted until shaped
         dep.links = dict(p.links)
         return dep
 
     def links(self, dep: FakeDep) -> dict[Pair, OneWay]:
-        return dep.links
+        now = self.clock.now()
+        for at, pair, shaping in [x for x in dep.pending if x[0] <= now]:
+            dep.links[pair] = shaping
+            dep.pending.remove((at, pair, shaping))
+        return dict(dep.links)
 
-    def set_link(self, dep: FakeDep, a: str, b: str, shaping: OneWay) -> None:
-        self.calls.append(("set_link", self._at(), a, b, shaping))
-        dep.links[(a, b)] = shaping
-
-    def wan_trace(self, p: TrialPlan) -> list[tuple]:
-        """The WAN's changes as (seconds from the attempt's load start, attempt, links unlike the plan's)."""
-        state, out, last = dict(p.links), [], ()
-        for t in sorted({c[1] for c in self.calls if c[0] == "set_link"}):
-            for c in self.calls:
-                if c[0] == "set_link" and c[1] == t:
-                    state[(c[2], c[3])] = c[4]
-            diff = tuple(sorted((pair, s) for pair, s in state.items() if s != p.links[pair]))
-            if diff != last:
-                started = [r for r in self.runner_sets if r.started and (r.started - T0).total_seconds() <= t]
-                rel = round(t - (started[-1].started - T0).total_seconds(), 3) if started else None
-                out.append((rel, started[-1].attempt if started else None, diff))
-                last = diff
-        return out
+    def shape(self, dep: FakeDep, want: dict[Pair, OneWay]) -> None:
+        if self.shaping_refused:
+            raise LabError("the shaper refused the link: Specified qdisc kind is unknown")
+        now = self.clock.now()
+        have = self.links(dep)
+        dep.pending = [x for x in dep.pending if want.get(x[1]) == x[2]]
+        for pair, shaping in want.items():
+            if have.get(pair) == shaping or any(x[1] == pair for x in dep.pending):
+                continue
+            self.calls.append(("set_link", self._at(), *pair, shaping))
+            late = self.late_s if shaping.loss_pct >= 100 else 0.0
+            dep.pending.append((now + timedelta(seconds=late), pair, shaping))
+        self.links(dep)
 
     def measure(self, dep: FakeDep, a: str, b: str) -> list[float]:
         if a == b:  # its own region: the platform's round trip alone
             return [0.2] * 5
-        there, back = dep.links[(a, b)], dep.links[(b, a)]
+        links = self.links(dep)
+        there, back = links[(a, b)], links[(b, a)]
         if there.loss_pct >= 100 or back.loss_pct >= 100:
             return []
         return [(there.delay_ms + back.delay_ms) * self.rtt_factor + 0.2] * 5
@@ -116,6 +129,8 @@ class FakeLab:
         self.calls.append(("record_network", len(rows)))
 
     def start_runners(self, dep: FakeDep, p: TrialPlan, attempt: int) -> FakeRunners:
+        if self.bug:
+            raise TypeError(BUG)
         self.calls.append(("start_runners", self._at(), attempt))
         r = FakeRunners(attempt, list(p.load_regions))
         self.runner_sets.append(r)
@@ -150,9 +165,14 @@ class FakeLab:
         return ([r for r in p.load_regions if r in self.bundles], [r for r in p.load_regions if r not in self.bundles],
                 "/out/bundles")
 
+    def objectives(self, p: TrialPlan) -> dict[str, list[dict[str, Any]] | None] | None:
+        if any(r not in self.bundles for r in p.load_regions):
+            return None
+        return {r: self.slo for r in p.load_regions}
+
     def close(self, dep: FakeDep) -> None:
         dep.closed = True
         self.calls.append(("close", dep.id))
 
 
-__all__ = ["T0", "Clock", "FakeDep", "FakeLab", "FakeRunners", "LabError"]
+__all__ = ["BUG", "T0", "Clock", "FakeDep", "FakeLab", "FakeRunners", "LabError"]

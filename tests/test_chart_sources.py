@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -80,3 +81,27 @@ def test_the_renderer_refuses_a_source_before_helm_runs_and_resolves_links(tmp_p
         with pytest.raises(ChartRefused, match=said):
             r.render(rel, {})
     assert ran == []
+
+
+@pytest.mark.parametrize("chart, ok", [
+    ("/root/.cache/wanwide/charts/keystone-24908654c3b5/keystone", True),  # hack/upstream-charts.sh's copy
+    ("/srv/charts/keystone/", True),
+    ("/srv/.charts/_k+s-1.0/keystone", True),
+    ("/srv/charts/../keystone", False),
+    ("/srv/charts/..keystone", False),
+    ("/srv/./keystone", False),
+    ("/srv/charts/..", False),
+    ("/.", False),
+])
+def test_a_chart_path_may_pass_through_hidden_directories_but_never_dot_or_dot_dot(chart, ok):
+    """The Benchmark's own check (the CRD's CEL rule is the same regex: tests/test_crds.py compiles it in RE2)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from wanwide.core.api.refs import CHART_MSG, CHART_RE, Chart
+
+    assert bool(re.fullmatch(CHART_RE, chart)) is ok
+    if ok:
+        assert TypeAdapter(Chart).validate_python(chart) == chart
+    else:
+        with pytest.raises(ValidationError, match=re.escape(CHART_MSG)):
+            TypeAdapter(Chart).validate_python(chart)

@@ -80,3 +80,28 @@ def test_the_two_level_bootstrap_widens_with_rounds_that_disagree():
     w_same = np.subtract(*reversed(em.interval(em.boot_medians(same, em._stable_rng("x")))))
     w_apart = np.subtract(*reversed(em.interval(em.boot_medians(apart, em._stable_rng("x")))))
     assert w_apart > 3 * w_same
+
+
+def test_the_vm_tiers_delay_verdict_on_the_recorded_runs():
+    """tests/vm's delay check (the fastest tenth of the pings against the unshaped path's own spread), applied
+    to the campaign's runs as they were measured: every netem and linkemu run of 100 ms RTT passes,
+    including the one whose median read 10.7 ms beyond the unshaped median (linkemu, round 1: what failed
+    the former fixed ±10 ms); the same runs' 50 and 300 ms pings judged as 100 ms fail, and so do the
+    100 ms pings of each run read as if the shaper had added 3 ms more than the VM's noise."""
+    from tests.vm.helpers import PING_STEP, delay_verdict, quantile
+
+    em = _emulation()
+    runs: dict = {}
+    for r in em.records():
+        if r["shaper"] in ("netem", "linkemu") and r["kind"] == "delay":
+            runs.setdefault((r["shaper"], r["round"]), {})[r["shape"]] = r["ping_ms"]
+    assert len(runs) == 6
+    for key, d in sorted(runs.items()):
+        floor = d["none"]
+        ok, fig = delay_verdict(floor, d["rtt100"], 100.0, PING_STEP)
+        assert ok, (key, fig)
+        for wrong in ("rtt50", "rtt300"):
+            assert not delay_verdict(floor, d[wrong], 100.0, PING_STEP)[0], (key, wrong)
+        over = quantile(floor, 0.9) - quantile(floor, 0.1) + PING_STEP + 3
+        assert not delay_verdict(floor, [x + over for x in d["rtt100"]], 100.0, PING_STEP)[0], key
+    assert quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0 and quantile([1.0], 0.1) == 1.0

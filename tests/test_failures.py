@@ -11,6 +11,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import ForbiddenError, ResourceNotFoundError
 
 from tests.chartdata import fixture_plan
+from wanwide.core import lifecycle as lc
 from wanwide.core.errors import (
     PermanentError,
     TransientError,
@@ -59,12 +60,13 @@ def test_a_bug_cleans_up_first_then_the_trial_fails_with_internal_error_and_the_
     assert (d.phase, d.reason, d.status) == ("CleaningUp", INTERNAL, {"outcome": "Failed"})
     assert "TypeError: argument of type 'NoneType' is not iterable" in d.message and "traceback" in d.message
     status = {"phase": "Provisioning", "phaseStartTime": "2026-11-26T00:00:00Z"}
-    status |= trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, 1, AT)
+    status, _ = lc.apply(status, d, AT)
     assert status["phase"] == "CleaningUp" and status["reason"] == INTERNAL
     # the clean-up ends with the reason and message the bug left (no chaos, no namespaces left)
-    end = phases.decide(fixture_plan(), status, {"chaos": [], "namespaces": {}}, AT)
+    end = phases.decide(fixture_plan(), status, {"chaos": [], "namespaces": {}}, AT).step
     assert (end.phase, end.reason) == ("Failed", INTERNAL) and "TypeError" in end.message
-    patch = trialstate.trial_status(status, end.phase, end.reason, end.message, end.status, 1, AT)
+    new, _ = lc.apply(status, end, AT)
+    patch = trialstate.status_patch(status, new, 1, AT)
     failed = next(c for c in patch["conditions"] if c["type"] == "Failed")
     assert failed["status"] == "True" and failed["reason"] == INTERNAL
 
@@ -81,7 +83,7 @@ def test_an_object_the_api_server_refuses_fails_the_trial_saying_so_not_as_a_bug
 def test_a_bug_while_cleaning_up_fails_at_once_and_says_what_may_be_left():
     d = internal_error("CleaningUp", KeyError("metadata"))
     assert (d.phase, d.reason) == ("Failed", INTERNAL)
-    assert "may be left" in d.message and "deleting its Benchmark" in d.message
+    assert "may be left" in d.message and "KeyError" in d.message
 
 
 def test_every_layer_raises_one_of_three_kinds():
@@ -127,3 +129,48 @@ def test_the_one_retry_tries_what_is_worth_it_backing_off_and_says_so():
     with pytest.raises(TimeoutError):
         retry(down, what="x", attempts=3, backoff_s=0.5, sleep=lambda s: None)
     assert len(calls) == 3
+
+
+def test_one_classifier_a_stores_refusal_is_final_its_trouble_is_not():
+    """The upload, the operator's reading of the results store and the step loop ask the one classifier: S3
+    refusing the request (its keys, its bucket) gets the same answer again; S3 failing (a 500, slow down) may
+    not; a bug is neither."""
+    from botocore.exceptions import ClientError
+
+    from wanwide.core.errors import refusal
+
+    denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "PutObject")
+    busy = ClientError({"Error": {"Code": "SlowDown", "Message": "later"}}, "PutObject")
+    assert refusal(denied) == "AccessDenied" and not transient(denied)
+    assert refusal(busy) is None and transient(busy)
+    assert refusal(TypeError("x")) is None and not transient(TypeError("x"))
+
+
+def test_keystone_failing_to_answer_is_tried_again_keystone_refusing_is_not():
+    from wanwide.pipeline.runner.users import KeystoneError, KeystoneRefused, KeystoneUnavailable
+
+    assert transient(KeystoneUnavailable("HTTP 500", 500)) and not transient(KeystoneRefused("HTTP 401", 401))
+    assert issubclass(KeystoneRefused, PermanentError) and issubclass(KeystoneUnavailable, TransientError)
+    assert issubclass(KeystoneRefused, KeystoneError) and issubclass(KeystoneUnavailable, KeystoneError)
+
+
+def test_the_one_backoff_doubles_from_two_seconds_to_a_minute():
+    from wanwide.core.errors import backoff_s
+
+    assert [backoff_s(n) for n in range(1, 8)] == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+
+
+def test_a_bug_in_a_readiness_check_is_raised_not_waited_out():
+    from wanwide.providers.lab.procs import wait_for
+
+    calls = []
+
+    def check():
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionRefusedError(111, "refused")  # not ready yet
+        raise TypeError("a bug")
+
+    with pytest.raises(TypeError, match="a bug"):
+        wait_for(check, 5, "the service", interval=0.01)
+    assert len(calls) == 2

@@ -42,3 +42,14 @@ def test_every_package_says_what_it_holds():
     for init in sorted(PKG.rglob("__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         assert len(doc.split()) >= 8, f"{init.relative_to(PKG)}: a one-word docstring ({doc!r})"
+
+
+def test_the_lifecycle_speaks_no_providers_words():
+    """The neutral core says what happens to a trial, not how a provider does it: no pods, nodes, Chaos Mesh,
+    kubectl or helm in core/lifecycle (the providers' messages carry those)."""
+    import re
+
+    words = re.compile(r"kubectl|chaos mesh|\bcrds?\b|\bpods?\b|\bnodes?\b|helm|netem|kopf|kubernetes|operator", re.I)
+    found = [f"{f.name}:{i}: {line.strip()}" for f in sorted((PKG / "core" / "lifecycle").glob("*.py"))
+             for i, line in enumerate(f.read_text().splitlines(), 1) if words.search(line)]
+    assert found == []

@@ -59,7 +59,7 @@ def test_a_trial_whose_namespace_someone_else_made_fails_before_it_applies_anyth
     status = {"phase": "Provisioning", "phaseStartTime": "2026-11-29T12:00:00Z"}
     taken = P.namespaces[0]
     d = phases.decide(P, status, {"namespaces_taken": [taken], "owner": UID}, T0)
-    assert (d.phase, d.reason) == ("CleaningUp", "NamespaceTaken") and taken in d.message
+    assert (d.step.phase, d.step.reason) == ("CleaningUp", "NamespaceTaken") and taken in d.step.message
     assert not [a for a in d.actions if type(a).__name__ == "Apply"]
 
 

@@ -19,7 +19,7 @@ from wanwide.core.lifecycle import probe_pairs, rtt_requested
 from wanwide.core.plan.load import load_documents
 from wanwide.core.plan.matrix import expand
 from wanwide.core.plan.trial import TrialPlan, plan
-from wanwide.providers.kubernetes.controller import phases, trialstate
+from wanwide.providers.kubernetes.controller import deploy, phases, trialstate
 from wanwide.providers.kubernetes.controller.actions import (
     Apply,
     Decision,
@@ -61,13 +61,21 @@ def _applied(d: Decision) -> list[dict]:
     return [a.obj for a in d.actions if isinstance(a, Apply)]
 
 
+def _said(d: Decision) -> list[str]:
+    return [a.reason for a in d.actions if isinstance(a, Emit)]
+
+
 def _names(objs) -> set[str]:
     return {o["metadata"]["name"] for o in objs}
 
 
-# ---- Provisioning -------------------------------------------------------------------------
+# ---- Provisioning: the lifecycle's stages (core/lifecycle/deploy.py) as objects (controller/deploy.py) ----------
 
-def test_provisioning_applies_the_base_once_each_namespace_with_the_operators_rolebinding_first():
+FIRST, *OTHERS = P.region_names  # the schema owner first
+PLACED = {"applied": ["namespaces"]}
+
+
+def test_provisioning_applies_the_place_once_each_namespace_with_the_operators_rolebinding_first():
     rbs = {ns: {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                 "metadata": {"name": "wanwide-operator", "namespace": ns}} for ns in P.namespaces}
     d = phases.decide(P, _status("Provisioning"), {"rolebindings": rbs}, T0)
@@ -81,102 +89,131 @@ def test_provisioning_applies_the_base_once_each_namespace_with_the_operators_ro
         # namespaces are applied side by side, each in this order (its lane)
         assert {a.lane for a in d.actions if isinstance(a, Apply) and ns in (a.obj["metadata"].get("namespace"),
                                                                            a.obj["metadata"]["name"])} == {ns}
-    assert d.status["done"] == ["base"] and d.phase is None
+    assert d.recorded == PLACED and d.step.phase is None
     assert any(isinstance(a, Emit) and a.reason == "Provisioning" for a in d.actions)
+    again = phases.decide(P, _status("Provisioning", **PLACED), {"database_ready": {"MariaDB/galera": False}}, T0)
+    assert not _applied(again) and "StageDeployed" in _said(again)  # the place is done
+    assert again.step.status["done"] == ["namespaces"]
 
 
 def _charts(*regions: str) -> dict:
     """Each region's keystone chart, from the fixture chart's rendering of rennes (namespace swapped)."""
     text = RENDERED.read_text()
-    return {P.namespace(r): stages(documents(text.replace(CHART_NS, P.namespace(r))), "keystone", P.namespace(r),
-                                   P.labels(r, "keystone"), (P.db_namespace,)) for r in regions}
+    return {("keystone", r): stages(documents(text.replace(CHART_NS, P.namespace(r))), "keystone", P.namespace(r),
+                                    P.labels(r, "keystone"), (P.db_namespace,)) for r in regions}
 
 
-def test_provisioning_deploys_keystone_wave0_then_wave1_stage_by_stage_in_parallel_lanes():
-    st = _status("Provisioning", "base")
-    first, *others = P.region_names
-    ns0 = P.namespace(first)
-    obs = {"passwords": {}, "charts": _charts(first), "jobs": {}}
+DB_READY = {"MariaDB/galera": True, "User/keystone": True, "Grant/keystone": True}
+
+
+def _deploying(*done: str, charts: dict | None = None, jobs: dict | None = None, **more) -> tuple[dict, dict]:
+    """A status with the place applied and ``done`` stages, and what is observed of the charts."""
+    st = _status("Provisioning", "namespaces", *done, **PLACED, **more)
+    return st, {"passwords": {}, "charts": _charts(*P.region_names) if charts is None else charts,
+                "jobs": jobs or {}, "database_ready": DB_READY, "deployments": {}}
+
+
+def test_keystone_is_deployed_schema_owner_first_stage_by_stage_in_parallel_lanes():
+    ns0 = P.namespace(FIRST)
+    st, obs = _deploying("database")
     d = phases.decide(P, st, obs, T0)
-    applied = [a for a in d.actions if isinstance(a, Apply)]
-    assert {a.lane for a in applied} == {ns0} and _applied(d)[-1]["kind"] == "Job"
-    assert _applied(d)[-1]["metadata"]["name"] == "keystone-db-sync" and d.phase is None and d.wake_s
-    assert "wave0" not in d.status.get("done", []) and "post-install -4" in d.message
+    schema = [a for a in d.actions if isinstance(a, Apply) and a.obj["kind"] == "Job"]
+    assert [(a.lane, a.obj["metadata"]["name"]) for a in schema] == [(ns0, "keystone-db-sync")]  # its first hook
+    assert d.step.phase is None and d.wake_s and "post-install -4" in d.step.message
     sync = {f"{ns0}/keystone-db-sync": "running"}
-    assert not phases.decide(P, st, {**obs, "jobs": sync}, T0).actions
+    assert not [a for a in phases.decide(P, st, {**obs, "jobs": sync}, T0).actions if a.lane == ns0]
     complete = {f"{ns0}/keystone-{j}": "complete" for j in ("db-sync", "domain-manage", "bootstrap")}
     d = phases.decide(P, st, {**obs, "jobs": complete}, T0)
-    assert d.status["done"] == ["base", "wave0"] and [a.reason for a in d.actions] == ["KeystoneInstalled"]
-    st1 = _status("Provisioning", "base", "wave0")
-    d = phases.decide(P, st1, {"passwords": {}, "charts": {**_charts(others[0]), P.namespace(others[1]): None},
-                               "jobs": {}}, T0)
-    assert {a.lane for a in d.actions if isinstance(a, Apply)} == {P.namespace(others[0])}
-    assert "1 rendering" in d.message  # still being rendered: waits, the others go on
+    assert d.step.status.get("done") == ["database", "namespaces"] and "Deployment(s)" in d.step.message
+    available = {k: True for k in deploy.awaited(P, lc.stages(P)[2], phases.rendered(P, st, obs), obs["charts"])}
+    assert f"{ns0}/keystone-api" in available and f"{ns0}/memcached" in available
+    d = phases.decide(P, st, {**obs, "jobs": complete, "deployments": available}, T0)
+    assert "keystone-schema" in d.step.status["done"] and "StageDeployed" in _said(d)
+    st1, obs1 = _deploying("database", "keystone-schema", charts={**_charts(OTHERS[0]), ("keystone", OTHERS[1]): None})
+    d = phases.decide(P, st1, obs1, T0)
+    assert not _applied(d) and "rendering" in d.step.message  # one release not rendered yet: none is applied
 
 
-def test_wave0_waits_for_the_database_objects_while_wave1_objects_go_ahead():
+def test_keystone_waits_for_the_database_objects_while_the_objects_before_its_hooks_go_ahead():
     """Keystone's db-sync before mariadb-operator made its User and Grant was refused ("Access denied") and backed
-    off for minutes on the real node: wave 0 starts once every database object is Ready."""
-    first, *others = P.region_names
-    obs = {"passwords": {}, "charts": _charts(*P.region_names), "jobs": {},
-           "database_ready": {"MariaDB/galera": True, "User/keystone": False, "Grant/keystone": False}}
-    d = phases.decide(P, _status("Provisioning", "base"), obs, T0)
-    assert P.namespace(first) not in {a.lane for a in d.actions if isinstance(a, Apply)}
-    assert "Job" not in {o["kind"] for o in _applied(d)} and "User/keystone" in d.message and d.wake_s <= 5
-    assert {a.lane for a in d.actions} == {P.namespace(r) for r in others}  # the rest goes ahead meanwhile
-    ready = {**obs, "database_ready": dict.fromkeys(obs["database_ready"], True)}
-    d = phases.decide(P, _status("Provisioning", "base", keystoneAhead=len(others)), ready, T0)
-    assert [o["metadata"]["name"] for o in _applied(d) if o["kind"] == "Job"] == ["keystone-db-sync"]
+    off for minutes on the real node: the schema stage starts once every database object is Ready."""
+    st, obs = _deploying()
+    obs["database_ready"] = {"MariaDB/galera": True, "User/keystone": False, "Grant/keystone": False}
+    d = phases.decide(P, st, obs, T0)
+    assert "Job" not in {o["kind"] for o in _applied(d)} and "User/keystone" in d.step.message and d.wake_s <= 5
+    assert {a.lane for a in d.actions if isinstance(a, Apply)} == set(map(P.namespace, P.region_names))  # ahead
+    assert d.recorded == {"ahead": {"keystone-schema": 1, "keystone": len(OTHERS)}}
+    st, obs = _deploying("database", ahead={"keystone-schema": 1, "keystone": len(OTHERS)})
+    d = phases.decide(P, st, obs, T0)
+    assert [o["metadata"]["name"] for o in _applied(d)] == ["keystone-db-sync"]  # ahead already: its first hook
 
 
-def test_wave1_objects_before_their_hooks_go_ahead_while_wave0_runs_and_are_not_applied_again():
-    first, *others = P.region_names
-    obs = {"passwords": {}, "charts": _charts(*P.region_names), "jobs": {f"{P.namespace(first)}/keystone-db-sync": "running"}}
-    d = phases.decide(P, _status("Provisioning", "base"), obs, T0)
-    assert d.status == {"keystoneAhead": len(others)} and d.wake_s
-    assert {a.lane for a in d.actions} == {P.namespace(r) for r in others}
+def test_the_other_regions_objects_go_ahead_while_the_schema_owner_runs_and_are_not_applied_again():
+    ns0 = P.namespace(FIRST)
+    st, obs = _deploying("database", jobs={f"{ns0}/keystone-db-sync": "running"}, ahead={"keystone-schema": 1})
+    d = phases.decide(P, st, obs, T0)
+    assert d.recorded == {"ahead": {"keystone-schema": 1, "keystone": len(OTHERS)}} and d.wake_s
+    assert {a.lane for a in d.actions if isinstance(a, Apply)} == set(map(P.namespace, OTHERS))
     assert "Job" not in {o["kind"] for o in _applied(d)} and "Deployment" in {o["kind"] for o in _applied(d)}
-    st = _status("Provisioning", "base", keystoneAhead=len(others))
-    assert not phases.decide(P, st, obs, T0).actions  # all ahead: nothing more while db-sync runs
-    wave1 = _status("Provisioning", "base", "wave0", keystoneAhead=1)  # a kill after the first of them
-    d = phases.decide(P, wave1, {**obs, "jobs": {}}, T0)
-    by_ns = {ns: [o["kind"] for o in _applied(d) if o["metadata"]["namespace"] == ns] for ns in map(P.namespace, others)}
-    assert by_ns[P.namespace(others[0])] == ["Job"]  # ahead already: its first hook only
-    assert by_ns[P.namespace(others[1])][-1] == "Job" and len(by_ns[P.namespace(others[1])]) > 10
+    st, obs = _deploying("database", jobs={f"{ns0}/keystone-db-sync": "running"},
+                         ahead={"keystone-schema": 1, "keystone": len(OTHERS)})
+    assert not _applied(phases.decide(P, st, obs, T0))  # all ahead: nothing more while db-sync runs
+    st, obs = _deploying("database", "keystone-schema", ahead={"keystone-schema": 1, "keystone": 1})  # a kill after one
+    d = phases.decide(P, st, obs, T0)
+    by_ns = {ns: [o["kind"] for o in _applied(d) if o["metadata"]["namespace"] == ns] for ns in map(P.namespace, OTHERS)}
+    assert by_ns[P.namespace(OTHERS[0])] == ["Job"]  # ahead already: its first hook only
+    assert by_ns[P.namespace(OTHERS[1])][-1] == "Job" and len(by_ns[P.namespace(OTHERS[1])]) > 10
 
 
 def test_a_failed_hook_job_is_deleted_to_run_again_then_fails_the_trial():
-    st = _status("Provisioning", "base")
-    ns0 = P.namespace(P.region_names[0])
-    obs = {"passwords": {}, "charts": _charts(P.region_names[0]), "jobs": {f"{ns0}/keystone-db-sync": "failed"}}
+    ns0 = P.namespace(FIRST)
+    st, obs = _deploying("database", jobs={f"{ns0}/keystone-db-sync": "failed"})
     d = phases.decide(P, st, obs, T0)
-    assert d.status == {"chartFailures": 1} and "keystone-db-sync" in d.message
+    assert d.step.status["deployTries"] == {"keystone-schema": 1} and d.step.phase is None
+    (retry,) = [a for a in d.actions if isinstance(a, Emit) and a.reason == "DeployRetry"]
+    assert "keystone-db-sync" in retry.message and "1 of 3" in retry.message and retry.type == "Warning"
     assert [(a.kind, a.name, a.namespace) for a in d.actions if isinstance(a, Delete)] == [("Job", "keystone-db-sync", ns0)]
-    d = phases.decide(P, _status("Provisioning", "base", chartFailures=phases.CHART_TRIES - 1), obs, T0)
-    assert (d.phase, d.reason) == ("CleaningUp", "ChartFailed")
+    st, obs = _deploying("database", jobs={f"{ns0}/keystone-db-sync": "failed"},
+                         deployTries={"keystone-schema": lc.STAGE_TRIES - 1})
+    d = phases.decide(P, st, obs, T0)
+    assert (d.step.phase, d.step.reason) == ("CleaningUp", "DeployFailed") and "keystone-db-sync" in d.step.message
 
 
-def test_provisioning_waits_for_readiness_then_moves_on():
-    st = _status("Provisioning", "base", "wave0", "wave1")
-    d = phases.decide(P, st, {"passwords": {}, "ready": {"MariaDB/galera": False, "ns/keystone-api": True}}, T0)
-    assert d.phase is None and "MariaDB/galera" in d.message
-    d = phases.decide(P, st, {"passwords": {}, "ready": {"MariaDB/galera": True}}, T0)
-    assert d.phase == "Injecting"
+def test_a_failed_render_is_tried_again_and_said_then_fails_the_trial():
+    st, obs = _deploying("database", charts=_charts(*OTHERS))
+    obs["render_failed"] = {("keystone", FIRST): "helm exited 1"}
+    d = phases.decide(P, st, obs, T0)
+    assert d.step.phase is None and d.step.status["deployTries"] == {"keystone-schema": 1} and not _applied(d)
+    assert [(a.reason, a.type) for a in d.actions if isinstance(a, Emit)] == [("DeployRetry", "Warning")]
+    assert "helm exited 1" in d.actions[0].message and d.wake_s == 5
+    st, obs2 = _deploying("database", deployTries={"keystone-schema": lc.STAGE_TRIES - 1})
+    d = phases.decide(P, st, {**obs2, "render_failed": obs["render_failed"]}, T0)
+    assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "DeployFailed", "Failed")
 
 
-@pytest.mark.parametrize(("obs", "status", "reason"), [
-    ({"missing": "Secret lab/x lacks admin-password"}, {}, "MissingSecret"),
-    ({"passwords": {}, "render_failed": "helm exited 1"}, {"chartFailures": phases.CHART_TRIES - 1}, "ChartFailed")])
-def test_provisioning_errors_retrying_cannot_fix_fail_the_trial(obs, status, reason):
-    d = phases.decide(P, _status("Provisioning", "base", **status), obs, T0)
-    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", reason, "Failed")
+def test_a_chart_wanwide_does_not_apply_refuses_the_trial_at_once_with_nothing_of_it_applied():
+    st, obs = _deploying("database")
+    obs["chart_refused"] = {("keystone", OTHERS[-1]): f"{P.namespace(OTHERS[-1])}: ClusterRole x is not a kind ..."}
+    d = phases.decide(P, st, obs, T0)
+    assert (d.step.phase, d.step.reason) == ("CleaningUp", "ChartRefused") and not _applied(d)
 
 
-def test_a_failed_render_is_tried_again_and_said():
-    d = phases.decide(P, _status("Provisioning", "base"), {"passwords": {}, "render_failed": "helm exited 1"}, T0)
-    assert d.phase is None and d.status == {"chartFailures": 1}
-    assert "1 of 3" in d.message and "helm exited 1" in d.message
-    assert [(a.reason, a.type) for a in d.actions] == [("ChartRetry", "Warning")]
+def test_provisioning_waits_for_the_deployments_then_moves_on():
+    st, obs = _deploying("database", "keystone-schema")
+    complete = {f"{P.namespace(r)}/keystone-{j}": "complete" for r in OTHERS for j in ("db-sync", "domain-manage",
+                                                                                        "bootstrap")}
+    d = phases.decide(P, st, {**obs, "jobs": complete}, T0)
+    assert d.step.phase is None and f"{P.namespace(OTHERS[0])}/keystone-api" in d.step.message
+    available = {k: True for k in deploy.awaited(P, lc.stages(P)[3], phases.rendered(P, st, obs), obs["charts"])}
+    d = phases.decide(P, st, {**obs, "jobs": complete, "deployments": available}, T0)
+    assert d.step.phase == "Injecting" and "4 stage(s) deployed" in d.step.message
+
+
+def test_a_secret_the_operator_made_that_lacks_a_key_is_retried_then_fails_the_trial():
+    st = _status("Provisioning", "namespaces", "database", **PLACED, deployTries={"keystone-schema": 2})
+    d = phases.decide(P, st, {"missing": "Secret lab/x lacks admin-password", "database_ready": DB_READY}, T0)
+    assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "DeployFailed", "Failed")
+    assert "lacks admin-password" in d.step.message
 
 
 def test_each_phase_times_out_into_cleaning_up():
@@ -187,11 +224,11 @@ def test_each_phase_times_out_into_cleaning_up():
         c = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos", "metadata": {"name": "c", "namespace": "n"}}
         d = phases.decide(P, st, {"chaos": [c]}, late)
         if phase == "CleaningUp":
-            assert (d.phase, d.reason) == ("Failed", "ChaosNotRecovered")
+            assert (d.step.phase, d.step.reason) == ("Failed", "ChaosNotRecovered")
         else:
-            assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", f"{phase}Timeout", "Failed")
+            assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", f"{phase}Timeout", "Failed")
         in_time = phases.decide(P, st, {"chaos": []}, T0 + dt.timedelta(seconds=limit - 1))
-        assert in_time.reason != f"{phase}Timeout"
+        assert in_time.step.reason != f"{phase}Timeout"
 
 
 # ---- Injecting, VerifyingNetwork ------------------------------------------------------------
@@ -210,23 +247,24 @@ def _injected(objs: list[dict], failed: str | None = None) -> list[dict]:
 
 def test_injecting_applies_the_wan_removes_any_other_chaos_and_waits_for_all_injected():
     st = _status("Injecting")
-    assert phases.decide(P, st, {"chaos_installed": False}, T0).reason == "ChaosMeshMissing"
+    d = phases.decide(P, st, {"chaos_installed": False}, T0)
+    assert d.step.reason == "ShaperMissing" and "install Chaos Mesh first" in d.step.message
     pods = {r: r != "chicago" for r in P.region_names}
     d = phases.decide(P, st, {"chaos_installed": True, "chaos": [], "running_pods": pods}, T0)
-    assert d.phase is None and "chicago" in d.message and not d.actions
+    assert d.step.phase is None and "chicago" in d.step.message and not d.actions
     wan = render_trial(P).wan
     left = {"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos", "metadata": {"name": "old", "namespace": "n"},
             "spec": {"action": "netem"}}
     ready = {"chaos_installed": True, "chaos": [left], "running_pods": dict.fromkeys(P.region_names, True)}
     d = phases.decide(P, st, ready, T0)
     assert d.actions[0] == Delete("chaos-mesh.org/v1alpha1", "NetworkChaos", "old", "n")  # leftovers first
-    assert _names(_applied(d)) == _names(wan) and d.status["done"] == ["wan"] and d.phase is None
+    assert _names(_applied(d)) == _names(wan) and d.step.status["done"] == ["wan"] and d.step.phase is None
     st = _status("Injecting", "wan")
     some = _injected(wan[1:]) + [wan[0]]
     d = phases.decide(P, st, {"chaos_installed": True, "chaos": some}, T0)
-    assert d.phase is None and not d.actions and "AllInjected" in d.message
+    assert d.step.phase is None and not d.actions and "AllInjected" in d.step.message
     d = phases.decide(P, st, {"chaos_installed": True, "chaos": _injected(wan)}, T0)
-    assert d.phase == "VerifyingNetwork" and "wan-injected" in d.status["done"] and not d.actions
+    assert d.step.phase == "VerifyingNetwork" and "wan-injected" in d.step.status["done"] and not d.actions
 
 
 def test_a_wan_chaos_mesh_cannot_inject_fails_the_trial_saying_where_and_why():
@@ -234,15 +272,15 @@ def test_a_wan_chaos_mesh_cannot_inject_fails_the_trial_saying_where_and_why():
     wan = render_trial(P).wan
     why = "unable to set tcs for pod ns/keystone-api-0: rpc error: code = Unknown"
     d = phases.decide(P, _status("Injecting", "wan"), {"chaos_installed": True, "chaos": _injected(wan, why)}, T0)
-    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "ChaosFailed", "Failed")
-    assert why in d.message and "netem" in d.message and f"{len(wan)} of {len(wan)}" in d.message
+    assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "ChaosFailed", "Failed")
+    assert why in d.step.message and "netem" in d.step.message and f"{len(wan)} of {len(wan)}" in d.step.message
 
 
 def test_a_plan_that_shapes_nothing_needs_no_chaos_mesh():
     flat = _plan()
     flat = dataclasses.replace(flat, classes={r: [] for r in flat.region_names}, faults=[])
     d = phases.decide(flat, _status("Injecting"), {}, T0)
-    assert (d.phase, d.reason) == ("VerifyingNetwork", "Injected")
+    assert (d.step.phase, d.step.reason) == ("VerifyingNetwork", "Injected")
 
 
 S3 = S3Target(endpoint="http://s3:9000", bucket="b", prefix="e2e")
@@ -258,15 +296,15 @@ def test_verifying_network_measures_every_probed_pair_and_moves_on_when_it_is_wh
     jobs = [o for o in _applied(d) if o["kind"] == "Job"]
     sources = sorted({a for a, _ in probe_pairs(P)}, key=P.region_names.index)
     assert [j["metadata"]["namespace"] for j in jobs] == [P.namespace(r) for r in sources]
-    assert {j["metadata"]["name"] for j in jobs} == {"network-probe-1"} and d.status["networkCheck"] == 1
+    assert {j["metadata"]["name"] for j in jobs} == {"network-probe-1"} and d.step.status["networkCheck"] == 1
     assert all(j["spec"]["template"]["spec"]["containers"][0]["args"][:2] == ["runner", "probe"] for j in jobs)
     cfg = json.loads(next(o for o in _applied(d) if o["kind"] == "ConfigMap")["data"]["probe.json"])
     assert cfg["results"]["bucket"] == "b" and cfg["check"] == 1 and cfg["targets"][0]["port"] == 5000
     st = _status("VerifyingNetwork", "probe-1", networkCheck=1)
     d = phases.decide(P, st, {"results": S3, "probes": ({}, sources, None)}, T0)
-    assert d.phase is None and "waiting for the probes" in d.message
+    assert d.step.phase is None and "waiting for the probes" in d.step.message
     d = phases.decide(P, st, {"results": S3, "probes": (_measured(P), [], None)}, T0)
-    assert (d.phase, d.reason) == ("Loading", "NetworkVerified") and "within max(1 ms, 5 %)" in d.message
+    assert (d.step.phase, d.step.reason) == ("Loading", "NetworkVerified") and "within max(1 ms, 5 %)" in d.step.message
 
 
 def test_a_network_off_is_measured_again_then_fails_the_trial_naming_the_pair():
@@ -274,23 +312,23 @@ def test_a_network_off_is_measured_again_then_fails_the_trial_naming_the_pair():
     half = _measured(P, 0.5)  # e.g. a Service's ClusterIP shaped one way only
     st = _status("VerifyingNetwork", "probe-1", networkCheck=1)
     d = phases.decide(P, st, {"results": S3, "probes": (half, [], None)}, T0)
-    assert d.phase is None and d.status == {"networkCheck": 2} and [a.reason for a in d.actions] == ["NetworkOff"]
+    assert d.step.phase is None and d.step.status == {"networkCheck": 2} and _said(d) == ["NetworkOff"]
     st = _status("VerifyingNetwork", "probe-1", networkCheck=2)
     d = phases.decide(P, st, {"results": S3}, T0)
     assert {o["metadata"]["name"] for o in _applied(d) if o["kind"] == "Job"} == {"network-probe-2"}
     st = _status("VerifyingNetwork", "probe-1", "probe-2", networkCheck=2)
     d = phases.decide(P, st, {"results": S3, "probes": (half, [], None)}, T0)
-    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "NetworkOff", "Failed")
+    assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "NetworkOff", "Failed")
     a, b = probe_pairs(P)[0]
     want = rtt_requested(P, (a, b))
-    assert f"{a}↔{b}: requested {want:g} ms, measured {want / 2 + 0.3:.2f} ms" in d.message
+    assert f"{a}↔{b}: requested {want:g} ms, measured {want / 2 + 0.3:.2f} ms" in d.step.message
     d = phases.decide(P, st, {"results": S3, "probes": ({}, [a], None), "probe_jobs": {a: "failed"}}, T0)
-    assert d.reason == "NetworkNotMeasured" and f"job/network-probe-2 -n {P.namespace(a)}" in d.message
+    assert d.step.reason == "NetworkNotMeasured" and f"job/network-probe-2 -n {P.namespace(a)}" in d.step.message
 
 
 def test_without_a_results_store_the_network_is_not_verified_and_said_so():
     d = phases.decide(P, _status("VerifyingNetwork"), {"results": None}, T0)
-    assert (d.phase, d.reason) == ("Loading", "NetworkNotMeasured")
+    assert (d.step.phase, d.step.reason) == ("Loading", "NetworkNotMeasured")
     assert [(a.reason, a.type) for a in d.actions] == [("NetworkNotMeasured", "Warning")]
 
 
@@ -303,24 +341,24 @@ def _loading(*done: str, started: dt.datetime = T0, attempt: int = 1) -> dict:
 def test_loading_chooses_a_start_then_applies_the_runners_with_it():
     d = phases.decide(P, _status("Loading"), {}, T0)
     delay = seconds(P.spec.workload.start_delay)  # prepare and warm up before the common start
-    assert delay == 120 and d.status["loadStartAt"] == ts.iso(T0 + dt.timedelta(seconds=delay)) and not d.actions
+    assert delay == 120 and d.recorded["loadStartAt"] == ts.iso(T0 + dt.timedelta(seconds=delay)) and not d.actions
     d = phases.decide(P, _loading(), {}, T0)
     cms = [o for o in _applied(d) if o["kind"] == "ConfigMap"]
-    assert len(cms) == len(P.load_regions) and "load-1" in d.status["done"]
+    assert len(cms) == len(P.load_regions) and "load-1" in d.step.status["done"]
     assert all(json.loads(c["data"]["runner.json"])["start_at"] == ts.iso(T0) for c in cms)
 
 
 def test_loading_retries_a_failed_runner_then_gives_up():
     jobs = dict.fromkeys(P.load_regions, "running") | {P.load_regions[-1]: "failed"}
     d = phases.decide(P, _loading("load-1"), {"jobs": jobs}, T0)
-    assert d.status["attempt"] == 2 and d.status["loadStartAt"] is None and "load-1" not in d.status["done"]
+    assert d.step.status["attempt"] == 2 and d.step.status["loadStartAt"] is None and "load-1" not in d.step.status["done"]
     assert {a.namespace for a in d.actions if isinstance(a, Delete) and a.kind == "Job"} == \
         {P.namespace(r) for r in P.load_regions}
     last = P.spec.runner.max_attempts
     d = phases.decide(P, _loading(f"load-{last}", attempt=last), {"jobs": jobs}, T0)
-    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "LoadFailed", "Failed")
+    assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "LoadFailed", "Failed")
     d = phases.decide(P, _loading("load-1"), {"jobs": dict.fromkeys(P.load_regions, "complete")}, T0)
-    assert d.phase == "Collecting"
+    assert d.step.phase == "Collecting"
 
 
 def test_results_measured_but_not_stored_fail_the_trial_without_measuring_again():
@@ -328,8 +366,8 @@ def test_results_measured_but_not_stored_fail_the_trial_without_measuring_again(
     with reason PodFailurePolicy (readiness: "stopped"). The old operator retried the whole load."""
     jobs = dict.fromkeys(P.load_regions, "complete") | {P.load_regions[0]: "stopped"}
     d = phases.decide(P, _loading("load-1"), {"jobs": jobs}, T0)
-    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "UploadFailed", "Failed")
-    assert P.load_regions[0] in d.message and "could not be stored" in d.message
+    assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "UploadFailed", "Failed")
+    assert P.load_regions[0] in d.step.message and "could not be stored" in d.step.message
     assert not [a for a in d.actions if isinstance(a, Delete) and a.kind == "Job"]  # no second attempt
     job = next(o for o in render_trial(P).load if o["kind"] == "Job")
     rule = job["spec"]["podFailurePolicy"]["rules"][0]
@@ -376,7 +414,7 @@ class Cluster:
                 self.events.append(f"{(at - T0).total_seconds():g}s {a.message}")
             elif isinstance(a, Emit):
                 self.said.append(a)
-        status.update({k: v for k, v in d.status.items() if k != "done"})
+        status.update({k: v for k, v in d.step.status.items() if k != "done"})
         return d
 
     def cut(self) -> set[str]:
@@ -389,7 +427,7 @@ class Cluster:
 
 def test_the_fault_schedule_is_kept_on_time_overlaps_included_and_a_retry_replays_it():
     """P: partition0 cuts paris 30–50 s, loss0 adds 7 % on paris's links 40–55 s (overlapping it), dropout0
-    cuts rennes and chicago every 300 s for 10 s. The chaos in force is what core/lifecycle.py says, at
+    cuts rennes and chicago every 300 s for 10 s. The chaos in force is what core/lifecycle/schedule.py says, at
     every instant; the old operator left loss0's links at the plan's WAN when the partition ended."""
     c, st = Cluster(), _loading("load-1")
     base = set(c.live)
@@ -423,7 +461,7 @@ def test_the_fault_schedule_is_kept_on_time_overlaps_included_and_a_retry_replay
     assert c.cut() and c.lossy()
     d = c.step(st, at(45), jobs="failed")
     assert st["attempt"] == 2 and st["loadStartAt"] is None and set(c.live) == base and st["faultsInForce"] == []
-    st.update(loadStartAt=ts.iso(at(100)), done=sorted(set(d.status["done"]) | {"load-2"}))
+    st.update(loadStartAt=ts.iso(at(100)), done=sorted(set(d.step.status["done"]) | {"load-2"}))
     c.step(st, at(129))
     assert set(c.live) == base
     c.step(st, at(130))
@@ -502,25 +540,25 @@ def test_a_fault_window_never_in_force_is_warned_of_then_fails_the_trial():
     at = lambda s: T0 + dt.timedelta(seconds=s)  # noqa: E731
     c.step(st, at(30))
     d = c.step(st, at(32))
-    assert d.wake_s == pytest.approx(2) and d.phase is None
+    assert d.wake_s == pytest.approx(2) and d.step.phase is None
     c.step(st, at(40))
     (late,) = [e for e in c.said if e.reason == "FaultLate"]
     assert late.type == "Warning" and "partition0 began 10 s ago" in late.message and st["faultsLate"] == ["partition0"]
     d = c.step(st, at(50))
-    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "FaultNotInjected", "Failed")
-    assert "partition0 ended without ever being in force" in d.message and "networkchaos" in d.message
+    assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "FaultNotInjected", "Failed")
+    assert "partition0 ended without ever being in force" in d.step.message and "networkchaos" in d.step.message
     # a window the load's end cut short before it was due is said, not failed
     c, st = Cluster(inject=False), _loading("load-1")
     c.step(st, at(30))
     d = c.step(st, at(33), jobs="complete")
-    assert d.phase == "Collecting" and [e.reason for e in c.said] == ["FaultNotInjected"]
+    assert d.step.phase == "Collecting" and [e.reason for e in c.said] == ["FaultNotInjected"]
 
 
 def test_a_finished_load_puts_the_plans_wan_back_on_its_way_to_collecting():
     c, st = Cluster(), _loading("load-1")
     c.step(st, T0 + dt.timedelta(seconds=42))
     d = c.step(st, T0 + dt.timedelta(seconds=43), jobs="complete")
-    assert d.phase == "Collecting" and set(c.live) == {o["metadata"]["name"] for o in render_trial(P).wan}
+    assert d.step.phase == "Collecting" and set(c.live) == {o["metadata"]["name"] for o in render_trial(P).wan}
 
 
 def test_a_restarted_operator_repeats_nothing_already_in_force_and_decides_the_same():
@@ -538,28 +576,28 @@ def test_a_restarted_operator_repeats_nothing_already_in_force_and_decides_the_s
 
 def test_collecting_waits_for_every_bundle():
     d = phases.decide(P, _status("Collecting"), {"bundles": (["paris"], ["rennes"], "s3://b/p/", None)}, T0)
-    assert d.phase is None and "rennes" in d.message and not d.actions
+    assert d.step.phase is None and "rennes" in d.step.message and not d.actions
     d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/", None)}, T0)
-    assert (d.phase, d.status["outcome"], d.status["resultsURI"]) == ("CleaningUp", "Succeeded", "s3://b/p/")
+    assert (d.step.phase, d.step.status["outcome"], d.step.status["resultsURI"]) == ("CleaningUp", "Succeeded", "s3://b/p/")
 
 
 def test_a_silent_results_store_is_said_once_and_its_return_too():
     down = "results store http://s3:9000 bucket b unreachable (EndpointConnectionError)"
     st = _status("Collecting")
     d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0)
-    assert d.phase is None and down in d.message and "keep retrying" in d.message
+    assert d.step.phase is None and down in d.step.message and "keep retrying" in d.step.message
     assert [(a.reason, a.type) for a in d.actions] == [("ResultsStoreUnavailable", "Warning")]
-    st["message"] = d.message  # the next step, still down: no second event
+    st["message"] = d.step.message  # the next step, still down: no second event
     assert not phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0).actions
     d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", None)}, T0)  # back
-    assert [a.reason for a in d.actions] == ["ResultsStoreAvailable"] and "results store" not in d.message
+    assert _said(d) == ["ResultsStoreAvailable"] and "results store" not in d.step.message
     # back, and the bundles arrived before the next step: said all the same (a CI run saw it unsaid)
     d = phases.decide(P, st, {"bundles": (P.load_regions, [], "s3://b/p/", None)}, T0)
-    assert d.phase == "CleaningUp" and [a.reason for a in d.actions if isinstance(a, Emit)] == ["ResultsStoreAvailable"]
+    assert d.step.phase == "CleaningUp" and [a.reason for a in d.actions if isinstance(a, Emit)] == ["ResultsStoreAvailable"]
     # a runner still uploading in Loading: the same words
     ld = _loading("load-1")
     d = phases.decide(P, ld, {"jobs": dict.fromkeys(P.load_regions, "running"), "store": down}, T0)
-    assert d.phase is None and d.message.startswith("Rally running") and down in d.message
+    assert d.step.phase is None and d.step.message.startswith("Rally running") and down in d.step.message
     assert [a.reason for a in d.actions if isinstance(a, Emit)][-1:] == ["ResultsStoreUnavailable"]
 
 
@@ -569,14 +607,14 @@ def test_cleaning_up_removes_chaos_first_then_namespaces_then_ends_with_the_outc
             "metadata": {"name": "a", "namespace": "n", "deletionTimestamp": "x"}}
     live = {**gone, "metadata": {"name": "b", "namespace": "n"}}
     d = phases.decide(P, st, {"chaos": [gone, live]}, T0)
-    assert [a.name for a in d.actions] == ["b"] and d.phase is None
+    assert [a.name for a in d.actions] == ["b"] and d.step.phase is None
     d = phases.decide(P, st, {"chaos": [], "namespaces": {}}, T0)
-    assert (d.phase, d.reason, d.message) == ("Failed", "LoadFailed", "Rally failed in paris")
+    assert (d.step.phase, d.step.reason, d.step.message) == ("Failed", "LoadFailed", "Rally failed in paris")
     always = _plan(cleanup="Always")
     d = phases.decide(always, {**st, "outcome": "Succeeded"}, {"chaos": [], "namespaces": {"x": False, "y": True}}, T0)
-    assert [a.name for a in d.actions] == ["x"] and d.phase is None
+    assert [a.name for a in d.actions] == ["x"] and d.step.phase is None
     d = phases.decide(always, {**st, "outcome": "Succeeded"}, {"chaos": [], "namespaces": {}}, T0)
-    assert (d.phase, d.reason) == ("Succeeded", "Completed")
+    assert (d.step.phase, d.step.reason) == ("Succeeded", "Completed")
 
 
 # ---- status, conditions, error policy -------------------------------------------------------
@@ -588,19 +626,23 @@ def _cond(status: dict, ctype: str) -> dict | None:
 def test_conditions_follow_the_phase_and_carry_the_generation():
     st = _status("Collecting", conditions=[{"type": "Complete", "status": "False", "reason": "stale",
                                             "message": "", "lastTransitionTime": "x", "observedGeneration": 1}])
-    patch = trialstate.trial_status(st, "CleaningUp", "Collected", "2 bundles", {"outcome": "Succeeded"}, 3, T0)
+    def patch_of(current: dict, phase: str, reason: str, message: str, fields: dict) -> dict:
+        new, _ = lc.apply(current, lc.Step(phase, reason, message, fields), T0)
+        return trialstate.status_patch(current, new, 3, T0)
+
+    patch = patch_of(st, "CleaningUp", "Collected", "2 bundles", {"outcome": "Succeeded"})
     assert patch["phase"] == "CleaningUp" and _cond(patch, "Complete") is None  # stale: removed
     assert _cond(patch, "Progressing")["status"] == "True" and patch["observedGeneration"] == 3
     st = {**st, **patch}
-    patch = trialstate.trial_status(st, "Succeeded", "Completed", "done", {}, 3, T0)
+    patch = patch_of(st, "Succeeded", "Completed", "done", {})
     assert (_cond(patch, "Complete")["status"], _cond(patch, "Failed")["status"]) == ("True", "False")
     assert _cond(patch, "Progressing")["status"] == "False" and patch["completionTime"] == ts.iso(T0)
     assert all(c["observedGeneration"] == 3 for c in patch["conditions"])
     assert [c["type"] for c in patch["conditions"]].count("Complete") == 1  # a map keyed by type
-    failed = trialstate.trial_status(st, "Failed", "LoadFailed", "rally exited 1", {}, 3, T0)
+    failed = patch_of(st, "Failed", "LoadFailed", "rally exited 1", {})
     assert (_cond(failed, "Complete")["status"], _cond(failed, "Failed")["status"]) == ("False", "True")
     assert _cond(failed, "Failed")["reason"] == "LoadFailed"
-    back = trialstate.trial_status({**st, **patch}, "Loading", "x", "", {}, 3, T0)
+    back = patch_of({**st, **patch}, "Loading", "x", "", {})
     assert "phase" not in back  # forward only
 
 
@@ -619,8 +661,13 @@ def test_a_frozen_plan_that_no_longer_validates_is_a_permanent_failure():
         trial_plan(trial)
     with pytest.raises(InvalidPlan, match=A_PLAN_INPUT):
         trial_plan({"metadata": {"annotations": {}}})
-    patch = trialstate.trial_status(_status("Loading"), "Failed", "InvalidPlan", "no longer validates", {}, 1, T0)
+    st = _status("Loading")
+    step = lc.decide(None, st, lc.Seen(refused=("InvalidPlan", "no longer validates")), T0)
+    assert (step.phase, step.reason, step.actions) == ("Failed", "InvalidPlan", [])  # no clean-up: its plan is not its own
+    new, events = lc.apply(st, step, T0)
+    patch = trialstate.status_patch(st, new, 1, T0)
     assert patch["phase"] == "Failed" and _cond(patch, "Failed")["status"] == "True"
+    assert [(e.reason, e.type) for e in events] == [("Failed", "Warning")]
 
 
 def test_an_invalid_benchmark_is_failed_until_fixed():
@@ -653,23 +700,23 @@ def test_a_namespace_stuck_terminating_ends_the_clean_up_at_its_timeout_and_is_n
     obs = {"chaos": [], "namespaces": {"ns-r1": True}, "namespaces_why": {"ns-r1": why}}
     st = _status("CleaningUp", outcome="Succeeded")
     d = phases.decide(P, st, obs, T0)
-    assert d.phase is None and why in d.message  # within the timeout: waits, and says for what
+    assert d.step.phase is None and why in d.step.message  # within the timeout: waits, and says for what
     late = T0 + dt.timedelta(seconds=seconds(P.spec.timeouts.cleaning_up) + 1)
     d = phases.decide(P, st, obs, late)
-    assert (d.phase, d.reason) == ("Succeeded", "NamespacesStuck")
-    assert "ns-r1" in d.message and why in d.message and "results stored" in d.message
+    assert (d.step.phase, d.step.reason) == ("Succeeded", "NamespacesStuck")
+    assert "ns-r1" in d.step.message and why in d.step.message and "results stored" in d.step.message
     assert [(a.reason, a.type) for a in d.actions] == [("NamespacesStuck", "Warning")]
     failed = _status("CleaningUp", outcome="Failed", reason="LoadFailed", outcomeMessage="Rally failed in paris")
     d = phases.decide(P, failed, obs, late)
-    assert (d.phase, d.reason) == ("Failed", "LoadFailed") and d.message.startswith("Rally failed in paris; ")
+    assert (d.step.phase, d.step.reason) == ("Failed", "LoadFailed") and d.step.message.startswith("Rally failed in paris; ")
 
 
 @pytest.mark.parametrize("phase", ["Injecting", "Loading"])
 def test_chaos_mesh_gone_mid_run_fails_the_trial_clearly(phase):
     st = _loading("load-1") if phase == "Loading" else _status("Injecting", "base", "wan")
     d = phases.decide(P, st, {"chaos_installed": False}, T0)
-    assert (d.phase, d.reason, d.status["outcome"]) == ("CleaningUp", "ChaosMeshMissing", "Failed")
-    assert "reinstall Chaos Mesh" in d.message
+    assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "ShaperMissing", "Failed")
+    assert "reinstall Chaos Mesh" in d.step.message
 
 
 def test_chaos_mesh_never_injected_keeps_its_finalizer_so_the_clean_up_releases_it():
@@ -686,7 +733,7 @@ def test_chaos_mesh_never_injected_keeps_its_finalizer_so_the_clean_up_releases_
     assert not [a for a in d.actions if isinstance(a, DropFinalizer)]  # Chaos Mesh may still recover it
     d = phases.decide(P, st, {"chaos": [failed]}, T0 + dt.timedelta(seconds=31))
     (drop,) = [a for a in d.actions if isinstance(a, DropFinalizer)]
-    assert drop.obj["metadata"]["name"] == "wan-x" and "released" in d.message
+    assert drop.obj["metadata"]["name"] == "wan-x" and "released" in d.step.message
     injected = {**failed, "status": {"experiment": {"containerRecords": [{"events": [
         {"type": "Succeeded", "operation": "Apply"}]}]}}}
     d = phases.decide(P, st, {"chaos": [injected]}, T0 + dt.timedelta(seconds=31))
@@ -732,7 +779,7 @@ def test_two_chaos_objects_sharing_pods_on_a_node_without_netem_are_released_thr
     assert deleted(phases.decide(P, st, obs, T0 + dt.timedelta(seconds=10))) == []  # Chaos Mesh may still sync them
     d = phases.decide(P, st, obs, T0 + dt.timedelta(seconds=31))
     assert deleted(d) == ["t-r1/keystone-api-2", "t-r2/keystone-api-1"]
-    assert "cannot sync 2 pod(s)" in d.message and "unable to set tcs" in d.message
+    assert "cannot sync 2 pod(s)" in d.step.message and "unable to set tcs" in d.step.message
     assert not [x for x in d.actions if isinstance(x, DropFinalizer)]  # injected somewhere: not released by force
     assert deleted(phases.decide(P, st, {"chaos": [a, b]}, T0 + dt.timedelta(seconds=31))) == []  # none observed
 
@@ -757,7 +804,7 @@ def test_a_partition_whose_pods_left_to_recover_finished_is_released():
 
     def dropped(running: set[str], after_s: float) -> list[str]:
         d = phases.decide(P, st, {"chaos": [cut], "running_pods_of_chaos": running}, T0 + dt.timedelta(seconds=after_s))
-        assert d.phase is None  # the clean-up waits for the object to go
+        assert d.step.phase is None  # the clean-up waits for the object to go
         return [a.obj["metadata"]["name"] for a in d.actions if isinstance(a, DropFinalizer)]
 
     assert dropped(set(), 10) == []  # Chaos Mesh may still recover it
@@ -765,7 +812,7 @@ def test_a_partition_whose_pods_left_to_recover_finished_is_released():
     assert dropped(set(), 31) == ["partition0-x-nn"]
     assert readiness.unrecovered(cut) == ["t-r2/rally-abc"]
     d = phases.decide(P, st, {"chaos": [cut], "running_pods_of_chaos": set()}, T0 + dt.timedelta(seconds=31))
-    assert "no longer run" in d.message
+    assert "no longer run" in d.step.message
 
 
 def test_the_pods_left_to_recover_are_read_in_one_list_and_only_when_some_are_left():
@@ -788,3 +835,38 @@ def test_the_pods_left_to_recover_are_read_in_one_list_and_only_when_some_are_le
     assert running_pods_of_chaos(finished, [deleted]) == set()
     live = Pods("Running")
     assert running_pods_of_chaos(live, [{**deleted, "metadata": {}}]) == set() and live.calls == 0
+
+
+def test_a_new_service_is_new_stages_and_a_renderer_not_a_state_machine(monkeypatch):
+    """Issue 45's way in: a message queue in the primary region, after the database and before Keystone, is a
+    stage in the plan (core/lifecycle/deploy.py ``stages``) and its chart's renderer (``render.CHARTS``); the
+    lifecycle steps through it and the operator deploys it with nothing else changed."""
+    from wanwide.core.lifecycle import machine
+    from wanwide.providers.kubernetes import render
+    from wanwide.providers.kubernetes.render.keystone import releases
+
+    real = lc.stages
+
+    def with_queue(p):
+        s = list(real(p))
+        queue = lc.Stage("queue", "queue", (p.primary_region,), after=("database",))
+        s[2] = dataclasses.replace(s[2], after=("database", "queue"))  # the schema owner's Keystone waits for it
+        return tuple([*s[:2], queue, *s[2:]])
+
+    def queue_releases(p, passwords=None):
+        return [dataclasses.replace(r, name="queue") for r in releases(p, passwords) if r.region == p.primary_region]
+
+    for m in (lc, machine):
+        monkeypatch.setattr(m, "stages", with_queue)
+    monkeypatch.setitem(render.CHARTS, "queue", queue_releases)
+    st, obs = _deploying("database")
+    obs["charts"] |= {("queue", P.primary_region): _charts(P.primary_region)[("keystone", P.primary_region)]}
+    d = phases.decide(P, st, obs, T0)
+    hooks = [(a.lane, a.obj["metadata"]["name"]) for a in d.actions if isinstance(a, Apply) and a.obj["kind"] == "Job"]
+    assert hooks == [(P.namespace(P.primary_region), "keystone-db-sync")]  # the queue's first hook, nothing else's
+    assert "queue" in d.step.message and d.step.phase is None
+    ns = P.namespace(P.primary_region)
+    complete = {f"{ns}/keystone-{j}": "complete" for j in ("db-sync", "domain-manage", "bootstrap")}
+    available = dict.fromkeys(deploy.awaited(P, with_queue(P)[2], phases.rendered(P, st, obs), obs["charts"]), True)
+    d = phases.decide(P, st, {**obs, "jobs": complete, "deployments": available}, T0)
+    assert "queue" in d.step.status["done"] and "StageDeployed" in _said(d)

@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 LAB_APT = ["mariadb-server", "mariadb-client", "galera-4", "rsync", "memcached", "vde2", "gcc", "libc6-dev",
            "iproute2",
-           "iputils-ping", "socat", "procps", "psmisc", "iptables"]
+           "iputils-ping", "socat", "procps", "psmisc", "iptables", "iperf3"]
 
 STUBS = {
     "dpkg-query": r"""

@@ -12,6 +12,7 @@ fails when the page and the data disagree.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import tempfile
@@ -29,6 +30,9 @@ from wanwide.pipeline.results.runs import machine
 from wanwide.pipeline.results.stats import STUDY_READ_PCT
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import study_effects as se  # noqa: E402  (beside this file)
+
 PAGE = HERE.parent / "results-study.md"
 WHERE = {"r1": "beside the database (r1)", "r3": "far region (r3)"}
 
@@ -74,6 +78,7 @@ CHANGE = {"up": "grows", "down": "shrinks", "same": f"no effect (within ±{RELAT
           "too-few": "cannot tell (n too small)"}
 
 
+@functools.lru_cache(maxsize=4)
 def _read(d: Path):
     with tempfile.TemporaryDirectory() as tmp:
         return read_sources([d], Path(tmp))
@@ -117,9 +122,13 @@ def cpu_per_iteration(manifests: list[dict]) -> dict[tuple[str, str], tuple[floa
         if (m.get("status") or {}).get("result") != "succeeded" or c.get("busy_pct") is None or not it:
             continue
         k = (str(m.get("benchmark")), str((m.get("trial") or {}).get("id")))
-        own = max(0.0, c["busy_pct"] - (c.get("foreign_cpu_pct") or 0.0)) / 100 * ((m.get("host") or {}).get("cpu_count") or 2)
+        if c.get("own_cpu_s") is not None:  # recorded by the runner (from issue 46 on)
+            cpu_s = float(c["own_cpu_s"])
+        else:
+            cpus = (m.get("host") or {}).get("cpu_count") or 2
+            cpu_s = max(0.0, c["busy_pct"] - (c.get("foreign_cpu_pct") or 0.0)) / 100 * cpus * c["window_s"]
         a = acc.setdefault(k, [0.0, 0, [], []])
-        a[0] = max(a[0], own * c["window_s"])  # one window for the trial: the largest of its runs'
+        a[0] = max(a[0], cpu_s)  # one window for the trial: the largest of its runs'
         a[1] += it
         a[3].append(c.get("cpu_some_pct") or np.nan)
     return {k: (a[0] / a[1], float(np.nanmedian(a[3]))) for k, a in acc.items()}
@@ -350,13 +359,13 @@ def rw_verdict(runs: pd.DataFrame) -> str:
     return "**cannot tell**: the runs' ranges overlap"
 
 
-def _rw_finding() -> str:
-    """The read/write row of the first table, from docs/data/study-rw."""
+def _rw_finding() -> dict[str, str]:
+    """The read/write row of the first table, from docs/data/study-rw: its finding, the study's values, ours, verdict."""
     d = HERE / "study-rw"
-    head = ("| Read/write share per scenario (one scenario per task): create_user_update_password writes most | "
-            + ", ".join(f"{short} {STUDY_READ_PCT[full]:.2f}/{100 - STUDY_READ_PCT[full]:.2f} %" for full, short in SCEN.items()) + " |")
+    row = {"finding": "Read/write share per scenario (one scenario per task): create_user_update_password writes most",
+           "study": ", ".join(f"{short} {STUDY_READ_PCT[full]:.2f}/{100 - STUDY_READ_PCT[full]:.2f} %" for full, short in SCEN.items())}
     if not (d / "dataset.json").is_file():
-        return head + " — | **not measured yet** (manifests/examples/study-rw.yaml) |"
+        return row | {"ours": "—", "verdict": "**not measured yet** (manifests/examples/study-rw.yaml)"}
     runs, _cpu = _rw_runs(d)
     share = runs.groupby("scenario")["read_pct"].agg(["median", "size"])
 
@@ -365,8 +374,8 @@ def _rw_finding() -> str:
             return "not measured"
         return f"{share.at[sc, 'median']:.2f}/{100 - share.at[sc, 'median']:.2f} % (median of {int(share.at[sc, 'size'])})"
 
-    value = ", ".join(f"{short} {cell(full.rsplit('.', 1)[-1])}" for full, short in SCEN.items())
-    return head + f" {value} | {rw_verdict(runs)} |"
+    return row | {"ours": ", ".join(f"{short} {cell(full.rsplit('.', 1)[-1])}" for full, short in SCEN.items()),
+                  "verdict": rw_verdict(runs)}
 
 
 # Sitting 1 ran before the bundles recorded their link layout (deployment.layout); its 9-region deployments'
@@ -437,73 +446,134 @@ def _trials(r) -> str:
     return f"{ok.drop_duplicates(['benchmark', 'trial'])['trial'].count()} trials"
 
 
-def findings(d: Path) -> str:
-    """The first table: each headline finding of the study, its value there, wanwide's with its interval,
-    and the verdict: agree, contradict, cannot tell, or not measured and why."""
+PLANNED = {"study-3": 30, "study-9": 18, "study-45": 12, "study-3-high": 30, "study-9-high": 18}
+KIND = {"finding": "finding", "control": "**control**"}
+
+
+@functools.lru_cache(maxsize=2)
+def context(d: Path) -> se.Ctx:
+    """The unit tables (Total and the actions' sum; every region, r1, the far regions), CPU per trial and the
+    study's figures read off, for the reading in round trips (docs/data/study_effects.py)."""
     r = _read(d)
     t = r.table
-    planned = {"study-3": 30, "study-9": 18, "study-45": 12, "study-3-high": 30, "study-9-high": 18}
+    ta = se.with_actions(t)
+    far = set(t["region"].astype(str)) - {"r1"}
+
+    def u(tab: pd.DataFrame, regions: set[str] | None, action: str) -> pd.DataFrame:
+        return se.units(tab, r.manifests, machine_of, regions, action)
+
+    return se.Ctx(u(t, None, "Total"), u(t, {"r1"}, "Total"), u(t, far, "Total"), u(ta, None, se.ACTIONS),
+                  u(ta, {"r1"}, se.ACTIONS), u(ta, far, se.ACTIONS), cpu_per_iteration(r.manifests), t, se.figures(),
+                  lambda be, n, load: _fail_rate(t, be, n, load))
+
+
+def family(d: Path) -> tuple[int, float]:
+    """How many intervals the findings table reads verdicts from, and the level each is read at (Bonferroni)."""
+    rows = se.findings(context(d), 0.95)
+    m = sum(1 for x in rows if x["effect"] is not None and x["effect"].defined)
+    return m, se.family_level(m)
+
+
+def findings(d: Path) -> str:
+    """The first table: every finding of the study (its words, its size read off its figures), wanwide's size with
+    its 95 % interval and the interval at the family's level, and the verdict read from the latter and why."""
+    r = _read(d)
     done = r.runs[r.runs["result"] == "succeeded"].drop_duplicates(["benchmark", "trial"]).groupby("benchmark").size()
-    progress = ", ".join(f"{b} {int(done.get(b, 0))}/{n}" for b, n in planned.items())
-    rows = []
-    # 1. light load, no delay: MariaDB faster than Galera at every size (paired on the round)
-    u = _at(_units(r), load="light")
-    auth = "KeystoneBasic.authenticate_user_and_validate_token"
-    for n in ("3", "9", "45"):
-        at = _at(u, regions=n, rtt="0ms", scenario=auth)
-        p = paired_change(_at(at, backend="mariadb"), _at(at, backend="galera"), BLOCK)
-        if not p.blocks:
-            rows.append(f"| Light load, {n} regions, no delay: MariaDB faster than Galera (authenticate) | MariaDB < Galera < CockroachDB "
-                        "(figure 7) | — | **not measured yet** (the campaign's later sittings) |")
-            continue
-        v = {"up": "**agrees** (Galera slower)", "down": "**contradicts** (Galera faster)",
-             "same": f"**not reproduced**: no difference beyond ±{RELATIVE_BOUND:.0%} (the study gives the order, not its size)",
-             "too-few": "**cannot tell (n too small)**"}.get(p.verdict(RELATIVE_BOUND), "**cannot tell** which is faster")
-        rows.append(f"| Light load, {n} regions, no delay: MariaDB faster than Galera (authenticate) | MariaDB < Galera < "
-                    f"CockroachDB (figure 7) | Galera vs MariaDB mean, paired on the round: {_paired(p)} "
-                    f"| {v}; CockroachDB: cannot run here |")
-    # 2. delay at 9 regions (the study's delay test), light load, paired on the round
-    for be, sc, claim, study in (
-            ("mariadb", auth, "MariaDB handles delay (Rally beside it)", "✓ (table 4)"),
-            ("mariadb", "KeystoneBasic.create_user_update_password", "MariaDB handles delay, writes too", "✓ (table 4)"),
-            ("galera", auth, "Galera: reads handle delay", "✓ reads (table 4)"),
-            ("galera", "KeystoneBasic.create_user_update_password", "Galera: writes suffer from delay", "✗ writes (table 4)")):
-        here = _at(u, regions="9", backend=be, scenario=sc)
-        p = paired_change(_at(here, rtt="0ms"), _at(here, rtt="300ms"), BLOCK)
-        if not p.blocks:
-            rows.append(f"| {claim}: 9 regions, RTT 300 vs 0 ms | {study} | — | **not measured yet** |")
-            continue
-        said = p.verdict(RELATIVE_BOUND)
-        if said == "too-few":
-            v = f"**{CHANGE[said]}**"
-        elif "writes suffer" in claim:
-            v = "**agrees**" if said == "up" else ("**contradicts**" if said in ("same", "down") else "**cannot tell**")
-        else:
-            v = {"same": f"**agrees** (no effect within ±{RELATIVE_BOUND:.0%})", "up": "**contradicts** (grows)",
-                 "down": "**agrees** (shrinks)"}.get(said, f"**cannot tell** (the interval allows more than ±{RELATIVE_BOUND:.0%})")
-        rows.append(f"| {claim}: 9 regions, RTT 300 vs 0 ms | {study} | mean, paired on the round: {_paired(p)} | {v} |")
-    # 3. high load
-    rows.append("| High load, 45 regions: Galera's mean time ×4 (120 → 475 ms from 3 to 45 regions) | ×4 | "
-                + _high_size(_units(r)) + " | **not measured at 45 regions**: high load runs at 3 and 9 (45 × 10 Rally users "
-                "on 2 cores would measure the CPU queue: study.yaml) |")
-    rows.append("| High load, 45 regions: MariaDB's failure rate 0 → 0.98 | λ = 0.98 | " + _fail_rate(t, "mariadb", "9", "high")
-                + " | **not measured at 45 regions** (as above) |")
-    rows.append(_rw_finding())
-    rows.append("| CockroachDB: slowest at light load, holds under high load; 5 % tail up to ~30 s at 45 regions | — | — | "
-                "**not measured**: no CockroachDB source or binary here under a licence this project can use |")
-    head = ["| study finding | study value | wanwide value [95 % CI] | verdict, and why |", "|---|---|---|---|"]
-    state = "complete" if all(done.get(b, 0) >= n for b, n in planned.items()) else "so far"
-    return "\n".join(head + rows + ["", f"Campaign {state}: {progress} trials ({_trials(r)} with data)."])
+    progress = ", ".join(f"{b} {int(done.get(b, 0))}/{n}" for b, n in PLANNED.items())
+    c = context(d)
+    m, level = family(d)
+    rows95, rows = se.findings(c, 0.95), se.findings(c, level)
+    head = ["| # | study finding (its words; the reading chosen) | kind | study's size (read off its figure) "
+            "| wanwide [95 %] | the verdict's interval, at the family's level | verdict, and why |",
+            "|---|---|---|---|---|---|---|"]
+    lines = []
+    for i, (a, b) in enumerate(zip(rows95, rows, strict=True), 1):
+        e = b["effect"]
+        fam = "—" if e is None or not e.blocks else (se.pct(e) if b.get("unit") == "%" else se.fmt(e, 2) + " round trips")
+        lines.append(f"| {i} | {b['finding']} | {KIND[b['kind']]} | {b['study']} | {a['ours']} | {fam} | {b['verdict']} |")
+    rw = _rw_finding()
+    lines.append(f"| {len(rows) + 1} | {rw['finding']} | finding | {rw['study']} | {rw['ours']} | — | {rw['verdict']} |")
+    summary = (f"{m} intervals carry a verdict in this table; each verdict is read from its interval at "
+               f"{level:.2%} (Bonferroni: all {m} hold together with 95 %), the 95 % one beside it.")
+    state = "complete" if all(done.get(b, 0) >= n for b, n in PLANNED.items()) else "so far"
+    return "\n".join(head + lines + ["", summary, "",
+                                      f"Campaign {state}: {progress} trials ({_trials(r)} with data)."])
 
 
-def _high_size(u: pd.DataFrame) -> str:
-    """Galera under high load, 9 against 3 regions, no delay (authenticate, mean), paired on the campaign's
-    round on one machine (a round runs every Benchmark once: its 3- and 9-region trials are near in time)."""
-    at = _at(u, backend="galera", rtt="0ms", load="high", scenario="KeystoneBasic.authenticate_user_and_validate_token")
-    p = paired_change(_at(at, regions="3"), _at(at, regions="9"), BLOCK)
-    if not p.blocks:
-        return "9 vs 3 regions: not measured yet"
-    return f"9 vs 3 regions (high, no delay), paired on the round: {_paired(p)}"
+def rtt(d: Path) -> str:
+    """Every point with RTTs: the delay's effect in seconds and round trips (per iteration and per user's request
+    chain), the ratio beside it, and what the row can show (a control or an effect)."""
+    c = context(d)
+    return se.rtt_table(se.delay_effects(c.light, c.near, c.far))
+
+
+def machines(d: Path) -> str:
+    return se.machine_blocks(context(d).light)
+
+
+def controls(d: Path) -> str:
+    c = context(d)
+    return se.controls_table(se.size_controls(c.light, c.cost, c.table))
+
+
+def wan(d: Path) -> str:
+    return se.wan_table(se.wan_checked(_read(d).manifests))
+
+
+def windows(d: Path) -> str:
+    """Galera's send windows as the data ran them, per size and RTT (the deployments' record)."""
+    r = _read(d)
+    seen: dict[tuple, set] = {}
+    for m in r.manifests:
+        p = (m.get("trial") or {}).get("parameters") or {}
+        w = (m.get("deployment") or {}).get("galera_dynamic_options")
+        if p.get("backend") != "galera" or not w:
+            continue
+        seen.setdefault((int(p["regions"]), p["load"], p["rtt"]), set()).add(
+            f"{w.get('evs.send_window')}/{w.get('evs.user_send_window')}")
+    lines = ["| regions | load | RTT | evs.send_window / evs.user_send_window |", "|---|---|---|---|"]
+    for (n, load, rtt_), v in sorted(seen.items(), key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2][:-2]))):
+        lines.append(f"| {n} | {load} | {rtt_} | {', '.join(sorted(v))} |")
+    return "\n".join(lines)
+
+
+def plan(d: Path) -> str:
+    """The sittings the page needs for at least 5 blocks per cell: per Benchmark the blocks its cells have now; a
+    size comparison pairs a round of two Benchmarks on one machine, so it needs rounds in which both ran there.
+    Rounds to add, the trials, and the measured hours a round took (median over the rounds done)."""
+    r = _read(d)
+    c = context(d)
+    u = c.light
+    spans: dict[tuple, list] = {}
+    for m in r.manifests:
+        k = (m.get("benchmark"), (m.get("trial") or {}).get("repetition"), (m.get("trial") or {}).get("id"))
+        a, b = (m.get("start") or {}).get("actual"), m.get("end")
+        if a and b:
+            spans.setdefault(k, []).append((pd.Timestamp(a), pd.Timestamp(b)))
+    per_round: dict[tuple, float] = {}
+    for (bench, rep, _), v in spans.items():
+        per_round[(bench, rep)] = per_round.get((bench, rep), 0.0) + (max(x[1] for x in v) - min(x[0] for x in v)).total_seconds()
+    sizes = se.size_controls(c.light, c.cost, c.table)
+    size_blocks = min((x["contrast"].blocks for x in sizes), default=0)
+    size_add = max(0, 5 - size_blocks)
+    lines = ["| benchmark | cells (backend × RTT × scenario) | blocks per cell now (fewest) | rounds to add: its cells "
+             "· the size comparisons | trials to add | measured load per round (h, median) |", "|---|---|---|---|---|---|"]
+    total_trials, total_h = 0, 0.0
+    for bench in PLANNED:
+        x = u[u["benchmark"] == bench]
+        cells = x.groupby(["param.backend", "param.rtt", "scenario"])[["round", "machine"]].apply(
+            lambda g: len(g.drop_duplicates()))
+        fewest = int(cells.min()) if len(cells) else 0
+        own = max(0, 5 - fewest)
+        add = max(own, size_add)
+        per = x.drop_duplicates("trial").groupby("round").size().max() if len(x) else 0
+        hours = float(np.median([v for (b, _), v in per_round.items() if b == bench])) / 3600
+        total_trials, total_h = total_trials + add * int(per), total_h + add * hours
+        lines.append(f"| {bench} | {len(cells)} | {fewest} | {own} · {size_add} | {add * int(per)} | {hours:.1f} |")
+    return "\n".join(lines + ["", f"The size comparisons (Galera's change from 3 to 9 and 45 regions against MariaDB's) "
+                                   f"have {size_blocks} blocks: rounds in which both Benchmarks ran on one machine. To add: "
+                                   f"{total_trials} trials in {size_add} rounds of every Benchmark, each round whole on one "
+                                   f"machine, about {total_h:.0f} h of measured load plus a deployment per backend and round."])
 
 
 def _fail_rate(t: pd.DataFrame, be: str, n: str, load: str) -> str:
@@ -635,10 +705,12 @@ def figures() -> list[Path]:
     return done
 
 
-BLOCKS = {"study-findings": findings, "load-region": load_region, "study-sizes": sizes, "study-delay": delay, "study-high": high,
+BLOCKS = {"study-findings": findings, "study-rtt": rtt, "study-machines": machines, "study-controls": controls,
+          "study-wan": wan, "study-windows": windows, "study-plan": plan, "load-region": load_region, "study-sizes": sizes, "study-delay": delay, "study-high": high,
           "study-failures": failures, "study-noise": noise, "study-rw": read_write, "study-figures": figure_links,
           "study-layout": layout}
-DATA = {"study-findings": "study", "study-sizes": "study", "study-delay": "study", "study-high": "study", "study-failures": "study",
+DATA = {"study-findings": "study", "study-rtt": "study", "study-machines": "study", "study-controls": "study",
+        "study-wan": "study", "study-windows": "study", "study-plan": "study", "study-sizes": "study", "study-delay": "study", "study-high": "study", "study-failures": "study",
         "study-noise": "study", "study-rw": "study-rw", "study-figures": "study", "study-layout": "study"}
 
 

@@ -31,7 +31,7 @@ bin_path() {
     helm) echo "$BIN/helm-$HELM_VERSION-kube1.$HELM_KUBE_MINOR" ;;
     versitygw) echo "$BIN/versitygw-$VERSITYGW_VERSION" ;;
     coredns) echo "$BIN/coredns-$COREDNS_VERSION" ;;
-    s3-forward) echo /usr/bin/socat ;;  # Debian's (the real node's packages)
+    s3-forward|api-forward) echo /usr/bin/socat ;;  # Debian's (the real node's packages)
     *) echo "unknown binary $1" >&2; return 1 ;;
   esac
 }

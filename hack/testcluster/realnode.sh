@@ -40,52 +40,22 @@ rn_ctr() { ctr --address "$RN_SOCK" -n k8s.io "$@"; }
 rn_enabled() { [[ -f $RN/enabled ]]; }
 
 # ---------------------------------------------------------------- identities
-rn_cert() { # name CN [O] [ext]: a certificate signed by the cluster CA (client unless ext given)
-  local p=$RN/pki n=$1 cn=$2 o=${3:-} ext=${4:-extendedKeyUsage=clientAuth}
-  [[ -f $p/$n.crt && -f $p/$n.key ]] && return 0
-  mkdir -p "$p"
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=$cn${o:+/O=$o}" \
-    -keyout "$p/$n.key" -out "$p/$n.csr" 2>/dev/null
-  printf '%s\n' "$ext" >"$p/$n.ext"
-  openssl x509 -req -in "$p/$n.csr" -CA "$STATE/pki/ca.crt" -CAkey "$STATE/pki/ca.key" \
-    -CAserial "$p/ca.srl" -CAcreateserial -days 3650 -extfile "$p/$n.ext" -out "$p/$n.crt" 2>/dev/null
-  chmod 600 "$p/$n.key"
-}
-
-rn_kubeconfig() { # file cert-name
-  rn_write "$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: wanwide-test
-  cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
-    certificate-authority: $STATE/pki/ca.crt
-users:
-- name: $2
-  user:
-    client-certificate: $RN/pki/$2.crt
-    client-key: $RN/pki/$2.key
-contexts:
-- name: wanwide-test
-  context: {cluster: wanwide-test, user: $2}
-current-context: wanwide-test
-EOF
-  chmod 600 "$1"
+# shellcheck disable=SC2034  # N_*: read by hack/testcluster/node.sh's writers
+rn_ctx() { # the real node as hack/testcluster/node.sh's writers see it
+  N_NAME=$RN_NODE N_IP=$RN_IP N_CONF=$RN N_RUN=$RN N_SOCK=$RN_SOCK N_BRIDGE=$RN_BRIDGE
+  N_POD_CIDR=$RN_POD_CIDR N_GW=$RN_IP N_CNI_NET=$RN_CNI_NET N_CLUSTER_CIDR=$RN_POD_CIDR N_MASQ_ALL=true
+  N_KUBELET_PORT=${KUBELET_PORT:-} N_KUBELET_HEALTHZ_PORT=${KUBELET_HEALTHZ_PORT:-}
+  N_PROXY_HEALTHZ_PORT=${KUBE_PROXY_HEALTHZ_PORT:-} N_PROXY_METRICS_PORT=${KUBE_PROXY_METRICS_PORT:-}
+  N_TAINTS=$RN_TAINT_KEY N_SERVER=https://127.0.0.1:$APISERVER_PORT N_TLS_NAME=""
 }
 
 # Client certificates from the cluster CA (the apiserver trusts it with
 # --client-ca-file): no token to add, so a running control plane needs no restart.
 rn_identities() {
-  rn_cert kubelet "system:node:$RN_NODE" system:nodes   # Node authorizer + system:nodes
-  rn_cert kube-proxy system:kube-proxy                  # bootstrap role system:node-proxier
-  rn_cert coredns system:coredns                        # wanwide:coredns below
-  rn_cert kubelet-serving "$RN_NODE" "" \
-    "subjectAltName=IP:$RN_IP,DNS:$RN_NODE
-extendedKeyUsage=serverAuth"
-  rn_kubeconfig "$RN/kubelet.kubeconfig" kubelet
-  rn_kubeconfig "$RN/kube-proxy.kubeconfig" kube-proxy
-  rn_kubeconfig "$RN/coredns.kubeconfig" coredns
+  node_identities
+  node_cert "$RN/pki" coredns system:coredns                        # wanwide:coredns below
+  local c
+  for c in kubelet kube-proxy coredns; do node_kubeconfig "$c" | rn_write "$RN/$c.kubeconfig"; chmod 600 "$RN/$c.kubeconfig"; done
 }
 
 rn_ports() {
@@ -136,30 +106,7 @@ rn_bridge() {
 
 rn_cni_config() {
   mkdir -p "$RN/cni/net.d" "$RN/cni/ipam"
-  # bridge without isGateway: the plugin would switch on ip_forward for the whole
-  # host; the bridge already has the gateway address and forwarding (rn_bridge).
-  rn_write "$RN/cni/net.d/10-$RN_CNI_NET.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$RN_CNI_NET",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$RN_BRIDGE",
-      "isGateway": false,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "$RN_POD_CIDR", "gateway": "$RN_IP"}]],
-        "routes": [{"dst": "0.0.0.0/0", "gw": "$RN_IP"}],
-        "dataDir": "$RN/cni/ipam"
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
+  node_cni_conflist | rn_write "$RN/cni/net.d/10-$RN_CNI_NET.conflist"
 }
 
 # ---------------------------------------------------------------- images
@@ -206,50 +153,7 @@ rn_images() {
 # ---------------------------------------------------------------- containerd
 rn_containerd_config() { # pause-ref -> writes $RN/containerd.toml
   mkdir -p "$RN/containerd/root" "$RN/run/containerd/state" "$RN_RUNC_ROOT"
-  cat >"$RN/containerd.toml.tmp" <<EOF
-# written by hack/testcluster.sh up --real-node (the real node's containerd)
-version = 2
-root = "$RN/containerd/root"
-state = "$RN/run/containerd/state"
-oom_score = 0
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-
-[grpc]
-  address = "$RN_SOCK"
-[ttrpc]
-  address = ""
-[debug]
-  address = ""
-[metrics]
-  address = ""
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$RN/containerd/opt"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$1"
-  # this kernel refuses a negative oom_score_adj (the CRI gives sandboxes -998)
-  restrict_oom_score_adj = true
-  # network namespaces under our state dir, not /var/run/netns
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  disable_apparmor = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "$RN_RUNC_ROOT"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$RN/cni/net.d"
-    max_conf_num = 1
-EOF
+  node_containerd_toml "$1" "up --real-node (the real node's containerd)" >"$RN/containerd.toml.tmp"
   if [[ -f $RN/containerd.toml ]] && cmp -s "$RN/containerd.toml.tmp" "$RN/containerd.toml"; then
     rm -f "$RN/containerd.toml.tmp"
     return 0
@@ -356,49 +260,10 @@ rn_kubelet() {
   mkdir -p "$RN/kubelet" "$RN/pod-logs" "$RN/volume-plugins"
   # pods' resolv.conf: the cluster DNS plus the host's nameservers (no host search list)
   { grep '^nameserver' /etc/resolv.conf 2>/dev/null || true; } | rn_write "$RN/resolv.conf"
-  rn_write "$RN/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $RN_IP
-port: $KUBELET_PORT
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: $KUBELET_HEALTHZ_PORT
-tlsCertFile: $RN/pki/kubelet-serving.crt
-tlsPrivateKeyFile: $RN/pki/kubelet-serving.key
-# the apiserver calls the kubelet (logs, exec) without a client certificate
-authentication:
-  anonymous: {enabled: true}
-  webhook: {enabled: false}
-  x509: {clientCAFile: $STATE/pki/ca.crt}
-authorization: {mode: AlwaysAllow}
-containerRuntimeEndpoint: unix://$RN_SOCK
-cgroupDriver: cgroupfs
-failCgroupV1: false
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-oomScoreAdj: 0
-failSwapOn: false
-makeIPTablesUtilChains: false
-clusterDNS: [$RN_DNS_IP]
-clusterDomain: cluster.local
-resolvConf: $RN/resolv.conf
-podLogsDir: $RN/pod-logs
-volumePluginDir: $RN/volume-plugins
-registerNode: true
-registerWithTaints:
-- {key: $RN_TAINT_KEY, value: "true", effect: NoSchedule}
-# imported images must stay: no image garbage collection, evictions only when really full
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: 100Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1%}
-serializeImagePulls: false
-shutdownGracePeriod: 0s
-EOF
-  start_bg kubelet --config="$RN/kubelet.yaml" --kubeconfig="$RN/kubelet.kubeconfig" \
-    --root-dir="$RN/kubelet" --cert-dir="$RN/kubelet/pki" \
-    --hostname-override="$RN_NODE" --node-ip="$RN_IP" \
-    --node-labels="$RN_TAINT_KEY=true" --v=1
+  node_kubelet_yaml | rn_write "$RN/kubelet.yaml"
+  local args
+  mapfile -t args < <(node_kubelet_args)
+  start_bg kubelet "${args[@]}"
   log "waiting for node $RN_NODE to be Ready"
   wait_for "node $RN_NODE registered" 120 kc get node "$RN_NODE" || {
     tail -30 "$STATE/run/kubelet.log" >&2; return 1; }
@@ -413,23 +278,7 @@ EOF
 
 # ---------------------------------------------------------------- kube-proxy
 rn_kube_proxy() {
-  rn_write "$RN/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: $RN/kube-proxy.kubeconfig}
-hostnameOverride: $RN_NODE
-bindAddress: $RN_IP
-healthzBindAddress: 127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT
-metricsBindAddress: 127.0.0.1:$KUBE_PROXY_METRICS_PORT
-mode: iptables
-clusterCIDR: $RN_POD_CIDR
-nodePortAddresses: ["$RN_IP/32"]
-oomScoreAdj: 0
-# leave the host's conntrack settings and route_localnet alone
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-# masqueradeAll: pod -> Service -> pod on the same bridge works without br_netfilter
-iptables: {masqueradeAll: true, localhostNodePorts: false}
-EOF
+  node_kube_proxy_yaml | rn_write "$RN/kube-proxy.yaml"
   start_bg kube-proxy --config="$RN/kube-proxy.yaml"
   wait_for "kube-proxy healthz" 60 curl -fsS "http://127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT/healthz" || {
     tail -20 "$STATE/run/kube-proxy.log" >&2; return 1; }
@@ -471,6 +320,7 @@ rn_up() {
   rn_packages
   mkdir -p "$RN"
   rn_ports
+  rn_ctx
   rn_identities
   rn_bridge
   rn_cni_config

@@ -215,6 +215,7 @@ def crds() -> list[dict[str, Any]]:
                 _col("Phase", ".status.phase"),
                 _col("Attempt", ".status.attempt", "integer"),
                 _col("Reason", ".status.reason", priority=1),
+                _col("Objectives", ".status.objectives.summary", priority=1),
                 _col("Parameters", ".metadata.annotations.wanwide\\.io/parameters", priority=1),
                 _AGE,
             ],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -26,9 +27,14 @@ UPSTREAM_CRDS = REPO / "hack" / "upstream-crds.sh"
 SESSION_START = datetime.now(UTC)  # tests marked "audit" read the API server's audit log from here on
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``audit`` run last: they check what the session's other tests did."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``audit`` run last: they check what the session's other tests did. Tests marked ``vm``
+    (VM nodes: they boot VMs, minutes under TCG) run only when ``-m vm`` selects them, as tests/vm/'s."""
     items.sort(key=lambda i: i.get_closest_marker("audit") is not None)
+    if not re.search(r"(?<!not )\bvm\b", config.getoption("markexpr") or ""):
+        for item in items:
+            if item.get_closest_marker("vm") is not None:
+                item.add_marker(pytest.mark.skip(reason="boots VMs (VM nodes): select with -m vm (docs/chaos-mesh.md)"))
 
 
 @pytest.fixture(scope="session")

@@ -179,8 +179,8 @@ def test_helm_template_failing_transiently_is_retried_and_counted(env, tmp_path)
         assert b["status"]["phase"] == "Succeeded", b["status"]
         assert not list(tokens.iterdir())  # both injected failures happened
         t = trial(tc, ns, f"{name}-t000")
-        assert 1 <= t["status"]["chartFailures"] <= 2  # two renders may fail in one step
-        retry = [e for e in events(tc, ns, f"{name}-t000") if e["reason"] == "ChartRetry"]
+        assert 1 <= sum(t["status"]["deployTries"].values()) <= 2  # two renders may fail in one step
+        retry = [e for e in events(tc, ns, f"{name}-t000") if e["reason"] == "DeployRetry"]
         assert retry and retry[0]["type"] == "Warning" and "injected fault" in retry[0]["message"], retry
         assert value(scrape(env), "wanwide_chart_errors_total", step="template") == 2
     finally:
@@ -209,10 +209,10 @@ def test_chaos_mesh_crds_removed_mid_run_fail_clearly_and_delete_completes(env):
         t = wait_trial(tc, ns, f"{name}-t000", lambda s: s.get("phase") in ("Succeeded", "Failed"), 120,
                        "the trial to end")
         s = t["status"]
-        assert (s["phase"], s["reason"]) == ("Failed", "ChaosMeshMissing"), s
+        assert (s["phase"], s["reason"]) == ("Failed", "ShaperMissing"), s
         assert "reinstall Chaos Mesh" in s["message"]
         failed = {c["type"]: c for c in s["conditions"]}["Failed"]
-        assert failed["status"] == "True" and failed["reason"] == "ChaosMeshMissing"
+        assert failed["status"] == "True" and failed["reason"] == "ShaperMissing"
         t0 = time.time()
         delete(tc, ns, name)  # no finalizer left waiting on a kind that is gone
         assert time.time() - t0 < 60

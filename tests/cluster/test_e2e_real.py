@@ -22,93 +22,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.operator_env import Operator, install_crds, install_rbac, owned, s3_client
-from tests.cluster.realnode_env import NODE, SCRIPT, env_exports, run
+from tests.cluster.operator_env import owned, s3_client
+from tests.cluster.realnode_env import NODE
+from tests.cluster.stack_env import BUCKET, benchmark, image_ref, real_stack, wait_done
 from wanwide.core import lifecycle as lc
 
 pytestmark = [pytest.mark.realnode]
 REPO = Path(__file__).resolve().parents[2]
-TAINT = "wanwide.io/real-node"
-BUCKET = "wanwide-real"
-IMAGES = ("keystone", "dep-check", "mariadb", "memcached", "wanwide")
-
-
-def _ref(name: str) -> str:
-    return run([REPO / "hack" / "images.sh", "ref", name]).stdout.strip()
 
 
 @pytest.fixture(scope="module")
 def stack(realnode, tmp_path_factory):
-    tc = realnode.tc
-    run([REPO / "hack" / "images.sh", "build", *IMAGES], timeout=5400)
-    run([REPO / "hack" / "images.sh", "import", *IMAGES, "--address", realnode.address], timeout=1800)
-    run([REPO / "hack" / "mariadb-operator.sh", "install"], timeout=3600)
-    chart = run([REPO / "hack" / "upstream-charts.sh", "path", "keystone"]).stdout.strip()
-    # only the real node takes pods: the kwok nodes go and its taint is lifted, for this module
-    kwok = [n["metadata"]["name"] for n in tc.kubectl_json("get", "nodes")["items"] if n["metadata"]["name"] != NODE]
-    tc.kubectl("delete", "nodes", "-l", "type=kwok", "--wait=true")
-    tc.kubectl("taint", "node", NODE, f"{TAINT}-")
-    ns = tc.namespace("real-bench")
-    install_crds(tc)
-    kubeconfig = install_rbac(tc, [ns])
-    s3 = env_exports()["WANWIDE_REALNODE_S3_ENDPOINT"]
-    client = s3_client(tc)
-    if BUCKET not in [b["Name"] for b in client.list_buckets().get("Buckets", [])]:
-        client.create_bucket(Bucket=BUCKET)
-    tc.kubectl("create", "secret", "generic", "s3-keys", "-n", ns,
-               f"--from-literal=AWS_ACCESS_KEY_ID={tc.s3['AWS_ACCESS_KEY_ID']}",
-               f"--from-literal=AWS_SECRET_ACCESS_KEY={tc.s3['AWS_SECRET_ACCESS_KEY']}")
-    log = tmp_path_factory.mktemp("operator-real") / "operator.log"
-    op = Operator(tc, kubeconfig, [ns], log)
-    op.start()
-    yield {"tc": tc, "ns": ns, "chart": chart, "s3": s3, "op": op, "log": log}
-    op.stop()
-    print(log.read_text()[-8000:])
-    tc.kubectl("taint", "node", NODE, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
-    if kwok:
-        run([SCRIPT, "nodes", str(len(kwok))], check=False)
-    # the real CRDs go with it; the next `testcluster.sh up` puts the kwok tier's stand-ins back
-    run([REPO / "hack" / "mariadb-operator.sh", "uninstall"], timeout=600, check=False)
-
-
-def benchmark(stack, name: str, backend: str) -> str:
-    """Three regions at 0 ms, light load in r3, two Keystone scenarios, a handful of iterations."""
-    topology = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": name},
-                "spec": {"generate": {"count": 3}, "network": {"default": {"rtt": "0ms"}},
-                         "placement": {"mode": "none"}}}
-    ks, dep = _ref("keystone"), _ref("dep-check")
-    bench = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": name}, "spec": {
-        "topologyRef": name,
-        "openstack": {"keystone": {
-            "chartRepo": "", "chart": stack["chart"], "chartVersion": "2026.1.0",
-            "cache": True,
-            "images": {"keystoneApi": ks, "keystoneDbSync": ks, "keystoneDomainManage": ks,
-                       "bootstrap": ks, "depCheck": dep, "memcached": _ref("memcached")},
-        }},
-        # the exporters' images cannot be built here (the Go proxy refuses their modules)
-        "monitoring": {"enabled": False},
-        "database": {"backend": backend, "image": _ref("mariadb")},
-        "runner": {"image": _ref("wanwide")},
-        "workload": {"load": "light", "loadRegion": "r3", "startDelay": "2m", "scenarios": [
-            {"name": "authenticate_user_and_validate_token", "times": 6, "concurrency": 2},
-            {"name": "create_user_update_password", "times": 4, "concurrency": 2}]},
-        "results": {"s3": {"endpoint": stack["s3"], "bucket": BUCKET, "prefix": "real",
-                           "secretRef": {"name": "s3-keys"}}},
-        "cleanup": "Never",  # the test looks at the pods, then deletes the Benchmark
-        "timeouts": {"provisioning": "25m", "loading": "15m"},
-    }}
-    return yaml.safe_dump_all([topology, bench])
-
-
-def _wait_done(tc, ns: str, name: str, timeout: float) -> dict:
-    end = time.time() + timeout
-    while time.time() < end:
-        b = tc.kubectl_json("get", "benchmark", name, "-n", ns)
-        conds = {c["type"]: c["status"] for c in (b.get("status") or {}).get("conditions", [])}
-        if "True" in (conds.get("Complete"), conds.get("Failed")):  # what kubectl wait --for=condition= sees
-            return b
-        time.sleep(5)
-    raise AssertionError(f"{name} not done after {timeout:.0f} s: {b.get('status')}")
+    yield from real_stack(realnode, tmp_path_factory)
 
 
 def _volumes(realnode, count: int, size: str = "2Gi") -> list[str]:
@@ -152,7 +77,7 @@ def test_benchmark_runs_real_keystone_database_and_rally(request, stack, backend
     if backend == "galera":
         request.getfixturevalue("volumes")
     tc.apply(benchmark(stack, name, backend), ns)
-    b = _wait_done(tc, ns, name, 3600)
+    b = wait_done(tc, ns, name, 3600)
     trials = _trials(tc, ns)
     assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)
     spaces = sorted(n["metadata"]["name"] for n in owned(tc, "namespaces", ns, name))
@@ -249,7 +174,7 @@ def test_a_delay_the_node_cannot_inject_fails_the_trial_saying_why(stack):
         assert {t.get("phase") for t in _trials(tc, ns).values()} <= {None, "Pending"}  # no trial started
         tc.kubectl("patch", "benchmark", name, "-n", ns, "--type=merge", "-p",
                    '{"spec": {"preflight": {"mode": "Skip"}}}')
-        b = _wait_done(tc, ns, name, 3600)
+        b = wait_done(tc, ns, name, 3600)
         trials = _trials(tc, ns)
         assert len(trials) == 1, b.get("status")
         (t,) = trials.values()
@@ -272,7 +197,7 @@ def test_doctor_names_the_missing_netem_on_the_real_node(stack):
 
     tc = stack["tc"]
     r = subprocess.run([sys.executable, "-m", "wanwide.cli", "doctor", "--kubeconfig", str(tc.kubeconfig),
-                        "--image", _ref("wanwide"), "--probe-namespace", tc.namespace("doctor"), "--timeout", "300"],
+                        "--image", image_ref("wanwide"), "--probe-namespace", tc.namespace("doctor"), "--timeout", "300"],
                        capture_output=True, text=True, timeout=600, env=tc.env)
     print(r.stdout, r.stderr[-2000:])
     assert r.returncode == 1, r.stdout + r.stderr
@@ -303,7 +228,7 @@ def test_a_partitioned_galera_member_rejoins_without_the_cluster_restarting(stac
             {"name": "authenticate_user_and_validate_token", "times": 40, "concurrency": 1}]}
         bench["spec"]["faults"] = {"partitions": [{"regions": ["r2"], "start": "20s", "duration": f"{CUT_S}s"}]}
         tc.apply(yaml.safe_dump_all([topo, bench]), ns)
-        b = _wait_done(tc, ns, name, 3600)
+        b = wait_done(tc, ns, name, 3600)
         trials = _trials(tc, ns)
         assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)
         db_ns = next(s["metadata"]["name"] for s in owned(tc, "namespaces", ns, name)
@@ -409,7 +334,7 @@ def test_nine_region_galera_with_a_partition_window(stack, volumes18):
         bench["spec"]["timeouts"] = {"provisioning": "50m", "loading": "20m"}
         with _Memory() as mem:
             tc.apply(yaml.safe_dump_all([topo, bench]), ns)
-            b = _wait_done(tc, ns, name, 5400)
+            b = wait_done(tc, ns, name, 5400)
         trials = _trials(tc, ns)
         (trial_name, t), = trials.items()
         events = tc.kubectl("get", "events", "-n", ns, "--field-selector", f"involvedObject.name={trial_name}",

@@ -111,11 +111,12 @@ def test_kills_anywhere_in_the_keystone_deployment_repeat_no_hook_and_lose_none(
     tc.apply(yaml.safe_dump_all(docs), ns)
     trial = f"{name}-t000"
     points = {  # where to kill, from the trial's status and its hook Jobs
-        "base applied": lambda st, jobs: "base" in st.get("done", []) and not jobs,
-        "wave 0 hooks": lambda st, jobs: "wave0" not in st.get("done", []) and bool(jobs),
-        "wave 1 ahead": lambda st, jobs: "wave0" not in st.get("done", []) and st.get("keystoneAhead", 0) > 0,
-        "wave 1 hooks": lambda st, jobs: "wave0" in st.get("done", []) and "wave1" not in st.get("done", [])
-        and len({n for n, _ in jobs}) > 1,
+        "place applied": lambda st, jobs: "namespaces" in st.get("applied", []) and not jobs,
+        "schema owner's hooks": lambda st, jobs: "keystone-schema" not in st.get("done", []) and bool(jobs),
+        "the others ahead": lambda st, jobs: "keystone-schema" not in st.get("done", [])
+        and (st.get("ahead") or {}).get("keystone", 0) > 0,
+        "the others' hooks": lambda st, jobs: "keystone-schema" in st.get("done", [])
+        and "keystone" not in st.get("done", []) and len({n for n, _ in jobs}) > 1,
     }
     uids: dict[tuple[str, str], set[str]] = {}
     killed: list[str] = []

@@ -80,7 +80,7 @@ def test_a_chart_helm_cannot_render_shows_in_the_operators_metrics(env):
     tc.apply(bench(tc, "mon-helm", openstack=missing_chart,
                    monitoring={"labels": {"release": "kube-prometheus-stack"}}), ns)
     t = wait_trial(tc, ns, "mon-helm-t000", ("Failed", "Succeeded"), 240)
-    assert (t["status"]["phase"], t["status"]["reason"]) == ("Failed", "ChartFailed"), t["status"]
+    assert (t["status"]["phase"], t["status"]["reason"]) == ("Failed", "DeployFailed"), t["status"]
     b = tc.kubectl_json("get", "benchmark", "mon-helm", "-n", ns)
     assert conditions(b)["Monitored"]["status"] == "True"
     # with prometheus-operator's CRDs the trial's monitors were applied, with the extra labels

@@ -319,3 +319,7 @@ def test_wanwide(containerd: Containerd) -> None:
     r = containerd.run("wanwide", "helm", "version", "--short")
     assert r.stdout.startswith("v3.22"), r.stdout
     assert containerd.run("wanwide", "id", "-u").stdout.strip() == "10001"
+    # the Rally Job's command gets as far as its configuration (not a module the image lacks)
+    r = containerd.run("wanwide", "wanwide", "runner", "run", "--config", "/etc/wanwide/runner.json", check=False)
+    assert r.returncode == 2 and "/etc/wanwide/runner.json" in r.stderr, r.stderr
+    assert "needs the Python module" not in r.stderr, r.stderr

@@ -1,6 +1,6 @@
 """The lab's side of the lifecycle (providers/lab/trial.py) on a fake of its lowest layer (tests/fakelab.py); no root.
 
-What each failure means is the lifecycle's decision (core/lifecycle.py): a failed runner is tried again
+What each failure means is the lifecycle's decision (core/lifecycle/): a failed runner is tried again
 on the same deployment, with the WAN as planned and a new start, up to ``spec.runner.maxAttempts``;
 results measured but not stored fail the trial at once; a network off is measured once more, then
 fails the trial; a deployment that cannot be made fails it; a bug fails it at once.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import yaml
 
 from tests.fakelab import Clock, FakeLab
+from wanwide.core import lifecycle as lc
 from wanwide.core.plan.load import load_documents
 from wanwide.core.plan.trial import plan
 from wanwide.providers.lab.procs import LabError
@@ -45,9 +46,9 @@ def test_a_trial_runs_every_phase_once():
     lab = FakeLab(clock)
     final, lt = _run(lab, clock)
     assert final["phase"] == "Succeeded" and final["reason"] == "Completed"
-    assert _reasons(lt) == ["Provisioning", "Injecting", "VerifyingNetwork", "VerifyingNetwork", "Loading",
-                            "Collecting", "CleaningUp", "Succeeded"]
-    assert [c[0] for c in lab.calls].count("deploy") == 1 and lab.deployments == 1
+    assert _reasons(lt) == ["Provisioning", *["StageDeployed"] * 4, "Injecting", "VerifyingNetwork",
+                            "VerifyingNetwork", "Loading", "Collecting", "CleaningUp", "Succeeded"]
+    assert [c[2] for c in lab.calls if c[0] == "deploy"] == [s.name for s in lc.stages(lt.p)] and lab.deployments == 1
     assert lt.rows and all(r["ok"] for r in lt.rows)
 
 
@@ -82,11 +83,13 @@ def test_a_network_off_is_measured_again_then_fails_the_trial_without_a_load():
     assert "first_measurement" in lt.rows[0]
 
 
-def test_a_deployment_that_cannot_be_made_fails_the_trial():
+def test_a_deployment_stage_that_keeps_failing_is_tried_three_times_then_fails_the_trial_and_is_cleaned_up():
     clock = Clock()
     lab = FakeLab(clock, deploy_fails=LabError("keystone r2 did not answer within 300 s"))
-    final, _ = _run(lab, clock)
+    final, lt = _run(lab, clock)
     assert (final["phase"], final["reason"]) == ("Failed", "DeployFailed") and "keystone r2" in final["outcomeMessage"]
+    assert [c[2] for c in lab.calls if c[0] == "deploy"].count("keystone-schema") == lc.STAGE_TRIES
+    assert _reasons(lt).count("DeployRetry") == lc.STAGE_TRIES - 1 and ("close", "d1") in lab.calls
 
 
 def test_a_bug_fails_the_trial_at_once_and_the_group_goes_on(tmp_path):
@@ -97,3 +100,4 @@ def test_a_bug_fails_the_trial_at_once_and_the_group_goes_on(tmp_path):
     _group(lab, [p], {id(p): 0}, outs)  # type: ignore[arg-type]
     (o,) = outs
     assert o.result == "failed" and o.reason.startswith("InternalError: Provisioning step failed with KeyError")
+    assert ("close", "d1") in lab.calls  # a crash cleans up as in the operator: CleaningUp, then Failed

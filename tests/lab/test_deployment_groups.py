@@ -47,8 +47,11 @@ def test_region_count_and_restart_options_split() -> None:
     assert deployment_key(gal[0]) == deployment_key(gal[1])
 
 
-def test_send_windows_follow_the_trial() -> None:
-    gal = _trials({"rtt": ["0ms", "50ms"]}, database={"backend": "galera"})
-    assert gal[0].database.galera_dynamic == {"evs.send_window": "4", "evs.user_send_window": "2"}
-    assert gal[1].database.galera_dynamic == {"evs.send_window": "512", "evs.user_send_window": "256"}
+def test_send_windows_are_the_same_at_every_rtt_unless_the_benchmark_sets_them() -> None:
+    """Issue 46: a delay's effect must not carry a window change too; a Benchmark sweeps the window itself."""
+    gal = _trials({"rtt": ["0ms", "50ms", "300ms"]}, database={"backend": "galera"})
+    assert [p.database.galera_dynamic for p in gal] == [{"evs.send_window": "512", "evs.user_send_window": "256"}] * 3
     assert _trials({"rtt": ["50ms"]})[0].database.galera_dynamic == {}
+    own = _trials({"rtt": ["0ms", "300ms"]}, database={"backend": "galera", "galera": {
+        "providerOptions": {"evs.send_window": "4", "evs.user_send_window": "2"}}})
+    assert [p.database.galera_dynamic for p in own] == [{"evs.send_window": "4", "evs.user_send_window": "2"}] * 2

@@ -25,7 +25,7 @@ import pytest
 from tests.lab.test_lab_run import QUICK_GATE, WANWIDE, _spec
 from tests.secrets_scan import needles, scan, scan_tree
 from wanwide.providers.lab import paths, services
-from wanwide.providers.lab.run import ADMIN_PASSWORD, DB_PASSWORD, ROOT_PASSWORD
+from wanwide.providers.lab.bringup import ADMIN_PASSWORD, DB_PASSWORD, ROOT_PASSWORD
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

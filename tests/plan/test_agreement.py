@@ -16,6 +16,7 @@ import yaml
 
 from tests.fakelab import Clock, FakeLab
 from tests.plan.specs import TOPOLOGIES, benchmark
+from wanwide.core import lifecycle as lc
 from wanwide.core.api.units import mbit, ms, pct
 from wanwide.core.lifecycle import ShapeWan, fault_events, in_force, wan_at
 from wanwide.core.plan.links import OneWay, Pair
@@ -132,13 +133,13 @@ def _k8s_links(p: TrialPlan, objs: list[dict[str, Any]]) -> tuple[dict[Pair, One
 
 @pytest.mark.parametrize("p", [p for _, p in PLANS if p.faults], ids=[n for n, p in PLANS if p.faults])
 def test_both_providers_shape_the_wan_the_fault_schedule_puts_in_force_at_every_instant(p: TrialPlan) -> None:
-    """After every begin and end of every fault window (core/lifecycle.py), the lab's links (its side of
+    """After every begin and end of every fault window (core/lifecycle/schedule.py), the lab's links (its side of
     the lifecycle carrying out ``ShapeWan`` on a fake of its lowest layer) and the Chaos Mesh objects the
     operator wants then (read back out of their selectors) are the WAN in force, overlaps included."""
     clock = Clock()
     lab = FakeLab(clock)
     lt = LabTrial(lab, p, lambda *a, **k: None, clock=clock.now, sleep=clock.sleep)
-    lt.dep = lab.deploy(p, None, False, None)
+    lt.dep = lab.deploy(p, None, lc.stages(p)[0], False, False, None)
     events = fault_events(p.faults, 3600.0)
     for w in p.faults:  # every window begins and ends, dropouts once each period
         begins = [e for e in events if e.window == w and e.begins]
@@ -147,12 +148,12 @@ def test_both_providers_shape_the_wan_the_fault_schedule_puts_in_force_at_every_
     for e in events:
         lt.act(ShapeWan(e.at_s))
         wan = wan_at(p, in_force(p.faults, e.at_s))
-        assert lt.dep.links == {pair: wan.effective(pair) for pair in p.links}, (e.name, e.at_s)
+        assert lab.links(lt.dep) == {pair: wan.effective(pair) for pair in p.links}, (e.name, e.at_s)
         netem, cut = _k8s_links(p, chaos.at(p, e.at_s))
         assert cut == set(wan.cut), (e.name, e.at_s)
         assert netem == {pair: s for pair, s in wan.links.items() if not s.is_noop}, (e.name, e.at_s)
     lt.act(ShapeWan(None))
-    assert lt.dep.links == p.links
+    assert lab.links(lt.dep) == p.links
 
 
 @pytest.mark.parametrize("p", [p for _, p in PLANS], ids=IDS)

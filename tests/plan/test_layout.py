@@ -85,7 +85,7 @@ def test_the_lab_wires_hubs_only_where_the_extra_hop_fits_the_tolerance():
     from wanwide.core.api.benchmark import Benchmark
     from wanwide.core.api.topology import TopologySpec
     from wanwide.core.plan.trial import plan
-    from wanwide.providers.lab.run import group_layout
+    from wanwide.providers.lab.layout import group_layout
 
     def trials(rtts: list[str]):
         b = benchmark("mariadb", "uniform", faults={}, matrix={"rtt": rtts})
@@ -110,7 +110,7 @@ def test_every_trial_gets_its_own_deployments_layout_in_a_campaign() -> None:
     from wanwide.core.api.topology import TopologySpec
     from wanwide.core.lifecycle import deployments
     from wanwide.core.plan.trial import plan
-    from wanwide.providers.lab.run import trial_layouts
+    from wanwide.providers.lab.layout import trial_layouts
 
     def trials(name: str, count: int) -> list:
         b = benchmark("mariadb", "uniform", faults={}, matrix={"rtt": ["100ms", "300ms"]})

@@ -1,4 +1,4 @@
-"""The lifecycle's fault schedule (core/lifecycle.py): when windows begin and end, and the WAN in force."""
+"""The lifecycle's fault schedule (core/lifecycle/schedule.py): when windows begin and end, and the WAN in force."""
 
 from __future__ import annotations
 
@@ -121,7 +121,8 @@ def test_the_platforms_own_round_trip_is_not_the_wans():
 
 
 def test_a_partition_alone_needs_chaos_mesh_but_not_netem():
-    from wanwide.core.lifecycle import needs_chaos, needs_netem
+    from wanwide.core.lifecycle import needs_shaping as needs_chaos
+    from wanwide.providers.kubernetes.render.chaos import needs_netem
 
     def plan0(faults: dict) -> TrialPlan:
         b = benchmark("mariadb", "uniform", faults=faults)

@@ -78,6 +78,7 @@ def test_labels_that_kubernetes_or_wanwide_would_refuse_are_refused(labels):
 def _base_step(p: TrialPlan, crds: bool | None):
     obs = {} if crds is None else {"monitoring_crds": crds}
     d = phases.decide(p, {"phase": "Provisioning", "phaseStartTime": ts.iso(T0), "attempt": 1, "done": []}, obs, T0)
+    assert d.recorded == {"applied": ["namespaces"]}
     return [a.obj for a in d.actions if isinstance(a, Apply)], [a for a in d.actions if isinstance(a, Emit)]
 
 

@@ -80,7 +80,7 @@ def test_operator_starts_pending_trials_lowest_position_first():
 
 
 def test_each_round_runs_on_fresh_deployments_one_per_key_in_the_plans_order():
-    """The lab's deployments (core/lifecycle.py): round r (repetition r of every point, shuffled from the
+    """The lab's deployments (core/lifecycle/order.py): round r (repetition r of every point, shuffled from the
     seed) runs on its own new deployments, one per backend, before round r + 1 starts; so every repetition
     is on fresh deployments and neither backend keeps one time of day."""
     plans = _plans({"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms"], "load": ["light", "high"],

@@ -11,6 +11,7 @@ from tests.plan.specs import benchmark
 from wanwide.core import lifecycle as lc
 from wanwide.core.plan.load import load_documents
 from wanwide.core.plan.trial import plan
+from wanwide.providers.kubernetes.controller import phases
 from wanwide.providers.kubernetes.kube import readiness
 from wanwide.providers.kubernetes.render import render_trial
 
@@ -74,22 +75,22 @@ def test_the_pod_refused_longest_is_the_one_reported():
 def test_an_unschedulable_pod_waits_a_minute_then_fails_the_trial_naming_the_label():
     p = _plan({"mode": "regionLabel"})
     status = {"phase": "Provisioning", "phaseStartTime": "2026-11-26T11:58:00Z"}
-    u = lc.Unschedulable("t-r7/keystone-api-0", 20.0, "0/3 nodes are available: 3 node(s) didn't match "
-                         "Pod's node affinity/selector.", {"wanwide.io/region": "r7"})
-    step = lc.decide(p, status, lc.Seen(unschedulable=u), NOW)
+    said = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    u = phases.unplaced("t-r7/keystone-api-0", 20.0, said, {"wanwide.io/region": "r7"})
+    step = lc.decide(p, status, lc.Seen(unplaced=u), NOW)
     assert step.phase is None and step.wake_s is not None and step.wake_s <= 40.0
-    late = lc.Unschedulable(u.pod, 61.0, u.scheduler, u.node_selector)
-    step = lc.decide(p, status, lc.Seen(unschedulable=late), NOW)
+    late = phases.unplaced("t-r7/keystone-api-0", 61.0, said, {"wanwide.io/region": "r7"})
+    step = lc.decide(p, status, lc.Seen(unplaced=late), NOW)
     assert (step.phase, step.reason) == ("CleaningUp", "Unschedulable")
     for words in ("t-r7/keystone-api-0", "wanwide.io/region=r7", "kubectl label node NODE wanwide.io/region=r7",
                   "spec.placement", "didn't match Pod's node affinity/selector"):
         assert words in step.message, (words, step.message)
     # a node under disk pressure (the kubelet taints it): the message names the taint, not the label
-    taint = lc.Unschedulable(u.pod, 61.0, "0/1 nodes are available: 1 node(s) had untolerated taint(s).",
-                             {"kubernetes.io/os": "linux"})
-    msg = lc.decide(p, status, lc.Seen(unschedulable=taint), NOW).message
+    taint = phases.unplaced("t-r7/keystone-api-0", 61.0, "0/1 nodes are available: 1 node(s) had untolerated taint(s).",
+                            {"kubernetes.io/os": "linux"})
+    msg = lc.decide(p, status, lc.Seen(unplaced=taint), NOW).message
     assert "taint" in msg and "disk-pressure" in msg and "kubectl label" not in msg, msg
     # cleaning up: a pod still pending does not matter any more
     step = lc.decide(p, {"phase": "CleaningUp", "phaseStartTime": "2026-11-26T11:59:00Z", "outcome": "Failed"},
-                     lc.Seen(unschedulable=late, cleaned=lc.Progress(done=True)), NOW)
+                     lc.Seen(unplaced=late, cleaned=lc.Progress(done=True)), NOW)
     assert step.reason != "Unschedulable"

@@ -133,3 +133,98 @@ def test_layout_effect_takes_the_mesh_deployment_as_its_unit():
     no_star = means({"m1": 1.2, "m2": 1.2})
     per, s = study.layout_effect(no_star[no_star["layout"] == "mesh"])
     assert per.empty and s["n"] == 0 and "n too small" in s["verdict"]
+
+
+def _effects():
+    import sys
+
+    sys.path.insert(0, str(DOCS / "data"))
+    import study_effects
+
+    return study_effects
+
+
+def _findings_rows() -> list[list[str]]:
+    study = _study()
+    body = study.page_blocks((DOCS / "results-study.md").read_text())["study-findings"]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in body.splitlines()
+            if line.startswith("| ") and not line.startswith("| #")]
+
+
+def test_every_finding_of_the_studys_tables_is_a_row_and_controls_say_so():
+    """Issue 46 item 2: table 3 (scale), table 4 (delay: MariaDB, Galera reads and writes, CockroachDB), the two
+    ambiguous sentences quoted with the reading chosen, MariaDB's far regions under load; the rows whose request
+    path has no shaped link or no commit are labelled controls, and every row has a verdict."""
+    rows = _findings_rows()
+    text = "\n".join(" | ".join(r) for r in rows)
+    for needle in ("Table 3 (scale)", "Table 4 (delay): MariaDB 😺 — at light load", "Table 4 (delay): MariaDB 😺 — at high load",
+                   "Galera 😺 reads — light load", "Galera 😾 writes — light load", "Galera 😾 writes — high load",
+                   "CockroachDB 😾", "to the advantage of the centralized MariaDB", "rises from 120 to 475 milliseconds",
+                   "Reading chosen"):
+        assert needle in text, needle
+    for r in rows:
+        assert any(w in r[-1] for w in ("agrees", "contradicts", "cannot tell", "not measured", "control")), r
+        if "Rally beside the database" in r[1] or "Galera 😺 reads" in r[1]:
+            assert r[2] == "**control**", r
+    assert any("contradicts the study's verdict" in r[-1] and "far regions" in r[1] for r in rows)
+
+
+def test_the_verdicts_are_read_at_the_family_level():
+    """Issue 46 item 4: the level printed under the findings is Bonferroni over the intervals the table reads
+    (the rows whose verdict interval is not '—')."""
+    import re
+
+    from wanwide.pipeline.results.ci import bonferroni
+
+    study = _study()
+    body = study.page_blocks((DOCS / "results-study.md").read_text())["study-findings"]
+    m = sum(1 for r in _findings_rows() if r[5] != "—")
+    said = re.search(r"(\d+) intervals carry a verdict in this table; each verdict is read from its interval at ([\d.]+)%", body)
+    assert said and int(said[1]) == m and abs(float(said[2]) / 100 - bonferroni(m)) < 5e-5
+
+
+def test_far_minus_near_cancels_a_queue_both_regions_share():
+    """Two trials whose every region is slowed by the same CPU queue (+5 s in the second): far − r1 is the WAN's
+    share alone, the same in both; its variance is the two means' together."""
+    import pandas as pd
+
+    se = _effects()
+    base = {"benchmark": "b", "scenario": "s", "action": "Total", "n": 10}
+    far = pd.DataFrame([base | {"trial": t, "mean": 17.0 + q, "var": 1.0} for t, q in (("t0", 0.0), ("t1", 5.0))])
+    near = pd.DataFrame([base | {"trial": t, "mean": 1.0 + q, "var": 4.0} for t, q in (("t0", 0.0), ("t1", 5.0))])
+    d = se.far_minus_near(far, near)
+    assert d["mean"].tolist() == [16.0, 16.0] and d["var"].tolist() == [0.5, 0.5] and set(d["n"]) == {1}
+
+
+def test_the_machine_decides_where_the_cpu_queue_is_not_shared_or_saturates_both():
+    se = _effects()
+    assert se.machine_decides(52.0, 3.0)  # Galera's 45 members queue, MariaDB's side does not
+    assert se.machine_decides(100.0, 99.0)  # both saturated: the times follow the CPU per iteration
+    assert not se.machine_decides(12.0, 2.0)  # a little queue on one side: below the threshold
+    assert not se.machine_decides(30.0, 25.0)  # a queue both carry alike
+
+
+def test_the_actions_sum_is_the_studys_completion_time():
+    """Per successful iteration the sum of its top-level actions (what the study stacks), beside Rally's Total."""
+    import pandas as pd
+
+    se = _effects()
+    rows = []
+    for it, (a, b, total, err) in enumerate(((1.0, 2.0, 4.0, None), (1.5, 2.5, 5.0, None), (9.0, 9.0, 20.0, "Timeout"))):
+        for action, dur, depth in (("Total", total, 0), ("keystone_v3.fetch_token", a, 0), ("keystone_v3.validate_token", b, 0),
+                                   ("inner", 0.5, 1)):
+            rows.append({"benchmark": "b", "trial_id": "t", "region": "r1", "run_id": "x", "scenario": "s", "iteration": it,
+                         "action": action, "action_name": action, "action_depth": depth, "action_duration": dur, "error_type": err})
+    t = se.with_actions(pd.DataFrame(rows))
+    got = t[t["action"] == se.ACTIONS].sort_values("iteration")["action_duration"].tolist()
+    assert got == [3.0, 4.0]
+
+
+def test_cpu_per_iteration_takes_the_runners_own_cpu_where_it_recorded_it():
+    """From issue 46 on a run records the experiment's CPU-seconds (contention.own_cpu_s): used as recorded,
+    not rebuilt from percentages."""
+    study = _study()
+    m = {"benchmark": "b", "trial": {"id": "t"}, "status": {"result": "succeeded"}, "rally": {"iterations": 20},
+         "host": {"cpu_count": 2}, "contention": {"window_s": 100.0, "busy_pct": 90.0, "foreign_cpu_pct": 0.0,
+                                                  "own_cpu_s": 50.0, "cpu_some_pct": 10.0}}
+    assert study.cpu_per_iteration([m])[("b", "t")] == (2.5, 10.0)

@@ -62,6 +62,34 @@ def test_foreign_cpu_is_busy_time_minus_the_experiments_processes(tmp_path, monk
     w = c.window(a, b, cpus=2)
     # busy 800 ticks; ours 400 + 200 = 600; the rest 200 ticks of 2 cpus × 10 s × 100 = 2000
     assert w["foreign_cpu_pct"] == 10.0
+    assert w["busy_cpu_s"] == 8.0 and w["own_cpu_s"] == 6.0  # CPU-seconds over the window, every core
+
+
+def test_cpu_per_scenario_integrates_the_sampled_series_over_each_subtask():
+    """Issue 46: a run records CPU per iteration of each scenario. A series a second apart (the experiment 1.5
+    CPU-s/s, the machine 1.8): a subtask from 0.5 s to 4.5 s with 8 iterations used 6 CPU-s of the experiment's
+    (0.75 per iteration) and 7.2 of the machine's; one outside the series has no figure; without the experiment's
+    processes known the machine's CPU is used."""
+    series = [c.CpuSample(100.0 + i, 1.8 * i, 1.5 * i) for i in range(6)]
+    got = c.cpu_per_scenario(series, {"a": (100.5, 104.5, 8), "late": (110.0, 120.0, 3)})
+    assert got["a"] == {"window_s": 4.0, "busy_cpu_s": 7.2, "own_cpu_s": 6.0, "iterations": 8, "cpu_s_per_iteration": 0.75}
+    assert got["late"]["own_cpu_s"] is None and got["late"]["cpu_s_per_iteration"] is None
+    pod = [c.CpuSample(100.0 + i, 1.8 * i, None) for i in range(6)]
+    assert c.cpu_per_scenario(pod, {"a": (100.0, 105.0, 9)})["a"]["cpu_s_per_iteration"] == 1.0
+
+
+def test_scenario_windows_from_a_real_rally_report():
+    """The windows come from Rally's iterations: the first one's start to the last one's end, per subtask."""
+    import json
+
+    from wanwide.pipeline.runner.run import scenario_windows
+
+    report = json.loads((Path(__file__).parents[1] / "data" / "bundles" / "runner-real" / "rally.json").read_text())
+    w = scenario_windows(report)
+    assert list(w) == ["KeystoneBasic.authenticate_user_and_validate_token", "KeystoneBasic.create_user_update_password"]
+    t0, t1, n = w["KeystoneBasic.authenticate_user_and_validate_token"]
+    assert n == 10 and t0 == 1795311017.5773146 and 20 < t1 - t0 < 40
+    assert w["KeystoneBasic.create_user_update_password"][2] == 6
 
 
 def test_own_processes_by_network_namespace(tmp_path):
@@ -97,6 +125,21 @@ def test_real_proc_and_a_busy_child_counts_as_ours():
     assert w["busy_pct"] is not None and w["busy_pct"] > 10  # the child kept a core busy
     assert w["foreign_cpu_pct"] is not None and w["foreign_cpu_pct"] < w["busy_pct"]
     assert s.figures()["cpu_some_avg10_max"] is not None
+
+
+def test_the_sampler_records_the_experiments_cpu_every_second_on_this_kernel():
+    """A child that burns 1 CPU-second (however busy the machine): the series, sampled while it runs, holds about
+    that much of ours (the child's own while it lives, then through its parent, a member too, once reaped)."""
+    burn = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 1.0: pass"])
+    own = c.OwnProcesses(pids=[os.getpid(), burn.pid])
+    with c.Sampler(every_s=0.2, own=own) as s:
+        time.sleep(0.1)
+        burn.wait()
+    assert len(s.series) >= 5 and all(b.t >= a.t for a, b in zip(s.series, s.series[1:], strict=False))
+    used = s.series[-1].own_s - s.series[0].own_s
+    assert 0.9 <= used <= 1.6, used
+    got = c.cpu_per_scenario(s.series, {"x": (s.series[0].t, s.series[-1].t, 3)})["x"]
+    assert got["own_cpu_s"] == round(used, 2) and got["busy_cpu_s"] >= got["own_cpu_s"] - 0.05
 
 
 def test_window_figures_over_the_settle_period():

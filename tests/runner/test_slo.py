@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wanwide.core.contracts import SloSpec
 from wanwide.core.plan.load import load_documents
@@ -122,3 +124,11 @@ def test_the_report_shows_them_and_compare_fails_on_a_missed_one(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     r = wanwide("compare", str(REAL.parent), str(REAL.parent), "--fail-on", "slo")
     assert r.returncode == 2 and "recorded no objectives" in r.stderr, r.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=1e4, allow_nan=False), min_size=1, max_size=60),
+       st.floats(min_value=0, max_value=100))
+def test_the_runners_percentile_is_numpys(values, p):
+    """The runner's percentile (plain Python: its image has no numpy) is numpy's default, linear."""
+    assert slo.percentile(values, p) == pytest.approx(float(np.percentile(values, p)), rel=1e-9, abs=1e-9)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 from dataclasses import dataclass
@@ -57,3 +58,23 @@ def leftovers(vmsh: VmSh, name: str, pid: int | None) -> list[str]:
     if (vmsh.state / name).exists():
         out.append(f"state {vmsh.state / name}")
     return out
+
+
+PING_STEP = 1.0  # ms: ping prints three significant digits, so whole ms at 100 ms
+
+
+def quantile(xs: list[float], p: float) -> float:
+    """The nearest-rank p-quantile (0 < p <= 1) of xs."""
+    s = sorted(xs)
+    return s[max(0, math.ceil(p * len(s)) - 1)]
+
+
+def delay_verdict(floor: list[float], shaped: list[float], rtt: float, step: float) -> tuple[bool, dict]:
+    """Whether the shaped pings show ``rtt`` added to the unshaped path, judged against the unshaped path's
+    own spread; with the figures. Noise only adds: the shaper's delay shows in the fastest samples."""
+    noise = quantile(floor, 0.9) - quantile(floor, 0.1)
+    added = quantile(shaped, 0.1) - quantile(floor, 0.1)
+    fig = {"added_p10_ms": round(added, 3), "noise_p10_p90_ms": round(noise, 3), "step_ms": step,
+           "min_ms": min(shaped), "floor_p10_ms": quantile(floor, 0.1), "floor_p90_ms": quantile(floor, 0.9)}
+    ok = min(shaped) >= rtt - step and abs(added - rtt) <= noise + step
+    return ok, fig

@@ -239,6 +239,9 @@ class ProbeConfig(_Model):
     samples: int = Field(20, ge=1, le=1000)
     interval_s: float = Field(0.05, ge=0)
     timeout_s: float = Field(1.0, gt=0)
+    settle_s: float = Field(0, ge=0, description="Seconds to wait before the first sample: the Kubernetes provider "
+                            "shapes a pod that starts after the WAN's Chaos Mesh objects with objects of its own, which "
+                            "takes a moment (Chaos Mesh selects an object's pods once, when it is made).")
     results: S3Target
 
     @property

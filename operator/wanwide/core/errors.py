@@ -6,13 +6,14 @@ Three kinds, each a base class every layer's own errors derive from:
   command line prints it as one line and exits 2; the operator marks the Benchmark ``InvalidSpec``.
 - :class:`PermanentError`: trying again runs into it again (a chart that cannot be applied, a runner's
   failed attempt, an upload that failed through its deadline, a lab deployment that did not come up).
-  The lifecycle says what it means for the trial (``core/lifecycle.py``).
+  The lifecycle says what it means for the trial (``core/lifecycle/machine.py``).
 - :class:`TransientError`: another try may succeed (a tool or a Secret not there yet).
 
-:func:`transient` decides for any exception, the third-party ones included (the API server's answers,
+:func:`transient` decides for any exception, the one classifier, the third-party ones included (the API server's answers,
 connection resets, timeouts, a kind not served yet); everything else that is none of these is a bug:
 never retried, reported with its traceback (the Trial fails with ``InternalError``). :func:`retry` is
-the one retry loop (tenacity): exponential back-off, a number of tries or a deadline, what to try again.
+the one retry loop (tenacity): exponential back-off, a number of tries or a deadline, what to try again;
+:func:`backoff_s` the same back-off for a loop that waits its own way (the operator's Trial loop, the lab's).
 """
 
 from __future__ import annotations
@@ -54,15 +55,24 @@ EXIT_FAILED = 1
 # third-party exceptions that are programming errors even though their library is a network client
 _BUGS = {"ApiValueError", "ApiTypeError", "ApiKeyError", "ParamValidationError"}
 _TRANSIENT_MODULES = ("kubernetes.", "urllib3.", "botocore.", "requests.", "aiohttp.")
+# what a store answers when the request itself is refused: asking again gets the same answer
+REFUSALS = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket"})
+
+
+def refusal(e: BaseException) -> str | None:
+    """The code a service refused the request with (S3's ``AccessDenied``, ``NoSuchBucket`` …), else None."""
+    code = ((getattr(e, "response", None) or {}).get("Error") or {}).get("Code")
+    return code if code in REFUSALS else None
 
 
 def transient(e: BaseException) -> bool:
     """Whether another try of the same step may succeed: a :class:`TransientError`; the API server's
     answers and the network's failures (the Kubernetes client, urllib3, botocore, connections, timeouts,
-    name resolution, TLS); never a :class:`UserError` or :class:`PermanentError`; never a bug."""
+    name resolution, TLS); never a :class:`UserError` or :class:`PermanentError`, a refusal (:func:`refusal`)
+    or a bug."""
     if isinstance(e, TransientError):
         return True
-    if isinstance(e, UserError | PermanentError) or type(e).__name__ in _BUGS:
+    if isinstance(e, UserError | PermanentError) or type(e).__name__ in _BUGS or refusal(e):
         return False
     if isinstance(e, ConnectionError | TimeoutError | socket.gaierror | ssl.SSLError):
         return True
@@ -77,6 +87,19 @@ def exit_code(e: BaseException) -> int:
 def one_line(text: str) -> str:
     """``text`` with every run of whitespace (newlines too) as one space."""
     return " ".join(text.split())
+
+
+STEP_BACKOFF_S = (2.0, 60.0)  # a step that failed transiently is tried again after 2 s, 4 s, … at most 60 s
+
+
+def backoff_s(failures: int, first_s: float = STEP_BACKOFF_S[0], most_s: float = STEP_BACKOFF_S[1]) -> float:
+    """The wait before the next try after ``failures`` failures in a row: ``first_s``, then twice as long each
+    time, at most ``most_s`` (tenacity's exponential wait, for the loops that wait their own way)."""
+    import tenacity
+
+    state = tenacity.RetryCallState(None, None, (), {})
+    state.attempt_number = max(1, failures)
+    return float(tenacity.wait_exponential(multiplier=first_s, min=first_s, max=most_s)(state))
 
 
 def retry(fn: Callable[[], T], *, what: str, attempts: int | None = None, deadline_s: float | None = None,
@@ -110,5 +133,5 @@ def retry(fn: Callable[[], T], *, what: str, attempts: int | None = None, deadli
     return r(fn)
 
 
-__all__ = ["EXIT_FAILED", "EXIT_USER", "PermanentError", "TransientError", "UserError", "WanwideError", "exit_code",
-           "one_line", "retry", "transient"]
+__all__ = ["EXIT_FAILED", "EXIT_USER", "STEP_BACKOFF_S", "PermanentError", "TransientError", "UserError", "WanwideError", "exit_code",
+           "backoff_s", "one_line", "refusal", "retry", "transient"]

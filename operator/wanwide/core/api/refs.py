@@ -105,7 +105,9 @@ Tag = _pattern(TAG_RE, "must be an image tag: letters, digits, '_', '.' and '-',
 
 CHART_NAME_RE = r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$"
 OCI_RE = rf"^oci://{_HOST}(/{_PATH_COMPONENT})+$"
-LOCAL_CHART_RE = r"^(/[A-Za-z0-9_+-][A-Za-z0-9._+-]*)+/?$"
+# a component may start with one dot (/root/.cache/…: hidden directories are ordinary places), never be
+# "." or ".." nor start with ".." (RE2 has no lookahead: the leading dot is optional, then a non-dot)
+LOCAL_CHART_RE = r"^(/\.?[A-Za-z0-9_+-][A-Za-z0-9._+-]*)+/?$"
 CHART_RE = f"({CHART_NAME_RE})|({OCI_RE})|({LOCAL_CHART_RE})"
 CHART_MSG = ("must be a chart name in chartRepo (such as keystone), an oci:// reference (oci://registry/path/"
              "keystone) or an absolute path the operator can read (no '..'); never starting with '-'")

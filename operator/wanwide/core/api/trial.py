@@ -33,15 +33,31 @@ class TrialSpec(Model):
     plan_generation: int = Field(0, ge=0, description="Benchmark generation this trial was planned from.")
 
 
+class Objectives(Model):
+    """The trial's service level objectives (spec.workload.slo) as its bundles recorded them."""
+
+    met: int = Field(0, ge=0)
+    missed: int = Field(0, ge=0, description="Objectives missed: the trial still Succeeds, its data kept "
+                        "(an ObjectivesMissed warning).")
+    unmeasured: int = Field(0, ge=0, description="Objectives with nothing to measure (no successful iteration).")
+    summary: str = Field("", max_length=200, description="met/total, as kubectl get trials -o wide shows it.")
+    misses: list[str] = Field(default_factory=list, max_length=5, description="The first misses: region, "
+                              "scenario, what was measured against the bound (every one is in the bundles).")
+
+
 class TrialStatus(Observed):
     phase: Literal[PHASES] | None = None  # type: ignore[valid-type]
     phase_start_time: str | None = None
     attempt: int = 0
-    chart_failures: int = Field(0, ge=0, description="Keystone chart renders (helm template) and hook Jobs of this trial "
-                                "that failed (tried again up to 3 failures in all).")
-    done: list[str] = Field(default_factory=list, description="Steps of the current phase already carried out.")
-    keystone_ahead: int = Field(0, ge=0, description="Keystone releases of wave 1 (region order) whose objects before "
-                                "their first hooks were applied while wave 0 ran.")
+    done: list[str] = Field(default_factory=list, description="Steps already carried out: the deployment's stages done "
+                            "(namespaces, database, keystone-schema, keystone), and the current phase's steps.")
+    deploy_tries: dict[str, int] = Field(default_factory=dict, description="Each deployment stage's failures so far (a "
+                                         "chart that failed to render, a hook Job that failed): tried again up to 3 "
+                                         "failures in all.")
+    applied: list[str] = Field(default_factory=list, description="Deployment stages whose objects the operator applied "
+                               "at once (the trial's namespaces and what lives in them).")
+    ahead: dict[str, int] = Field(default_factory=dict, description="Per deployment stage, its releases (region order) "
+                                  "whose objects before their first hooks were applied while the stages before ran.")
     outcome: Literal["Succeeded", "Failed"] | None = Field(None, description="Result decided before clean-up.")
     outcome_message: str | None = Field(None, description="Why the trial failed (kept through clean-up).")
     reason: str | None = None
@@ -56,6 +72,8 @@ class TrialStatus(Observed):
     faults_late: list[str] = Field(default_factory=list, description="Fault window occurrences not in force "
                                    "10 s after they began (a FaultLate warning each).")
     results_uri: str | None = Field(None, alias="resultsURI")
+    objectives: Objectives | None = Field(None, description="The service level objectives the bundles recorded "
+                                          "(Collecting; none when the workload sets none).")
     start_time: str | None = None
     completion_time: str | None = None
     observed_generation: int | None = None

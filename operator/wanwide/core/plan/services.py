@@ -35,6 +35,8 @@ GALERA_DYNAMIC_OPTIONS = ("evs.send_window", "evs.user_send_window")
 
 GALERA_DEFAULTS = {"evs.send_window": "4", "evs.user_send_window": "2"}
 """Galera 4's own values of the dynamic options (set back when a trial asks for none)."""
+GALERA_SEND_WINDOWS = {"evs.send_window": "512", "evs.user_send_window": "256"}
+"""The send windows every trial runs with, at every RTT (``galera_wan_options``)."""
 
 
 MEMBERS_AT_DEFAULTS = 10  # up to this many members the timeouts below are the RTT's alone
@@ -57,8 +59,10 @@ def galera_wan_options(max_rtt_ms: float, members: int = 3) -> dict[str, str]:
     (9 s at 45: 15,000–22,000 frames/s measured) and the suspicion it bounds (Galera wants
     keepalive < suspect/3) with it.
 
-    From 20 ms on, wider send windows too (the defaults, 4 and 2 packets in
-    flight, throttle replication over a WAN); they are dynamic options.
+    Wider send windows at every RTT (the defaults, 4 and 2 messages in flight, throttle replication over a
+    WAN): the same at 0 ms as at 300 ms, so a delay's effect is the delay's and not the window's too (they
+    were the defaults below 20 ms until issue 46; docs/results-study.md, "Galera's send window"). A
+    Benchmark sweeps the window as its own parameter with ``spec.database.galera.providerOptions``.
     """
     rtt_s = max_rtt_ms / 1000.0
     n = members if members > MEMBERS_AT_DEFAULTS else 0
@@ -79,9 +83,7 @@ def galera_wan_options(max_rtt_ms: float, members: int = 3) -> dict[str, str]:
     }
     if members > MEMBERS_AT_DEFAULTS:  # Galera checks for inactive members every 0.5 s by default
         opts["evs.inactive_check_period"] = iso(n / 30)
-    if max_rtt_ms >= 20:
-        opts |= {"evs.send_window": "512", "evs.user_send_window": "256"}
-    return opts
+    return opts | GALERA_SEND_WINDOWS
 
 
 @dataclass(frozen=True)

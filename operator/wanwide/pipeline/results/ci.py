@@ -47,6 +47,24 @@ def t975(df: int) -> float:
     return float(stats.t.ppf((1 + CONFIDENCE) / 2, df))
 
 
+def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
+    """Student's t two-sided quantile at ``confidence`` with ``df`` degrees of freedom."""
+    return float(stats.t.ppf((1 + confidence) / 2, df))
+
+
+def z_quantile(confidence: float = CONFIDENCE) -> float:
+    """The normal two-sided quantile at ``confidence``."""
+    return float(stats.norm.ppf((1 + confidence) / 2))
+
+
+def bonferroni(intervals: int, family: float = CONFIDENCE) -> float:
+    """The level each of ``intervals`` intervals needs so that all of them hold together with probability
+    at least ``family`` (Bonferroni: the error rate 1 − ``family`` shared out equally)."""
+    if intervals < 1:
+        raise ValueError("bonferroni: the number of intervals must be at least 1")
+    return 1 - (1 - family) / intervals
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A center (mean or median) with its 95 % interval and ``B`` replicates of it."""

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from wanwide.pipeline.results.ci import TOO_FEW, Z, t975, verdict
+from wanwide.pipeline.results.ci import CONFIDENCE, TOO_FEW, t_quantile, verdict, z_quantile
 from wanwide.pipeline.results.ingest import PARAM_PREFIX, TOTAL
 from wanwide.pipeline.results.runs import machine
 
@@ -95,9 +95,11 @@ def unit_means(table: pd.DataFrame, manifests: list[dict[str, Any]], regions: se
     return out
 
 
-def paired_change(base: pd.DataFrame, new: pd.DataFrame, block: list[str] = BLOCK) -> Paired:
+def paired_change(base: pd.DataFrame, new: pd.DataFrame, block: list[str] = BLOCK,
+                  confidence: float = CONFIDENCE) -> Paired:
     """The change from ``base`` to ``new`` (``unit_means`` rows of one point each, e.g. RTT 0 and 300 ms
-    of one backend, size and scenario), paired on the ``block`` columns; blocks on one side only are left out."""
+    of one backend, size and scenario), paired on the ``block`` columns; blocks on one side only are left out.
+    ``confidence``: the interval's level (95 %; higher for one of a family of intervals, ``ci.bonferroni``)."""
     b = base.groupby(block, dropna=False)[["mean", "var", "n", "deployment"]].first()
     n = new.groupby(block, dropna=False)[["mean", "var", "n", "deployment"]].first()
     j = b.merge(n, left_index=True, right_index=True, suffixes=("_b", "_n"))
@@ -112,8 +114,8 @@ def paired_change(base: pd.DataFrame, new: pd.DataFrame, block: list[str] = BLOC
         return Paired(math.expm1(center), math.nan, math.nan, k, shared)
     # the iterations' own noise in each log mean (delta method: var / (n · mean²)), averaged over blocks
     within = (j["var_b"].fillna(0) / (j["n_b"] * j["mean_b"] ** 2) + j["var_n"].fillna(0) / (j["n_n"] * j["mean_n"] ** 2))
-    floor = Z * math.sqrt(float(within.sum())) / k
+    floor = z_quantile(confidence) * math.sqrt(float(within.sum())) / k
     sd = float(np.std(d, ddof=1))
-    half = max(t975(k - 1) * sd / math.sqrt(k), floor)
+    half = max(t_quantile(k - 1, confidence) * sd / math.sqrt(k), floor)
     p = float(stats.ttest_1samp(d, 0.0).pvalue) if sd > 0 else (0.0 if center else 1.0)
     return Paired(math.expm1(center), math.expm1(center - half), math.expm1(center + half), k, shared, p)

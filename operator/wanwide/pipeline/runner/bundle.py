@@ -83,6 +83,9 @@ class ContentionInfo(BaseModel):
     steal_pct: float | None = None  # CPU time the hypervisor gave to others (where reported)
     busy_pct: float | None = None  # machine CPU busy, all processes
     foreign_cpu_pct: float | None = None  # CPU used by processes outside the experiment (lab only)
+    busy_cpu_s: float | None = None  # the machine's busy CPU-seconds over the window, every core
+    own_cpu_s: float | None = None  # the experiment's processes' CPU-seconds over the window (lab only)
+    scenarios: dict[str, dict[str, Any]] | None = None  # per scenario: its window, CPU-seconds, CPU per iteration
     loadavg_before: list[float] | None = None
     loadavg_after: list[float] | None = None
     gate: GateInfo | None = None

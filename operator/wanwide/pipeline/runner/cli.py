@@ -51,6 +51,7 @@ def cmd_validate(args) -> int:
 
 def cmd_probe(args) -> int:
     import json
+    import time
     from datetime import UTC, datetime
     from pathlib import Path
 
@@ -64,6 +65,10 @@ def cmd_probe(args) -> int:
     except (OSError, ValueError) as e:
         print(f"error: probe config {args.config}: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    if cfg.settle_s:
+        print(f"[probe] waiting {cfg.settle_s:g} s: the operator shapes this pod, which started after the WAN's "
+              "chaos objects, with objects of its own", flush=True)
+        time.sleep(cfg.settle_s)
     rows = []
     for t in cfg.targets:
         got = probe.samples_ms(t.host, t.port, cfg.samples, cfg.interval_s, cfg.timeout_s)

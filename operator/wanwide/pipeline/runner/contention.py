@@ -194,17 +194,57 @@ def window(a: Snapshot, b: Snapshot, cpus: int | None = None) -> dict[str, Any]:
         "cpu_some_pct": _stall_pct(a.cpu, b.cpu, "some", wall),
         "memory_some_pct": _stall_pct(a.memory, b.memory, "some", wall),
         "memory_full_pct": _stall_pct(a.memory, b.memory, "full", wall),
-        "steal_pct": None, "busy_pct": None, "foreign_cpu_pct": None,
+        "steal_pct": None, "busy_pct": None, "foreign_cpu_pct": None, "busy_cpu_s": None, "own_cpu_s": None,
         "loadavg_before": a.loadavg, "loadavg_after": b.loadavg,
     }
     if a.times and b.times and b.times.total > a.times.total:
         dt = b.times.total - a.times.total
         out["steal_pct"] = _pct(b.times.steal - a.times.steal, dt)
         out["busy_pct"] = _pct(b.times.busy - a.times.busy, dt)
+        out["busy_cpu_s"] = round((b.times.busy - a.times.busy) / TICKS, 2)
         if a.own_ticks is not None and b.own_ticks is not None:
+            out["own_cpu_s"] = round((b.own_ticks - a.own_ticks) / TICKS, 2)
             capacity = (cpus or os.cpu_count() or 1) * wall * TICKS
             foreign = (b.times.busy - a.times.busy) - (b.own_ticks - a.own_ticks)
             out["foreign_cpu_pct"] = _pct(max(foreign, 0), capacity)
+    return out
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """Cumulative CPU-seconds at one instant: the machine's busy time and the experiment's (None: not known)."""
+
+    t: float  # time.time()
+    busy_s: float
+    own_s: float | None
+
+
+def _at(series: list[CpuSample], t: float, field_: str) -> float | None:
+    """A cumulative counter of ``series`` at ``t``, linear between the samples around it (None outside them)."""
+    pts = [(s.t, getattr(s, field_)) for s in series if getattr(s, field_) is not None]
+    if not pts or t < pts[0][0] - 1e-6 or t > pts[-1][0] + 1e-6:
+        return None
+    for (t0, v0), (t1, v1) in zip(pts, pts[1:], strict=False):
+        if t0 <= t <= t1:
+            return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+    return pts[-1][1] if t >= pts[-1][0] else pts[0][1]
+
+
+def cpu_per_scenario(series: list[CpuSample], windows: dict[str, tuple[float, float, int]]) -> dict[str, dict[str, Any]]:
+    """Per scenario (one Rally subtask, run after the other): its window (first iteration's start to last one's
+    end, ``time.time()``), the machine's busy CPU-seconds and the experiment's own within it (from the sampled
+    series, linear between samples a second apart), its iterations and the CPU-seconds per iteration (the
+    experiment's, else the machine's). At high load every region's runner measures the same machine: the trial's
+    CPU per iteration divides it by every region's iterations."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, (t0, t1, n) in windows.items():
+        busy = [_at(series, t, "busy_s") for t in (t0, t1)]
+        own = [_at(series, t, "own_s") for t in (t0, t1)]
+        b = round(busy[1] - busy[0], 2) if None not in busy else None
+        o = round(own[1] - own[0], 2) if None not in own else None
+        use = o if o is not None else b
+        out[name] = {"window_s": round(t1 - t0, 3), "busy_cpu_s": b, "own_cpu_s": o, "iterations": n,
+                     "cpu_s_per_iteration": round(use / n, 4) if use is not None and n else None}
     return out
 
 
@@ -217,6 +257,7 @@ class Sampler:
         self.every_s, self.proc, self.own = every_s, proc, own
         self.max_avg10: float | None = None
         self.max_interval_pct: float | None = None
+        self.series: list[CpuSample] = []  # every ``every_s``: when, machine busy and the experiment's CPU
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="contention")
 
@@ -227,17 +268,25 @@ class Sampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        self.sample_cpu()
+
+    def sample_cpu(self) -> None:
+        """One point of the CPU series (also taken at the start and at the end of the window)."""
+        times = read_cpu_times(self.proc)
+        own = self.own.ticks(self.proc) if self.own is not None else None
+        if times is not None:
+            self.series.append(CpuSample(time.time(), times.busy / TICKS, own / TICKS if own is not None else None))
 
     def _run(self) -> None:
+        self.sample_cpu()
         last = read_pressure("cpu", self.proc)
         t_last = time.monotonic()
         while not self._stop.wait(self.every_s):
-            if self.own is not None:
-                self.own.refresh(self.proc)  # members that start and exit within the window
+            self.sample_cpu()  # refreshes ``own``'s members too: those that start and exit within the window
             cur = read_pressure("cpu", self.proc)
             t = time.monotonic()
             if cur is None or last is None:
-                return
+                continue
             some = cur["some"]
             self.max_avg10 = max(self.max_avg10 or 0.0, some.avg10)
             pct = _pct((some.total_us - last["some"].total_us) / 1e6, t - t_last)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 import os
 import socket
-import statistics
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from wanwide.core.contracts import DatabaseGauge, RttTarget
 from wanwide.core.errors import PermanentError
+from wanwide.core.lifecycle.network import median
 from wanwide.pipeline.runner import probe
 
 COUNTERS = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_replace")
@@ -98,7 +98,7 @@ def measure_rtt(
             "port": t.port,
             "method": "tcp-connect",
             "samples_ms": vals,
-            "median_ms": round(statistics.median(vals), 3) if vals else None,
+            "median_ms": round(median(vals), 3) if vals else None,  # the network check's own median
             "p95_ms": round(percentile(vals, 95), 3) if vals else None,
             "errors": lost,
             "first_error": f"{lost} of {samples} unanswered within {timeout:g} s" if lost else None,

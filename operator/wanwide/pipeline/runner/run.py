@@ -152,6 +152,29 @@ def _expected_iterations(task: dict) -> int | None:
     return total or None
 
 
+def scenario_windows(report: dict) -> dict[str, tuple[float, float, int]]:
+    """Per scenario (subtask title) of a ``rally task report --json``: the first iteration's start, the last
+    one's end (epoch seconds) and the iterations run."""
+    out: dict[str, tuple[float, float, int]] = {}
+    for st in ((report.get("tasks") or [{}])[0].get("subtasks") or []):
+        its = [d for wl in st.get("workloads") or [] for d in wl.get("data") or [] if d.get("timestamp") is not None]
+        if its:
+            out[str(st.get("title"))] = (min(float(d["timestamp"]) for d in its),
+                                         max(float(d["timestamp"]) + float(d.get("duration") or 0) for d in its), len(its))
+    return out
+
+
+def _record_cpu_per_scenario(r: _Run) -> None:
+    """CPU per iteration of each scenario, from the series sampled over the task (contention.cpu_per_scenario)."""
+    if r.contention is None or not r.cpu_series:
+        return
+    windows = scenario_windows(json.loads((r.bundle_dir / RALLY_JSON).read_text()))
+    r.contention.scenarios = contention.cpu_per_scenario(r.cpu_series, windows) or None
+    for name, x in (r.contention.scenarios or {}).items():
+        _say(f"cpu {name.split('.')[-1]}: {x['cpu_s_per_iteration']} CPU-s per iteration "
+             f"({x['own_cpu_s'] if x['own_cpu_s'] is not None else x['busy_cpu_s']} s over {x['iterations']} iterations)")
+
+
 def _summarise_rally_json(path: Path) -> RallyInfo:
     data = json.loads(path.read_text())
     info = RallyInfo()
@@ -216,6 +239,7 @@ class _Run:
     warmup: WarmupInfo | None = None
     gate: GateInfo | None = None
     slo: list[dict] | None = None
+    cpu_series: list[contention.CpuSample] = field(default_factory=list)  # over the measured task, every second
     live: Any = None  # live.Live when the runner serves metrics (--metrics-port)
     status: Status = field(
         default_factory=lambda: Status(result="failed", reason="InternalError", message="run did not finish"))
@@ -415,6 +439,7 @@ def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
     summary = _summarise_rally_json(r.bundle_dir / RALLY_JSON)
     summary.task_uuid, summary.exit_code = uuid, rc
     r.rally_info = summary
+    _record_cpu_per_scenario(r)
     missed: list[str] = []
     if r.cfg.slo:
         r.slo = slo.check(json.loads((r.bundle_dir / RALLY_JSON).read_text()), r.cfg.slo)
@@ -505,6 +530,7 @@ def _measured_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float
             watch.linger(r.cfg.faults, r.cfg.gauges.members_linger_s, say=_say)
     _record_members(r, watch)
     r.contention = ContentionInfo(**contention.window(before, after), **sampler.figures(), gate=r.gate)
+    r.cpu_series = sampler.series
     c = r.contention
     _say(f"contention over the task ({c.window_s:.0f}s): CPU pressure {c.cpu_some_pct}%, "
          f"steal {c.steal_pct}%, CPU used outside the experiment {c.foreign_cpu_pct}%")

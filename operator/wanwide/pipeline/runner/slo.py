@@ -6,13 +6,14 @@ from Rally's SLA results, so that a percentile (which Rally has no plugin for) a
 measured the same way: durations of the successful iterations (Rally's ``duration``); the
 failure rate over all of them. Rally's own SLA holds the objectives it knows too, so its
 ``pass_sla`` agrees.
+
+Plain Python, no numpy: the runner runs in the image, which installs the ``operator`` extra only
+(numpy is the ``report`` extra's).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import numpy as np
 
 from wanwide.core.contracts import SloSpec
 
@@ -23,6 +24,16 @@ def _workloads(rally: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _scenario(w: dict[str, Any]) -> str:
     return next(iter(w.get("scenario") or {"?": None}))
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The ``p``-th percentile (0–100) of ``values`` (not empty), interpolated linearly between the two
+    nearest ranks: numpy's default (``np.percentile(values, p)``, method ``linear``)."""
+    xs = sorted(values)
+    h = (len(xs) - 1) * p / 100.0
+    lo = int(h)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
 
 
 def check(rally: dict[str, Any], specs: list[SloSpec]) -> list[dict[str, Any]]:
@@ -37,16 +48,16 @@ def check(rally: dict[str, Any], specs: list[SloSpec]) -> list[dict[str, Any]]:
         if spec is None:
             continue
         data = w.get("data") or []
-        ok = np.array([float(it.get("duration") or 0.0) for it in data if not it.get("error")], dtype=float)
+        ok = [float(it.get("duration") or 0.0) for it in data if not it.get("error")]
         failed = sum(1 for it in data if it.get("error"))
         rate = 100.0 * failed / len(data) if data else 0.0
         rows.append(_row(name, "failure_rate", spec.failure_rate_pct, rate, "%",
                          f"{failed} of {len(data)} iterations failed"))
         for criterion, bound, value, what in (
-            ("max_duration", spec.max_s, ok.max() if len(ok) else None, "slowest iteration"),
-            ("mean_duration", spec.mean_s, ok.mean() if len(ok) else None, "mean iteration"),
+            ("max_duration", spec.max_s, max(ok) if ok else None, "slowest iteration"),
+            ("mean_duration", spec.mean_s, sum(ok) / len(ok) if ok else None, "mean iteration"),
             (f"p{spec.percentile:g}" if spec.percentile else "percentile", spec.percentile_max_s,
-             float(np.percentile(ok, spec.percentile)) if len(ok) and spec.percentile else None,
+             percentile(ok, spec.percentile) if ok and spec.percentile else None,
              f"{spec.percentile:g}th percentile" if spec.percentile else ""),
         ):
             if bound is None:

@@ -86,9 +86,11 @@ class Retry:
 
 
 def _with_retries(what: str, fn, retry: Retry, log=None):
-    """``fn()`` through the one retry (core/errors.py): a key that exists is never tried again."""
+    """``fn()`` through the one retry (core/errors.py): a key that exists is never tried again; a refusal only
+    until a deadline (its keys or bucket policy may be fixed meanwhile); a bug never."""
     def again(e: BaseException) -> bool:
-        return not isinstance(e, KeyExists) and (retry.deadline is not None or not _is_permanent(e))
+        return not isinstance(e, KeyExists) and (errors.transient(e) or (retry.deadline is not None
+                                                                          and errors.refusal(e) is not None))
 
     left = None if retry.deadline is None else max(0.0, retry.deadline - time.monotonic())
     try:
@@ -96,17 +98,14 @@ def _with_retries(what: str, fn, retry: Retry, log=None):
                             backoff_s=retry.backoff_s, max_backoff_s=MAX_DELAY_S, again=again, log=log)
     except KeyExists:
         raise
-    except Exception as e:  # botocore errors, connection errors
+    except Exception as e:
+        if not (errors.transient(e) or errors.refusal(e)):
+            raise  # a bug: said as one, not as the store's answer
         raise UploadError(f"{what}: {_short(e)}") from e
 
 
 class KeyExists(UploadError):
     pass
-
-
-def _is_permanent(e: Exception) -> bool:
-    code = getattr(e, "response", {}).get("Error", {}).get("Code") if hasattr(e, "response") else None
-    return code in {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket"}
 
 
 def _short(e: Exception | None) -> str:

@@ -21,13 +21,23 @@ import urllib.request
 from typing import Any
 
 from wanwide.core.contracts import KeystoneSettings
-from wanwide.core.errors import PermanentError, retry
+from wanwide.core.errors import PermanentError, TransientError, WanwideError, retry
 
 
-class KeystoneError(PermanentError, RuntimeError):
+class KeystoneError(WanwideError, RuntimeError):
+    """Keystone did not do what was asked (``status``: its HTTP answer, None when it did not answer)."""
+
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+class KeystoneRefused(KeystoneError, PermanentError):
+    """Keystone refused the request (a 4xx): asked again, it refuses again."""
+
+
+class KeystoneUnavailable(KeystoneError, TransientError):
+    """Keystone failed to answer (a 5xx, no connection): another try may succeed."""
 
 
 def _call(method: str, url: str, token: str | None = None, body: dict[str, Any] | None = None,
@@ -42,13 +52,13 @@ def _call(method: str, url: str, token: str | None = None, body: dict[str, Any] 
             text = r.read().decode() or "{}"
             return json.loads(text), dict(r.headers)
     except urllib.error.HTTPError as e:
-        raise KeystoneError(f"{method} {url}: HTTP {e.code} {e.read().decode(errors='replace')[:300]}",
-                            status=e.code) from None
+        error = KeystoneUnavailable if e.code >= 500 else KeystoneRefused
+        raise error(f"{method} {url}: HTTP {e.code} {e.read().decode(errors='replace')[:300]}", status=e.code) from None
     except (urllib.error.URLError, OSError) as e:
-        raise KeystoneError(f"{method} {url}: {e}") from None
+        raise KeystoneUnavailable(f"{method} {url}: {e}") from None
 
 
-TOKEN_TRIES = 4  # a token issue that fails with a 5xx is tried again, up to this many times in all
+TOKEN_TRIES = 4  # a token issue Keystone fails to answer (a 5xx, no connection) is tried again, this many times in all
 TOKEN_BACKOFF_S = 1.0  # before the 2nd try; doubled each time
 
 
@@ -65,11 +75,10 @@ def admin_token(ks: KeystoneSettings, password: str, sleep=time.sleep) -> str:
     }}
     _, headers = retry(lambda: _call("POST", f"{ks.url.rstrip('/')}/auth/tokens", body=body), what="admin token",
                        attempts=TOKEN_TRIES, backoff_s=TOKEN_BACKOFF_S,
-                       again=lambda e: isinstance(e, KeystoneError) and e.status is not None and e.status >= 500,
                        log=lambda m: print(f"[runner] {m}", file=sys.stderr, flush=True), sleep=sleep)
     token = {k.lower(): v for k, v in headers.items()}.get("x-subject-token")
     if not token:
-        raise KeystoneError(f"no token from {ks.url}")
+        raise KeystoneRefused(f"no token from {ks.url}")
     return token
 
 
@@ -96,7 +105,7 @@ def ensure_user(ks: KeystoneSettings, admin_password: str, name: str, role: str 
             "name": name, "password": password, "domain_id": domain, "default_project_id": project}})[0]["user"]["id"]
     role_id = _find(base, token, "roles", role)
     if not role_id:
-        raise KeystoneError(f"role {role!r} not found in {base} (keystone-manage bootstrap creates it)")
+        raise KeystoneRefused(f"role {role!r} not found in {base} (keystone-manage bootstrap creates it)")
     _call("PUT", f"{base}/projects/{project}/users/{user}/roles/{role_id}", token)
     return {"username": name, "password": password, "user_domain_name": ks.user_domain_name,
             "project_name": name, "project_domain_name": ks.user_domain_name}

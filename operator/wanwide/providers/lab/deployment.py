@@ -1,7 +1,7 @@
 """One lab deployment (network, database, Keystones), re-shaped between the trials it serves.
 
 Which trials share one, and in which order, is the lifecycle's decision
-(core/lifecycle.py ``deployments``: a round's trials of one deployment key); the
+(core/lifecycle/order.py ``deployments``: a round's trials of one deployment key); the
 lab deploys once per group and re-shapes the links between its trials, as the
 studies' harness did (deploy, then for each network setting: constrain, bench,
 back up). The bundles record the deployment and each trial's place on it;
@@ -30,6 +30,9 @@ class Deployment:
     shared: bool  # built to be re-shaped for several trials
     trials: list[str] = field(default_factory=list)  # ids of the trials run on it, in order
     galera_dynamic: dict[str, str] = field(default_factory=dict)
+    shaped_for: str | None = None  # the trial its links are shaped for
+    up: set[str] = field(default_factory=set)  # the deployment stages brought up
+    by_stage: dict[str, list[Service]] = field(default_factory=dict)  # what each stage started
 
     @property
     def id(self) -> str:
@@ -53,7 +56,7 @@ class Deployment:
         return {"provider": "lab", "id": self.id, "shared": self.shared,
                 "trial_index": self.trials.index(p.id) if p.id in self.trials else len(self.trials),
                 "previous_trials": [t for t in self.trials if t != p.id],
-                "services_started_on": "unconstrained WAN",  # then shaped (RealOps.deploy)
+                "services_started_on": "unconstrained WAN",  # then shaped (bringup.bring_up)
                 "layout": "mesh" if self.net.layout is None else self.net.layout.kind,
                 "links": len(self.net.pairs) + len(self.net.edges),
                 **({"galera_dynamic_options": dict(self.galera_dynamic)} if self.galera_dynamic else {})}

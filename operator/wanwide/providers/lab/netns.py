@@ -114,6 +114,7 @@ class Network:
     layout: Layout | None = None  # None: a full mesh (one link per pair)
     edges: dict[tuple[str, str], shaping.Link] = field(default_factory=dict)  # links to and between hubs
     drops: dict[Pair, float] = field(default_factory=dict)  # pair → drop probability at its first hub
+    lifted: list[tuple[shaping.Link, OneWay, OneWay]] = field(default_factory=list)  # (link, its shaping) while lifted
     destroyed: bool = False
     _old_handlers: dict[int, Any] = field(default_factory=dict)
 
@@ -247,30 +248,45 @@ class Network:
         self.layout = new
         self.links.update({p: w for p, w in links.items() if p[0] != p[1]})
 
+    def lift(self) -> None:
+        """Every shaped link (between regions, to and between hubs) passes traffic unshaped until :meth:`restore`
+        gives each its shaping back: services deploy on an unconstrained WAN and are then constrained, as the
+        studies' harness did (deploy, then ``tc netem``) and the Kubernetes provider does (its NetworkChaos comes
+        after the deployment). ``links`` (what the trial asked for) is not touched; a fault's drops are not
+        expected here (a new deployment has none)."""
+        if self.drops:
+            raise LabError(f"lift(): {len(self.drops)} pair(s) have fault drops; lift them first")
+        if self.lifted:
+            return
+        zero = OneWay()
+        for lk in [*self.pairs.values(), *self.edges.values()]:
+            if lk.kind != "veth" and not (lk.a_to_b.is_noop and lk.b_to_a.is_noop):
+                a_to_b, b_to_a = lk.a_to_b, lk.b_to_a
+                shaping.shaper_for(lk.kind).update(lk, zero, zero)
+                self.lifted.append((lk, a_to_b, b_to_a))
+
+    def restore(self) -> None:
+        """Every link :meth:`lift` lifted takes its shaping back."""
+        while self.lifted:
+            lk, a_to_b, b_to_a = self.lifted[-1]
+            shaping.shaper_for(lk.kind).update(lk, a_to_b, b_to_a)
+            self.lifted.pop()
+
+    def in_force(self) -> LinkMap:
+        """Each pair's shaping as in force now: what the trial asked for, none while lifted."""
+        return {pair: OneWay() for pair in self.links} if self.lifted else dict(self.links)
+
     @contextlib.contextmanager
     def unconstrained(self) -> Iterator[None]:
-        """Every shaped link (between regions, to and between hubs) passes traffic unshaped for the
-        ``with`` block, then takes its shaping back: services deploy on an unconstrained WAN and are then
-        constrained, as the studies' harness did (deploy, then ``tc netem``) and the Kubernetes provider
-        does (its NetworkChaos comes after the deployment). ``links`` (what the trial asked for) is not
-        touched; a fault's drops are not expected here (a new deployment has none)."""
-        if self.drops:
-            raise LabError(f"unconstrained(): {len(self.drops)} pair(s) have fault drops; lift them first")
-        zero = OneWay()
-        saved = [(lk, lk.a_to_b, lk.b_to_a) for lk in [*self.pairs.values(), *self.edges.values()]
-                 if lk.kind != "veth" and not (lk.a_to_b.is_noop and lk.b_to_a.is_noop)]
-        lifted: list[tuple[shaping.Link, OneWay, OneWay]] = []
+        """The network :meth:`lift`-ed for the ``with`` block, then restored (after a failure too, its error kept)."""
+        self.lift()
         ok = False
         try:
-            for lk, a_to_b, b_to_a in saved:
-                shaping.shaper_for(lk.kind).update(lk, zero, zero)
-                lifted.append((lk, a_to_b, b_to_a))
             yield
             ok = True
         finally:  # after a failure the deployment goes anyway: its error, not the restore's, is kept
             with contextlib.nullcontext() if ok else contextlib.suppress(Exception):
-                for lk, a_to_b, b_to_a in lifted:
-                    shaping.shaper_for(lk.kind).update(lk, a_to_b, b_to_a)
+                self.restore()
 
     def describe(self) -> dict[str, Any]:
         """What to record in a bundle: shaper, addresses, links."""

@@ -7,6 +7,7 @@ namespace names and :mod:`wanwide.providers.lab.services` builds on :class:`Mana
 from __future__ import annotations
 
 import contextlib
+import http.client
 import logging
 import os
 import re
@@ -201,6 +202,10 @@ def _reap() -> None:
                 break
 
 
+NOT_YET = (OSError, LabError, http.client.HTTPException, subprocess.SubprocessError)
+"""What a check of a service that is not ready yet raises (urllib's errors are OSErrors)."""
+
+
 def wait_for(
     check: Callable[[], Any],
     timeout: float,
@@ -211,8 +216,9 @@ def wait_for(
 ) -> Any:
     """Poll ``check()`` until it returns a truthy value; raise ReadinessError with the log tail.
 
-    Exceptions from ``check`` count as "not yet". If ``proc`` exits meanwhile,
-    fail at once.
+    What a service not ready yet raises in ``check`` (:data:`NOT_YET`: refused connections, an HTTP error, a
+    tool that failed, a command that exited non-zero) counts as "not yet"; anything else is a bug and raised.
+    If ``proc`` exits meanwhile, fail at once.
     """
     deadline = time.monotonic() + timeout
     last_exc: BaseException | None = None
@@ -221,7 +227,7 @@ def wait_for(
             v = check()
             if v:
                 return v
-        except Exception as e:  # noqa: BLE001 - any failure means "not ready yet"
+        except NOT_YET as e:
             last_exc = e
         if proc is not None and proc.poll() is not None:
             raise ReadinessError(

@@ -60,6 +60,15 @@ def succeeded_bundles(out: Path, p: TrialPlan) -> dict[str, Path]:
     return found
 
 
+def manifest_objectives(manifest: Path) -> list[dict[str, Any]] | None:
+    """The objectives a bundle's manifest recorded (its ``slo`` rows); None: none, or unreadable."""
+    try:
+        rows = json.loads(manifest.read_text()).get("slo")
+    except (OSError, ValueError):
+        return None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else None
+
+
 def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:
     """The succeeded bundles of every load region of a trial, or None if any is missing."""
     found = succeeded_bundles(out, p)

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes.dynamic.exceptions import ForbiddenError
 
+from wanwide.core.errors import retry
+from wanwide.core.lifecycle import Step
 from wanwide.providers.kubernetes.controller import metrics
 from wanwide.providers.kubernetes.kube.client import Kube
 
 # Requests in flight at once, for all trials. Most of an apply is waiting: a Role or RoleBinding the
 # operator creates takes ~100 ms in the API server (its RBAC escalation check) for ~7 ms of its CPU.
 LANES = ThreadPoolExecutor(32, thread_name_prefix="apply")
-RBAC_LAG_S = (0.2, 0.5, 1.0, 2.0, None)  # a refused action in a lane is tried again after these
+T = TypeVar("T")
+RBAC_TRIES, RBAC_FIRST_S = 5, 0.25  # a forbidden action is tried again after 0.25 s, 0.5 s, 1 s, 2 s
+
+
+def when_bound(fn: Callable[[], T], what: str) -> T:
+    """``fn()``, tried again while the API server forbids it: the authorizer's cache may trail a namespace's new
+    RoleBinding by a second or two (the one retry, core/errors.py)."""
+    return retry(fn, what=what, attempts=RBAC_TRIES, backoff_s=RBAC_FIRST_S, max_backoff_s=2.0,
+                 again=lambda e: isinstance(e, ForbiddenError))
 
 
 @dataclass(frozen=True)
@@ -62,13 +71,12 @@ Action = Apply | Delete | DropFinalizer | Emit
 
 @dataclass
 class Decision:
-    """A phase's decision: where the Trial goes, what to do, when to look again."""
+    """The lifecycle's step for a Trial and how it is carried out here: the actions, what the provider records
+    besides (never a field the lifecycle owns), when to look again."""
 
-    phase: str | None = None  # next phase (None = stay)
-    reason: str = ""
-    message: str = ""
-    status: dict[str, Any] = field(default_factory=dict)  # other status fields to merge
+    step: Step = field(default_factory=Step)
     actions: list[Action] = field(default_factory=list)
+    recorded: dict[str, Any] = field(default_factory=dict)
     wake_s: float | None = None  # look again after this long at the latest (None: on events, or the safety net)
 
 
@@ -101,14 +109,7 @@ class Executor:
 
     def _lane(self, actions: list[Action]) -> None:
         for a in actions:
-            for delay in RBAC_LAG_S:
-                try:
-                    self._one(a)
-                    break
-                except ForbiddenError:  # the authorizer's cache may trail the namespace's new RoleBinding
-                    if delay is None:
-                        raise
-                    time.sleep(delay)
+            when_bound(lambda a=a: self._one(a), f"{type(a).__name__} in lane {getattr(a, 'lane', '')}")
 
     def _one(self, a: Action) -> None:
         try:

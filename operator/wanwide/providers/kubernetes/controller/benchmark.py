@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wanwide import API_GROUP, API_VERSION
+from wanwide.core import lifecycle as lc
 from wanwide.core import progress
 from wanwide.core.api.benchmark import Benchmark, Timeouts
 from wanwide.core.api.topology import TopologySpec
@@ -227,11 +228,27 @@ def teardown(kube: Kube, bench: dict[str, Any], at: dt.datetime,
     return left, stuck
 
 
+Post = Callable[[dict[str, Any], lc.Event], None]
+
+
+def start_trial(kube: Kube, trial: dict[str, Any], at: dt.datetime, post: Post = lambda *_: None) -> None:
+    """Its turn has come: the lifecycle's start, recorded with its reducer (``trial``'s status too), and said."""
+    status = trial.get("status") or {}
+    new, events = lc.apply(status, lc.decide(None, status, lc.Seen(start=True), at), at)
+    kube.patch_status(API, "Trial", trial["metadata"]["name"], trial["metadata"]["namespace"],
+                      trialstate.status_patch(status, new, trial["metadata"].get("generation"), at))
+    trial["status"] = new
+    for e in events:  # a listed object may lack its kind: the event names it
+        post({"apiVersion": API, "kind": "Trial", **trial}, e)
+
+
 def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime, start: bool = True,
-             ts: list[dict[str, Any]] | None = None, failed: str | None = None) -> tuple[list[str], dict[str, Any]]:
+             ts: list[dict[str, Any]] | None = None, failed: str | None = None,
+             post: Post = lambda *_: None) -> tuple[list[str], dict[str, Any]]:
     """Start pending trials within parallelism (none unless ``start``: the preflight holds them); the
     Benchmark's status fields that changed. ``ts``: its Trials, when already listed; ``failed``: the
-    preflight gave up, saying this (the Benchmark fails, no trial having started).
+    preflight gave up, saying this (the Benchmark fails, no trial having started); ``post``: says an event of a
+    Trial's lifecycle.
 
     Returns (names of the trials started, status patch).
     """
@@ -240,9 +257,7 @@ def schedule(kube: Kube, bench: dict[str, Any], at: dt.datetime, start: bool = T
     parallelism = int((bench["spec"].get("matrix") or {}).get("parallelism", 1))
     started = []
     for t in trialstate.to_start(ts, parallelism) if start else []:
-        kube.patch_status(API, "Trial", t["metadata"]["name"], t["metadata"]["namespace"],
-                          {"phase": "Provisioning", "phaseStartTime": iso(at), "startTime": iso(at), "attempt": 1})
-        t.setdefault("status", {})["phase"] = "Provisioning"
+        start_trial(kube, t, at, post)
         started.append(t["metadata"]["name"])
     s = summary(bench, ts, at)
     reason, message = s["phase"], f"{s['progress']} trials done, {s['trials']['failed']} failed"

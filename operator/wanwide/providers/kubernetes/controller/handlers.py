@@ -5,18 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import kopf
 
 from wanwide import API_GROUP, API_VERSION
+from wanwide.core import lifecycle as lc
 from wanwide.core import timestamps as ts
 from wanwide.core.api.topology import TopologySpec
-from wanwide.core.errors import PermanentError, transient
-from wanwide.core.lifecycle import crashed
+from wanwide.core.errors import PermanentError, backoff_s, transient
 from wanwide.core.plan import topology as topo
 from wanwide.core.plan.errors import PlanError, Problems
 from wanwide.core.plan.links import LinkMap
@@ -178,7 +180,7 @@ def _schedule(bench: dict[str, Any], planned: dict[str, Any] | None = None) -> N
             kopf.event(bench, type=kind, reason=reason, message=message[:1000])
         if pre.wake_s is not None:
             _wake_later(bench["metadata"]["namespace"], bench["metadata"]["name"], pre.wake_s)
-        started, patch = bm.schedule(RUNTIME.kube, bench, now, start=pre.passed, ts=trials, failed=pre.failed)
+        started, patch = bm.schedule(RUNTIME.kube, bench, now, start=pre.passed, ts=trials, failed=pre.failed, post=post)
         patch = {**(planned or {}), **pre.status, **patch}
         for name in started:
             WAKEUPS.poke(f"{bench['metadata']['namespace']}/{name}")
@@ -289,7 +291,7 @@ async def trial(body: kopf.Body, name: str, namespace: str, stopped: kopf.Daemon
                         return
                     failed_steps += 1
                     metrics.STEP_ERRORS.labels(phase).inc()
-                    wait_s = min(60.0, 2.0 ** failed_steps)
+                    wait_s = backoff_s(failed_steps)
                     # a bug here is in writing the status itself (the step's own bugs end the Trial): say where
                     log.warning("trial %s: %s step failed (%s: %s); again in %.0fs", key, phase, type(e).__name__, e,
                                 wait_s, exc_info=not transient(e))
@@ -303,36 +305,46 @@ def _trial_gone(namespace: str, name: str, uid: str) -> bool:
     """Whether this Trial (by uid) is gone; False when unsure."""
     try:
         return bm.trial_gone(RUNTIME.kube, namespace, name, uid)
-    except Exception:  # the API server unreachable: unsure
-        return False
+    except Exception as e:
+        if not transient(e):
+            raise
+        return False  # the API server unreachable: unsure
 
 
-def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None, float]:
-    """One step, its status patch and events; how long to wait at most before the next, the Trial as
-    the status patch left it (None: nothing patched) and the least gap before the next when an event wakes it."""
+def post(obj: dict[str, Any], e: lc.Event) -> None:
+    """An event of the lifecycle's log, as a Kubernetes event of ``obj``."""
+    kopf.event(obj, type=e.type, reason=e.reason, message=e.message[:1000])
+
+
+def reconcile_trial(trial: dict[str, Any], clock: Callable[[], dt.datetime] = ts.now
+                    ) -> tuple[float, dict[str, Any] | None, float]:
+    """One step, recorded with the lifecycle's reducer, its status patch and events; how long to wait at most
+    before the next, the Trial as the status patch left it (None: nothing patched) and the least gap before the
+    next when an event wakes it. A Trial that must not run (its plan no longer plans, its Benchmark did not
+    make it) and a step that raised (not transient) are the lifecycle's to decide too."""
     t0 = time.monotonic()
     kube = RUNTIME.kube
     meta, status = trial["metadata"], trial.get("status") or {}
-    phase = status.get("phase") or "Pending"
+    phase = lc.phase_of(status)
 
     def emit(reason: str, message: str, typ: str) -> None:
-        kopf.event(trial, type=typ, reason=reason, message=message)
+        post(trial, lc.Event(reason, message, typ))
 
     w = where(trial, kube=kube, trial_clusterrole=RUNTIME.trial_clusterrole,
               operator_subject=RUNTIME.subject, network_policy=RUNTIME.network_policy)
-    timeouts, regions = None, 0
+    timeouts, regions, plan = None, 0, None
     try:
         plan = trial_plan(trial)
         check_owner(trial, plan, lambda: ((kube.get(bm.API, "Benchmark", plan.benchmark, meta["namespace"]) or {})
                                           .get("metadata") or {}).get("uid"))
         timeouts, regions = plan.spec.timeouts, len(plan.region_names)
         WAKEUPS.watch_namespaces(f"{meta['namespace']}/{meta['name']}", plan.namespaces)
-        d = step(w, Executor(kube, emit), plan, status)
-    except NotOwned as e:  # not this operator's: nothing is done for it (its plan's namespaces are not its own)
-        log.warning("trial %s/%s: %s", meta["namespace"], meta["name"], e)
-        d = Decision("Failed", NotOwned.reason, str(e))
-    except InvalidPlan as e:  # permanent: retrying cannot fix it
-        d = Decision("Failed", "InvalidPlan", f"the trial's frozen plan no longer validates: {e}")
+        d = step(w, Executor(kube, emit), plan, status, clock())
+    except InvalidPlan as e:  # NotOwned too: nothing is done for it, not even a clean-up
+        if isinstance(e, NotOwned):
+            log.warning("trial %s/%s: %s", meta["namespace"], meta["name"], e)
+        why = str(e) if isinstance(e, NotOwned) else f"the trial's frozen plan no longer validates: {e}"
+        d = Decision(lc.decide(None, status, lc.Seen(refused=(e.reason, why)), clock()))
     except Exception as e:
         if transient(e):
             raise  # the loop tries again with back-off
@@ -340,25 +352,24 @@ def reconcile_trial(trial: dict[str, Any]) -> tuple[float, dict[str, Any] | None
         log.error("trial %s/%s: %s step failed%s (%s: %s); the Trial fails", meta["namespace"], meta["name"],
                   phase, " with a bug" if bug else "", type(e).__name__, e, exc_info=bug)
         metrics.STEP_ERRORS.labels(phase).inc()
-        end = crashed(phase, e)
-        d = Decision(end.phase, end.reason, end.message, end.status)
+        d = Decision(lc.decide(plan, status, lc.Seen(crashed=e), clock()))
     finally:
         metrics.RECONCILE.labels("trial").observe(time.monotonic() - t0)
-    patch = trialstate.trial_status(status, d.phase, d.reason, d.message, d.status, meta.get("generation"), ts.now())
-    patch = {k: v for k, v in patch.items() if status.get(k) != v}
+    at = clock()
+    new, events = lc.apply(status, d.step, at, d.recorded)
+    patch = trialstate.status_patch(status, new, meta.get("generation"), at)
     written = None
     if patch:
         written = kube.patch_status(bm.API, "Trial", meta["name"], meta["namespace"], patch)
-    if patch.get("phase"):
-        new = patch["phase"]
-        metrics.PHASE_CHANGES.labels(new).inc()
+    now_phase = lc.phase_of(new)
+    if now_phase != phase:
+        metrics.PHASE_CHANGES.labels(now_phase).inc()
         if status.get("phaseStartTime"):
-            metrics.PHASE_SECONDS.labels(phase).observe((ts.now() - ts.parse(status["phaseStartTime"])).total_seconds())
-        failed = new == "Failed" or (new == "CleaningUp" and d.status.get("outcome") == "Failed")
-        emit(new, f"{phase} → {new}: {d.message or d.reason}", "Warning" if failed else "Normal")
-    now_phase = patch.get("phase") or phase
+            metrics.PHASE_SECONDS.labels(phase).observe((at - ts.parse(status["phaseStartTime"])).total_seconds())
+    for e in events:
+        post(trial, e)
     metrics.record_phase(meta["namespace"], meta["name"], now_phase,
-                         metrics.deadline(now_phase, patch.get("phaseStartTime") or status.get("phaseStartTime"), timeouts))
+                         metrics.deadline(now_phase, new.get("phaseStartTime"), timeouts))
     wait_s = min(d.wake_s, RUNTIME.safety_net_s) if d.wake_s is not None else RUNTIME.safety_net_s
     return wait_s, written, event_gap(regions, now_phase, wait_s)
 

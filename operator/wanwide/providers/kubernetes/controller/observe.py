@@ -10,23 +10,18 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from wanwide.core.lifecycle import CUT, probe_pairs
+from wanwide.core import lifecycle as lc
 from wanwide.core.plan import names
 from wanwide.core.plan.monitoring import MONITOR_KINDS
 from wanwide.core.plan.trial import TrialPlan
-from wanwide.providers.kubernetes.controller import ownership, results
-from wanwide.providers.kubernetes.controller.phases import DB_KINDS, Obs, attempt, done, needs_chaos
+from wanwide.providers.kubernetes.controller import deploy, ownership, results
+from wanwide.providers.kubernetes.controller.deploy import DB_KINDS, Obs
 from wanwide.providers.kubernetes.kube import helm, readiness
 from wanwide.providers.kubernetes.kube.client import Kube, MissingSource
-from wanwide.providers.kubernetes.render import database, netpol
+from wanwide.providers.kubernetes.render import chart_releases, database, netpol
 from wanwide.providers.kubernetes.render.chaos import CHAOS_API
 from wanwide.providers.kubernetes.render.chart import ChartError
-from wanwide.providers.kubernetes.render.keystone import (
-    API_SERVICE,
-    MEMCACHED,
-    HelmRelease,
-    releases,
-)
+from wanwide.providers.kubernetes.render.keystone import HelmRelease
 from wanwide.providers.kubernetes.render.monitors import MON_API
 from wanwide.providers.kubernetes.render.rally import JOB, PROBE
 from wanwide.providers.kubernetes.render.secrets import KEY_FIELDS, keys_secret_name
@@ -81,47 +76,48 @@ def chaos_children(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
     return [c for c in w.kube.list(CHAOS_API, "NetworkChaos", sel) if c["metadata"].get("namespace") in mine]
 
 
-_RELEASES: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[TrialPlan, list[HelmRelease]]] = {}
+_RELEASES: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[TrialPlan, dict[tuple[str, str], HelmRelease]]] = {}
 
 
-def _releases(plan: TrialPlan, passwords: dict[str, str]) -> list[HelmRelease]:
-    """The trial's releases, made once per plan (a trial's plan object lives as long as it runs: see
-    providers/kubernetes/controller/trial.py) and passwords: hundreds of regions' values are not recomputed every step."""
+def _releases(plan: TrialPlan, passwords: dict[str, str]) -> dict[tuple[str, str], HelmRelease]:
+    """The trial's chart releases by (service, region), made once per plan (a trial's plan object lives as long as
+    it runs: see providers/kubernetes/controller/trial.py) and passwords: hundreds of regions' values are not
+    recomputed every step."""
     key = (id(plan), tuple(sorted(passwords.items())))
     hit = _RELEASES.get(key)
     if hit is None or hit[0] is not plan:
         while len(_RELEASES) >= 16:
             _RELEASES.pop(next(iter(_RELEASES)))
-        hit = _RELEASES[key] = (plan, releases(plan, passwords))
+        hit = _RELEASES[key] = (plan, chart_releases(plan, passwords))
     return hit[1]
 
 
 def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    """The releases of the waves not yet done, rendered (None while helm renders it; wave 1 is rendered while
-    wave 0 runs), and the trial's Jobs (one list across its namespaces)."""
-    wave = next((n for n in (0, 1) if f"wave{n}" not in done(status)), None)
-    if wave is None:
-        return
-    charts: dict[str, Any] = {}
-    for rel in _releases(plan, obs["passwords"]):
-        if rel.wave < wave:
-            continue
+    """The chart releases of the stages not done yet, rendered and confined (None while helm renders one; all of
+    them before any is applied), what was refused or failed to render, the trial's hook Jobs (one list across its
+    namespaces) and its Deployments."""
+    releases = _releases(plan, obs["passwords"])
+    charts: dict[tuple[str, str], Any] = {}
+    refused: dict[tuple[str, str], str] = {}
+    failed: dict[tuple[str, str], str] = {}
+    for key in deploy.charted(plan, status):
+        rel = releases[key]
         try:
-            chart = helm.RENDERS.get(rel, plan.labels(rel.region, "keystone"), (plan.db_namespace,))
+            charts[key] = helm.RENDERS.get(rel, plan.labels(rel.region, key[0]), (plan.db_namespace,))
         except ChartError as e:  # its source or what it renders is not allowed: permanent
-            obs["chart_refused"] = f"{rel.namespace}: {e}"
-            continue
+            refused[key] = f"{rel.namespace}: {e}"
         except helm.HelmError as e:  # counted in wanwide_chart_errors_total
-            obs["render_failed"] = str(e)
-            continue
-        charts[rel.namespace] = chart
-    obs["charts"] = charts
+            failed[key] = str(e)
+    obs |= {"charts": charts, "chart_refused": refused, "render_failed": failed}
     mine = set(plan.namespaces)
     obs["jobs"] = {f"{j['metadata']['namespace']}/{j['metadata']['name']}": readiness.job_state(j)
-                   for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "keystone"},
-                                        cached=True)
-                   if j["metadata"]["namespace"] in mine}
+                   for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name}, cached=True)
+                   if j["metadata"]["namespace"] in mine and (j["metadata"].get("labels") or {}).get(names.L_ROLE)
+                   in {s for s, _ in charts}}
     helm.CHART_ERRORS.labels("hook").inc(sum(s == "failed" for s in obs["jobs"].values()))  # deleted by this step
+    obs["deployments"] = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": readiness.deployment_available(d)
+                          for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}, cached=True)
+                          if d["metadata"]["namespace"] in mine}
 
 
 def database_ready(w: Where, plan: TrialPlan) -> dict[str, bool]:
@@ -135,7 +131,9 @@ def database_ready(w: Where, plan: TrialPlan) -> dict[str, bool]:
 
 
 def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    if "base" not in done(status):
+    """What the deployment's stages not done yet need: before the trial's place, whether its namespaces are free;
+    then the database's objects, and the charts."""
+    if lc.PLACE not in deploy.applied(status):
         # one list of every namespace: any named like the trial's that is not its own stops it before it applies
         existing = {n["metadata"]["name"]: n for n in w.kube.list("v1", "Namespace", cached=True)}
         obs["namespaces_taken"] = ownership.foreign(existing, plan.namespaces, w.instance, plan.name)
@@ -143,48 +141,57 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
         if plan.monitoring.enabled:
             obs["monitoring_crds"] = w.kube.serves(MON_API, *MONITOR_KINDS)
         return
+    finished = lc.done(status)
+    if "database" not in finished:
+        obs["database_ready"] = database_ready(w, plan)
+    if not deploy.charted(plan, status):
+        return
     try:
         obs["passwords"] = passwords(w, plan)
     except MissingSource as e:
         obs["missing"] = str(e)
         return
-    if "wave0" not in done(status):
-        obs["database_ready"] = database_ready(w, plan)
-    if not {"wave0", "wave1"} <= done(status):
-        _charts(w, plan, status, obs)
-        return
-    ready = database_ready(w, plan)
-    mine = set(plan.namespaces)
-    live = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d
-            for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}, cached=True)
-            if d["metadata"]["namespace"] in mine}
-    for r in plan.region_names:
-        ns = plan.namespace(r)
-        for dep in [API_SERVICE] + ([MEMCACHED] if plan.keystone.cache else []):
-            ready[f"{ns}/{dep}"] = readiness.deployment_available(live.get(f"{ns}/{dep}"))
-    obs["ready"] = ready
+    _charts(w, plan, status, obs)
 
 
 def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    if not needs_chaos(plan):
+    if not lc.needs_shaping(plan):
         return
     obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
     if not obs["chaos_installed"]:
         return
     obs["chaos"] = chaos_children(w, plan)  # one list: what to change, and what Chaos Mesh says of each
-    if "wan" not in done(status):
+    if "wan" not in lc.done(status):
         obs["running_pods"] = {
             r: any((p.get("status") or {}).get("phase") == "Running"
                    for p in w.kube.list("v1", "Pod", None, plan.namespace(r)))
             for r in plan.region_names}
 
 
+def running_pods(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
+    """The trial's running pods (one list across namespaces, from the API server's cache)."""
+    mine = set(plan.namespaces)
+    return [p for p in w.kube.list("v1", "Pod", None, cached=True, fields={"status.phase": "Running"})
+            if p["metadata"].get("namespace") in mine]
+
+
+def _late_chaos(w: Where, plan: TrialPlan, obs: Obs) -> None:
+    """What the WAN for pods started after its objects needs (render/chaos.py ``late_pods``): the trial's chaos
+    objects with Chaos Mesh's records of what they selected, and its running pods."""
+    obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
+    if obs["chaos_installed"]:
+        obs["chaos"] = chaos_children(w, plan)
+        obs["running"] = running_pods(w, plan)
+
+
 def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    if lc.needs_shaping(plan):
+        _late_chaos(w, plan, obs)
     obs["results"] = results.target(w.kube, plan, w.instance)  # where the probes store what they measure
-    check = max(1, int(status.get("networkCheck") or 0))
-    if obs["results"] is None or f"probe-{check}" not in done(status):
+    check = lc.check_of(status)
+    if obs["results"] is None or f"probe-{check}" not in lc.done(status):
         return
-    sources = sorted({a for a, _ in probe_pairs(plan)}, key=plan.region_names.index)
+    sources = lc.probe_sources(plan)
     obs["probes"] = results.probes(w.kube, plan, check, sources, w.instance)
     mine = {plan.namespace(s): s for s in sources}
     obs["probe_jobs"] = {mine[j["metadata"]["namespace"]]: readiness.job_state(j)
@@ -194,18 +201,17 @@ def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Ob
 
 
 def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    if needs_chaos(plan):
-        obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
+    if lc.needs_shaping(plan):
+        # the fault schedule is kept by comparing what is in force with what is there, and pods started after the
+        # WAN's objects (the runners) get theirs
+        _late_chaos(w, plan, obs)
         if not obs["chaos_installed"]:
             return
-    if plan.faults:  # the fault schedule is kept by comparing what is in force with what is there
-        obs["chaos"] = chaos_children(w, plan)
-        if any(f.kind in CUT for f in plan.faults):  # a cut is injected on its own side, with the others' addresses
-            obs["pod_addresses"] = pod_addresses(plan, w.kube.list("v1", "Pod", None, cached=True,
-                                                                   fields={"status.phase": "Running"}))
+        if any(f.kind in lc.CUT for f in plan.faults):  # a cut is injected on its own side, with the others' addresses
+            obs["pod_addresses"] = pod_addresses(plan, obs["running"])
     if not status.get("loadStartAt"):
         return
-    if f"load-{attempt(status)}" not in done(status):
+    if f"load-{lc.attempt_of(status)}" not in lc.done(status):
         obs["results"] = results.target(w.kube, plan, w.instance)  # the runners' upload target, applied now
     else:
         # one labelled list across the trial's namespaces, not a request per region; read from etcd, not the
@@ -236,7 +242,7 @@ def pod_addresses(plan: TrialPlan, running: list[dict[str, Any]]) -> dict[str, l
 
 
 def collecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
-    obs["bundles"] = results.bundles(w.kube, plan, attempt(status), w.instance)
+    obs["bundles"] = results.bundles(w.kube, plan, lc.attempt_of(status), w.instance)
 
 
 def pod_chaos(w: Where, plan: TrialPlan, chaos: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -275,29 +281,28 @@ def cleaning_up(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> 
 
 
 
-OBSERVERS = {
-    "Provisioning": provisioning,
-    "Injecting": injecting,
-    "VerifyingNetwork": verifying_network,
-    "Loading": loading,
-    "Collecting": collecting,
-    "CleaningUp": cleaning_up,
+def placement(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:
+    """The trial's pods not yet running (one list across namespaces, from the API server's cache)."""
+    mine = set(plan.namespaces)
+    obs["pending_pods"] = [p for p in w.kube.list("v1", "Pod", None, cached=True, fields={"status.phase": "Pending"})
+                           if p["metadata"].get("namespace") in mine]
+
+
+OBSERVERS = {  # each part of what the lifecycle reads (core/lifecycle/machine.py ``parts``), as it is read here
+    "deployment": provisioning,
+    "wan": injecting,
+    "network": verifying_network,
+    "load": loading,
+    "bundles": collecting,
+    "cleanup": cleaning_up,
+    "placement": placement,
 }
 
 
-def pending_pods(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
-    """The trial's pods not yet running (one list across namespaces, from the API server's cache)."""
-    mine = set(plan.namespaces)
-    return [p for p in w.kube.list("v1", "Pod", None, cached=True, fields={"status.phase": "Pending"})
-            if p["metadata"].get("namespace") in mine]
-
-
 def observe(w: Where, plan: TrialPlan, status: dict[str, Any]) -> Obs:
-    """The observation for the Trial's current phase."""
+    """What the Trial's current phase reads."""
     obs: Obs = {"plan_generation": w.plan_generation, "owner": w.instance, "network_policy": w.network_policy}
-    phase = status.get("phase") or "Pending"
-    if phase in OBSERVERS:
-        OBSERVERS[phase](w, plan, status, obs)
-    if phase in ("Provisioning", "Injecting", "VerifyingNetwork", "Loading"):
-        obs["pending_pods"] = pending_pods(w, plan)
+    for part in lc.parts(status):
+        if part in OBSERVERS:
+            OBSERVERS[part](w, plan, status, obs)
     return obs

@@ -1,11 +1,11 @@
-"""The Kubernetes provider's side of the lifecycle: observations in the lifecycle's words, its actions as objects.
+"""The Kubernetes provider's side of the lifecycle: observations in the lifecycle's words, its actions as objects. Pure.
 
-:func:`decide` turns the observation of the Trial's children (:mod:`.observe`) into the lifecycle's
-``Seen``, asks the lifecycle (core/lifecycle.py: the one state machine, shared with the lab) for its
-step, and translates the step's abstract actions: ``Deploy`` into the keystone charts' stages and the
-database objects, ``ShapeWan`` into Chaos Mesh objects made what is in force, ``Measure`` into probe
-Jobs, ``StartRunners``/``StopRunners`` into Rally Jobs, ``CleanUp`` into deletions, ``Event`` into
-Kubernetes events. It decides nothing the lab would decide otherwise. Pure.
+:func:`decide` turns the observation of the Trial's children (:mod:`.observe`) into the lifecycle's ``Seen``,
+asks the lifecycle (core/lifecycle: the one state machine, shared with the lab) for its step, and translates
+the step's abstract actions: ``Deploy`` into each deployment stage's objects (:mod:`.deploy`), ``ShapeWan`` into
+Chaos Mesh objects made what is in force, ``Measure`` into probe Jobs, ``StartRunners``/``StopRunners`` into
+Rally Jobs, ``CleanUp`` into deletions, ``Event`` into Kubernetes events. It decides nothing the lab would decide
+otherwise and moves no phase: the handler records the step with the lifecycle's reducer (``lifecycle.apply``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from wanwide.core import timestamps as ts
 from wanwide.core.api.units import seconds
 from wanwide.core.plan import monitoring, names
 from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.kubernetes.controller import deploy
 from wanwide.providers.kubernetes.controller.actions import (
+    Action,
     Apply,
     Decision,
     Delete,
@@ -28,16 +30,13 @@ from wanwide.providers.kubernetes.controller.actions import (
 )
 from wanwide.providers.kubernetes.kube import readiness
 from wanwide.providers.kubernetes.render import Rendered, chaos, render_trial
-from wanwide.providers.kubernetes.render.chart import next_step
 from wanwide.providers.kubernetes.render.rally import JOB, PROBE
 
 Obs = dict[str, Any]
-DB_KINDS = {"MariaDB", "Database", "User", "Grant", "CrdbCluster"}
-done, marked, needs_chaos = lc.done, lc.marked, lc.needs_chaos
-
-
-def attempt(status: dict[str, Any]) -> int:
-    return lc.attempt_of(status)
+done = lc.done
+CHAOS_MISSING = "Chaos Mesh CRDs are not installed: install Chaos Mesh first"
+CHAOS_GONE = ("Chaos Mesh's CRDs went away mid-run: the emulated WAN and any fault are gone, the trial's "
+              "results would not measure what it asks; reinstall Chaos Mesh and run the trial again")
 
 
 def rendered(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Rendered:
@@ -45,145 +44,26 @@ def rendered(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Rendered:
     monitoring CRDs missing: no exporters and no monitors)."""
     if obs.get("monitoring_crds") is False:
         plan = dataclasses.replace(plan, monitoring=monitoring.OFF)
-    return render_trial(plan, start_at=status.get("loadStartAt"), attempt=attempt(status),
+    return render_trial(plan, start_at=status.get("loadStartAt"), attempt=lc.attempt_of(status),
                         passwords=obs.get("passwords"), results=obs.get("results"),
                         plan_generation=int(obs.get("plan_generation", 0)), owner=obs.get("owner"),
                         network_policy=obs.get("network_policy"))
 
 
-def fail_trial(reason: str, message: str) -> Decision:
-    """Clean up (chaos first), then end Failed with this reason and message."""
-    return Decision("CleaningUp", reason, message, {"outcome": "Failed"})
-
-
-CHART_TRIES = 3  # a failed render or hook Job is tried again up to this many times in all (per trial)
-
-
-def chart_failed(status: dict[str, Any], error: str, actions: list[Any] | None = None) -> Decision:
-    """A failed ``helm template`` or hook Job is tried again, with back-off, until CHART_TRIES failures."""
-    n = int(status.get("chartFailures") or 0) + 1
-    if n >= CHART_TRIES:
-        return fail_trial("ChartFailed", f"keystone chart failed {n} times; last: {error}")
-    message = f"keystone chart failed ({n} of {CHART_TRIES} tries), trying again: {error}"
-    return Decision(message=message, status={"chartFailures": n},
-                    actions=[*(actions or []), Emit("ChartRetry", message, "Warning")], wake_s=5.0 * n)
-
-
-# ---- Deploy -------------------------------------------------------------------------------
-
-def deploying(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Decision:
-    """Deploy, in Kubernetes: base objects, then (once the database's objects are Ready) Keystone wave 0 (schema
-    owner), then wave 1, then wait until all is ready (the phase ``Injecting`` means done; a ``CleaningUp`` one, failed)."""
-    if obs.get("missing"):
-        return fail_trial("MissingSecret", obs["missing"])
-    if obs.get("chart_refused"):  # nothing of the chart was applied (every release is rendered first)
-        return fail_trial("ChartRefused", obs["chart_refused"])
-    if obs.get("render_failed"):
-        return chart_failed(status, obs["render_failed"])
-    r = rendered(plan, status, obs)
-    if obs.get("namespaces_taken"):  # named like the trial's, made by someone else: nothing is applied there
-        taken = obs["namespaces_taken"]
-        return fail_trial("NamespaceTaken", f"namespace(s) {', '.join(taken[:5])} exist and are not this trial's "
-                                            "(wanwide changes only namespaces it made): delete or rename them")
-    if "base" not in done(status):
-        rbs = obs.get("rolebindings", {})  # namespace → the operator's RoleBinding there, right after it
-        first: list[Any] = []  # each Namespace with the operator's RoleBinding there, in parallel
-        then: list[Any] = []  # once all are there (the authorizer's cache trails new bindings): the rest
-        for o in r.base:
-            if o["kind"] == "Trial":
-                continue
-            lane = o["metadata"].get("namespace") or o["metadata"]["name"]
-            if o["kind"] == "Namespace":
-                first += [Apply(o, lane)] + ([Apply(rbs[lane], lane)] if lane in rbs else [])
-            else:
-                then.append(Apply(o, lane))
-        acts = [*first, Emit("Provisioning", f"applying {len(r.base) - 1} objects in {len(plan.namespaces)} namespaces"),
-                *then]
-        if obs.get("monitoring_crds") is False:
-            acts.append(Emit("MonitorsSkipped", monitoring.CRDS_MISSING, "Warning"))
-        return Decision(status=marked(status, "base"), actions=acts)
-    rendering = [ns for ns, c in obs.get("charts", {}).items() if c is None]
-    if "wave0" not in done(status) and rendering:  # every release rendered and confined before any is applied
-        return Decision(message=f"rendering the keystone chart: {len(rendering)} of {len(obs['charts'])} release(s) "
-                                "left (none is applied before all are checked)", wake_s=poll_s(plan))
-    if "wave0" not in done(status):
-        db_waiting = [k for k, ok in obs.get("database_ready", {}).items() if not ok]
-        if db_waiting:  # Keystone's db-sync would be refused (its User, Grant not there yet) and back off for minutes
-            return ahead(plan, status, obs, Decision(message="waiting for the database before Keystone's db-sync: "
-                                                             + ", ".join(db_waiting[:5]), wake_s=5))
-        return ahead(plan, status, obs, keystone_wave(plan, status, obs, 0))
-    if "wave1" not in done(status):
-        return keystone_wave(plan, status, obs, 1)
-    waiting = [k for k, ready in obs.get("ready", {}).items() if not ready]
-    if waiting:
-        # no watch on the database operator's kinds (see handlers.child_changed): look again soon
-        crs = any(k.split("/", 1)[0] in DB_KINDS for k in waiting)
-        return Decision(message=f"waiting for {len(waiting)}: " + ", ".join(waiting[:5]) + (" …" if len(waiting) > 5 else ""),
-                        wake_s=5 if crs else None)
-    return Decision("Injecting", "Deployed", f"database and {len(plan.regions)} Keystones ready")
-
-
-AHEAD_CHUNK = 50  # wave-1 releases whose objects go ahead per step (a step must stay short: wave 0 waits for it)
-
-
-def ahead(plan: TrialPlan, status: dict[str, Any], obs: Obs, d: Decision) -> Decision:
-    """While wave 0 runs, wave 1's objects before its first hooks (Services, Roles, the api Deployment, whose
-    pods wait for their own db-sync): AHEAD_CHUNK releases a step, in region order (``status.keystoneAhead``)."""
-    regions, k = wave_regions(plan, 1), int(status.get("keystoneAhead") or 0)
-    if d.phase:
-        return d
-    charts, acts, n = obs.get("charts", {}), list(d.actions), k
-    for r in regions[k:k + AHEAD_CHUNK]:
-        c = charts.get(plan.namespace(r))
-        if c is None:  # not rendered yet: next step
-            break
-        acts += [Apply(o, plan.namespace(r)) for o in next_step(c, {}, hooks=False).apply]
-        n += 1
-    if n == k:
-        return d
-    return dataclasses.replace(d, actions=acts, status={**d.status, "keystoneAhead": n},
-                               wake_s=min(d.wake_s or poll_s(plan), poll_s(plan)))
-
-
-def poll_s(plan: TrialPlan) -> float:
-    """How often a wave looks at its hook Jobs: 2 s, up to 5 s at 500 regions (each look lists them all)."""
-    return min(5.0, max(2.0, len(plan.regions) / 100))
-
-
-def wave_regions(plan: TrialPlan, wave: int) -> list[str]:
-    """Wave 0: the schema owner's region; wave 1: every other region."""
-    return [r for r in plan.region_names if (r == plan.schema_region) == (wave == 0)]
-
-
-def keystone_wave(plan: TrialPlan, status: dict[str, Any], obs: Obs, wave: int) -> Decision:
-    """One wave of keystone releases, each stage by stage (providers/kubernetes/render/chart.py); the wave is done when every
-    release's hook Jobs are Complete. Wave 0 is the schema owner's release, wave 1 all the others."""
-    namespaces = [plan.namespace(r) for r in wave_regions(plan, wave)]
-    charts, jobs = obs.get("charts", {}), obs.get("jobs", {})
-    acts: list[Any] = []
-    failed: list[str] = []
-    stages: dict[str, int] = {}
-    early = int(status.get("keystoneAhead") or 0) if wave == 1 else 0
-    for i, ns in enumerate(namespaces):
-        c = charts.get(ns)
-        if c is None:
-            stages["rendering"] = stages.get("rendering", 0) + 1
-            continue
-        nxt = next_step(c, jobs, ahead=i < early)
-        acts += [Apply(o, ns) for o in nxt.apply]
-        failed += nxt.failed
-        if not nxt.done:
-            stages[nxt.waiting] = stages.get(nxt.waiting, 0) + 1
-    if failed:
-        deletes = [Delete("batch/v1", "Job", j.split("/", 1)[1], j.split("/", 1)[0], j.split("/", 1)[0]) for j in failed]
-        return chart_failed(status, f"hook Job(s) failed: {', '.join(failed[:3])} (see kubectl logs job/NAME -n NS)"
-                                    "; running them again", [*acts, *deletes])
-    if stages:
-        where = ", ".join(f"{n} {s}" for s, n in sorted(stages.items()))
-        return Decision(message=f"keystone wave {wave}: {len(namespaces)} release(s); waiting: {where}",
-                        actions=acts, wake_s=poll_s(plan))
-    emit = Emit("KeystoneInstalled", f"keystone in {len(namespaces)} region(s)" + (" (schema owner first)" if wave == 0 else ""))
-    return Decision(status=marked(status, f"wave{wave}"), actions=[*acts, emit])
+def unplaced(pod: str, waited_s: float, scheduler: str, node_selector: dict[str, str]) -> lc.Unplaced:
+    """A pod the scheduler has not placed, in the lifecycle's words: which pod, what stops it (as the scheduler
+    said), how to fix that."""
+    said = scheduler.strip()
+    needs = ", ".join(f"{k}={v}" for k, v in sorted(node_selector.items()))
+    fixes = []
+    if needs and ("affinity/selector" in said or "untolerated taint" not in said):
+        fixes.append(f"it needs a node labelled {needs}: label nodes (kubectl label node NODE {needs.split(', ')[0]}) "
+                     "or change the Topology's spec.placement (mode: none runs anywhere; mode: nodes names the nodes)")
+    if "untolerated taint" in said:
+        fixes.append("a node carries a taint it does not tolerate: kubectl describe node shows which (the kubelet's "
+                     "own, node.kubernetes.io/disk-pressure or memory-pressure, goes when disk or memory is freed)")
+    fix = "; ".join(fixes) or "check its requests, tolerations and affinity against the nodes"
+    return lc.Unplaced(f"pod {pod}", waited_s, f"{fix}; the scheduler said: {said or 'nothing'}")
 
 
 # ---- ShapeWan, Measure, CleanUp --------------------------------------------------------------
@@ -200,6 +80,7 @@ def reconcile_chaos(want: list[dict[str, Any]], live: list[dict[str, Any]]) -> t
     return acts, any(o["metadata"]["name"] in going for o in missing)
 
 
+FAULT_CHECK = "check Chaos Mesh: kubectl get networkchaos -A, chaos-daemon's log"
 NETEM_HINT = ("chaos-daemon could not set the tc rules on that pod's node: its kernel may lack netem "
               "(modprobe sch_netem); chaos-daemon's log has tc's own words")
 
@@ -221,8 +102,8 @@ def wan_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered)
               if (why := readiness.chaos_failed(live.get(o["metadata"]["name"])))]
     if failed:
         name, why = failed[0]
-        return lc.Progress(failed=("ChaosFailed", f"Chaos Mesh could not inject {len(failed)} of {len(wan)} WAN "
-                                                  f"objects; {name}: {why}" + (f" ({NETEM_HINT})" if "tc" in why else ""))), []
+        return lc.Progress(failed=f"Chaos Mesh could not inject {len(failed)} of {len(wan)} WAN objects; {name}: {why}"
+                                  + (f" ({NETEM_HINT})" if "tc" in why else "")), []
     pending = [o["metadata"]["name"] for o in wan if not readiness.chaos_injected(live.get(o["metadata"]["name"]))]
     if pending:
         return lc.Progress(waiting=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}", wake_s=2), []
@@ -249,7 +130,7 @@ def faults_in_force(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Render
             out[n] = max(((readiness.injected_at(g) or now) - start).total_seconds() for g in got if g is not None)
         elif why is None:
             why = next((f"Chaos Mesh: {w}" for g in got if g is not None and (w := readiness.chaos_failed(g))), None)
-    return out, why
+    return out, (f"{why}; " if why else "") + FAULT_CHECK
 
 
 def network_seen(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> dict[str, Any]:
@@ -257,8 +138,8 @@ def network_seen(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> dict[str,
     if obs.get("results") is None:
         return {"network_unmeasurable": "no results store to collect the network probes in: the network is not "
                                         "verified"}
-    check = max(1, int(status.get("networkCheck") or 0))
-    sources = sorted({a for a, _ in lc.probe_pairs(plan)}, key=plan.region_names.index)
+    check = lc.check_of(status)
+    sources = lc.probe_sources(plan)
     measured, missing, error = obs.get("probes", ({}, sources, None))
     broken = [s for s in missing if obs.get("probe_jobs", {}).get(s) in ("failed", "stopped")]
     if broken:
@@ -310,47 +191,106 @@ def cleanup_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs,
 
 # ---- the step -------------------------------------------------------------------------------
 
+Prepared = dict[str, list[Action]]
+
+
+def _deployment(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+                prepared: Prepared) -> dict[str, Any]:
+    finished = done(status)
+    return {"stages": {s.name: deploy.progress(plan, status, obs, r, s) for s in lc.stages(plan)
+                       if s.name not in finished}}
+
+
+def _shaper(status: dict[str, Any], obs: Obs) -> dict[str, Any]:
+    """Chaos Mesh's CRDs not served: the lifecycle's word for it, never there or gone mid-run."""
+    if obs.get("chaos_installed") is not False:
+        return {}
+    first = lc.phase_of(status) == "Injecting" and "wan" not in done(status)
+    return {"cannot_shape": CHAOS_MISSING if first else CHAOS_GONE}
+
+
+def _wan(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+         prepared: Prepared) -> dict[str, Any]:
+    out = _shaper(status, obs)
+    if lc.needs_shaping(plan) and not out:
+        out["wan"], prepared["wan"] = wan_progress(plan, status, obs, r)
+    return out
+
+
+def _network(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+             prepared: Prepared) -> dict[str, Any]:
+    return network_seen(plan, status, obs)
+
+
+def _load(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+          prepared: Prepared) -> dict[str, Any]:
+    out = {**_shaper(status, obs), "runners": obs.get("jobs", {}), "store_error": obs.get("store")}
+    if plan.faults and status.get("loadStartAt") and "chaos" in obs:
+        out["faults_injected"], out["fault_why"] = faults_in_force(plan, status, obs, r, now)
+    return out
+
+
+def _bundles(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+             prepared: Prepared) -> dict[str, Any]:
+    found, missing, uri, error, slo = obs.get("bundles", ([], list(plan.load_regions), "", None, None))
+    return {"bundles": (found, missing, uri), "store_error": error, "objectives": slo}
+
+
+def _cleanup(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+             prepared: Prepared) -> dict[str, Any]:
+    cleaned, prepared["cleanup"] = cleanup_progress(plan, status, obs, now)
+    left = (f"{len(obs['chaos'])} chaos object(s) still present (check Chaos Mesh; namespaces kept for inspection)"
+            if obs.get("chaos") else None)
+    return {"cleaned": cleaned, "shaping_left": left}
+
+
+def _placement(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
+               prepared: Prepared) -> dict[str, Any]:
+    u = readiness.unschedulable(obs.get("pending_pods") or [], now)
+    return {} if u is None else {"unplaced": unplaced(*u)}
+
+
+SEEN = {"deployment": _deployment, "wan": _wan, "network": _network, "load": _load, "bundles": _bundles,
+        "cleanup": _cleanup, "placement": _placement}  # each part the lifecycle reads, said in its words
+
+
+def seen(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime) -> tuple[lc.Seen, Prepared]:
+    """What was observed in the lifecycle's words, and the objects the observation already says to change
+    (``wan``: Injecting's chaos; ``cleanup``: CleaningUp's deletions)."""
+    out: dict[str, Any] = {}
+    prepared: Prepared = {}
+    for part in lc.parts(status):
+        out |= SEEN[part](plan, status, obs, r, now, prepared)
+    return lc.Seen(**out), prepared
+
+
 def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) -> Decision:
     """The lifecycle's step for the Trial's current phase, observed and carried out the Kubernetes way."""
-    phase = status.get("phase") or "Pending"
-    if phase not in lc.PHASE_STEPS:
-        return Decision()
+    if lc.phase_of(status) not in lc.RUNNING_PHASES:
+        return Decision(lc.decide(plan, status, lc.Seen(), now))
     r = rendered(plan, status, obs)
-    seen: dict[str, Any] = {"chaos_missing": obs.get("chaos_installed") is False,
-                            "store_error": obs.get("store"), "chaos_left": len(obs.get("chaos", []))}
-    deploy = cleanup = wan_acts = None
-    if phase == "Provisioning":
-        deploy = deploying(plan, status, obs)
-        seen["deployment"] = lc.Progress(done=deploy.phase == "Injecting", waiting=deploy.message,
-                                         failed=(deploy.reason, deploy.message) if deploy.phase == "CleaningUp" else None,
-                                         wake_s=deploy.wake_s)
-    elif phase == "Injecting" and needs_chaos(plan) and obs.get("chaos_installed") is not False:
-        seen["wan"], wan_acts = wan_progress(plan, status, obs, r)
-    elif phase == "VerifyingNetwork":
-        seen |= network_seen(plan, status, obs)
-    elif phase == "Loading":
-        seen["runners"] = obs.get("jobs", {})
-        if plan.faults and status.get("loadStartAt") and "chaos" in obs:
-            seen["faults_injected"], seen["fault_why"] = faults_in_force(plan, status, obs, r, now)
-    elif phase == "Collecting":
-        found, missing, uri, error = obs.get("bundles", ([], list(plan.load_regions), "", None))
-        seen |= {"bundles": (found, missing, uri), "store_error": error}
-    elif phase == "CleaningUp":
-        seen["cleaned"], cleanup = cleanup_progress(plan, status, obs, now)
-    if (u := readiness.unschedulable(obs.get("pending_pods") or [], now)) is not None:
-        seen["unschedulable"] = lc.Unschedulable(*u)
-    step = lc.decide(plan, status, lc.Seen(**seen), now)
-    out = Decision(step.phase, step.reason, step.message, dict(step.status), wake_s=step.wake_s)
+    said, prepared = seen(plan, status, obs, r, now)
+    step = lc.decide(plan, status, said, now)
+    out = Decision(step, wake_s=step.wake_s)
+    late = late_pods_seen(plan, lc.phase_of(status), obs)
+    shaped = False
     for a in step.actions:
-        if isinstance(a, lc.Deploy) and deploy is not None:
-            out.actions += deploy.actions
-            out.status |= deploy.status
+        if isinstance(a, lc.Deploy):
+            acts, recorded = deploy.act(plan, {**status, **out.recorded}, obs, r, a)
+            out.actions += acts
+            out.recorded |= recorded
         elif isinstance(a, lc.ShapeWan):
-            if phase == "Injecting":
-                out.actions += wan_acts or []
+            if lc.phase_of(status) == "Injecting":
+                out.actions += prepared.get("wan", [])
             else:
-                acts, going = reconcile_chaos(r.chaos_at(a.elapsed_s, obs.get("pod_addresses")), obs.get("chaos", []))
-                out.actions += acts
+                shaped = True
+                want = r.chaos_at(a.elapsed_s, obs.get("pod_addresses"))
+                if late is not None:
+                    want += r.late(a.elapsed_s, late)
+                else:  # not observed: what is there stays
+                    want += [c for c in obs.get("chaos", []) if chaos.A_FOR_POD in (c["metadata"].get("annotations") or {})]
+                acts, going = reconcile_chaos(want, obs.get("chaos", []))
+                out.actions += acts + late_said(acts)
                 if going:  # the same name still being removed: apply once it is gone
                     out.wake_s = min(out.wake_s or 1.0, 1.0)
         elif isinstance(a, lc.Measure):
@@ -358,8 +298,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
         elif isinstance(a, lc.StartRunners):
             if not status.get("loadStartAt"):  # the start first, recorded; the runners with it on the next step
                 start = now + dt.timedelta(seconds=seconds(plan.spec.workload.start_delay))
-                out.status |= {"loadStartAt": ts.iso(start), "attempt": a.attempt}
-                out.message, out.wake_s = "start time chosen", 0.0
+                out.recorded["loadStartAt"] = ts.iso(start)
             else:
                 out.actions += [*(Apply(o) for o in r.load),
                                 Emit("Loading", f"attempt {a.attempt}: Rally in {len(plan.load_regions)} region(s), "
@@ -367,11 +306,44 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
         elif isinstance(a, lc.StopRunners):
             out.actions += [Delete("batch/v1", "Job", JOB, plan.namespace(x)) for x in plan.load_regions]
         elif isinstance(a, lc.CleanUp):
-            out.actions += cleanup or []
+            out.actions += prepared.get("cleanup", [])
         elif isinstance(a, lc.Event):
             out.actions.append(Emit(a.reason, a.message, a.type))
+    if late is not None and not shaped and (step.phase or lc.phase_of(status)) != "CleaningUp":
+        acts = late_shaping(obs, r, late)
+        if acts:  # look again soon: the probes wait for their shaping
+            out.actions += acts
+            out.wake_s = min(out.wake_s or 3.0, 3.0)
     return out
 
 
-__all__ = ["CHART_TRIES", "DB_KINDS", "Obs", "attempt", "decide", "done", "fail_trial", "marked", "needs_chaos",
-           "rendered"]
+def late_pods_seen(plan: TrialPlan, phase: str, obs: Obs) -> dict[str, list[str]] | None:
+    """VerifyingNetwork and Loading: region → its running pods the WAN's objects did not select (they started
+    after them: the network probes, the runners, a pod made again); None when not observed."""
+    if phase not in ("VerifyingNetwork", "Loading") or not lc.needs_shaping(plan) or "running" not in obs:
+        return None
+    return chaos.late_pods(plan, obs["running"], obs.get("chaos", []))
+
+
+def late_shaping(obs: Obs, r: Rendered, late: dict[str, list[str]]) -> list[Any]:
+    """The objects shaping the late pods made what they should be, for the plan's WAN (a plan with faults has
+    them made with the WAN in force, with ShapeWan): missing ones applied, those of pods gone deleted, the WAN's
+    own left alone; an event when pods get theirs."""
+    mine = [c for c in obs.get("chaos", []) if chaos.A_FOR_POD in (c["metadata"].get("annotations") or {})]
+    acts, _ = reconcile_chaos(r.late(None, late), mine)
+    return acts + late_said(acts)
+
+
+def late_said(acts: list[Any]) -> list[Emit]:
+    """An event naming the pods that get objects of their own by ``acts``."""
+    new = sorted({a.obj["metadata"]["annotations"][chaos.A_FOR_POD] for a in acts
+                  if isinstance(a, Apply) and chaos.A_FOR_POD in (a.obj["metadata"].get("annotations") or {})})
+    if not new:
+        return []
+    return [Emit("ShapingLatePods", f"{len(new)} pod(s) started after the WAN's chaos objects, which Chaos Mesh never "
+                                    f"makes select them: shaping them with objects of their own "
+                                    f"({', '.join(new[:4])}{' …' if len(new) > 4 else ''})")]
+
+
+__all__ = ["CHAOS_GONE", "CHAOS_MISSING", "Obs", "decide", "late_pods_seen", "late_said", "late_shaping",
+           "reconcile_chaos", "rendered", "seen", "unplaced"]

@@ -5,23 +5,21 @@ a later one reads their pods and decides; the verdict is kept in ``status.prefli
 from __future__ import annotations
 
 import datetime as dt
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes.dynamic.exceptions import ForbiddenError
-
 from wanwide import DEFAULT_IMAGE
 from wanwide.core.api.benchmark import Benchmark
-from wanwide.core.lifecycle import needs_chaos, needs_netem
+from wanwide.core.lifecycle import needs_shaping
 from wanwide.core.plan import names
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.core.timestamps import iso, parse
 from wanwide.providers.kubernetes.controller import ownership, trialstate
-from wanwide.providers.kubernetes.controller.actions import RBAC_LAG_S
+from wanwide.providers.kubernetes.controller.actions import when_bound
 from wanwide.providers.kubernetes.doctor import checks, gather
 from wanwide.providers.kubernetes.kube.client import Kube
+from wanwide.providers.kubernetes.render import chaos
 
 CONDITION = "Preflight"
 PROBE_TIMEOUT_S = 120.0  # a probe pod not finished by then is reported, not waited for
@@ -163,7 +161,7 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
             o.netem_off = ("not probed: no node can host a region", "see the placement line")
         elif not o.served.get("NetworkChaos"):
             o.netem_off = ("not probed: Chaos Mesh is not served", "install Chaos Mesh first")
-        elif any(needs_netem(p) for p in plans) and model.spec.preflight.netem_probe:
+        elif any(chaos.needs_netem(p) for p in plans) and model.spec.preflight.netem_probe:
             there = kube.get("v1", "Namespace", ns)
             if there is not None and not ownership.namespace_ours(there, bench["metadata"].get("uid")):
                 o.netem_off = (f"not probed: namespace {ns} exists and is not this Benchmark's",
@@ -198,14 +196,7 @@ def step(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[TrialP
 
 def _apply(kube: Kube, obj: dict[str, Any]) -> None:
     """Apply, waiting out the authorizer's cache trailing the namespace's new RoleBinding."""
-    for delay in RBAC_LAG_S:
-        try:
-            kube.apply(obj)
-            return
-        except ForbiddenError:
-            if delay is None:
-                raise
-            time.sleep(delay)
+    when_bound(lambda: kube.apply(obj), f"apply {obj['kind']} {obj['metadata']['name']}")
 
 
 def current(status: dict[str, Any], generation: int | None) -> dict[str, Any]:
@@ -227,8 +218,8 @@ def _decide(kube: Kube, bench: dict[str, Any], model: Benchmark, plans: list[Tri
             conds: list[dict[str, Any]], pre: dict[str, Any], at: dt.datetime, ns: str) -> Outcome:
     from wanwide.core.api.units import seconds
 
-    found = checks.for_benchmark(o, sorted({p.backend for p in plans}), any(needs_chaos(p) for p in plans),
-                                 any(needs_netem(p) for p in plans))
+    found = checks.for_benchmark(o, sorted({p.backend for p in plans}), any(needs_shaping(p) for p in plans),
+                                 any(chaos.needs_netem(p) for p in plans))
     ok, cstatus, reason, message = verdict(found, model.spec.preflight.mode)
     timeout = model.spec.timeouts.preflight
     final = not ok and gave_up(pre, seconds(timeout), at)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wanwide.core.contracts import S3Target, object_bucket
+from wanwide.core.errors import refusal, transient
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.kube.client import Kube
 from wanwide.providers.kubernetes.render.rally import results_target
@@ -60,6 +61,14 @@ def _client(kube: Kube, plan: TrialPlan, t: S3Target) -> Any:
                      attempts=2)
 
 
+def _answer(e: Exception) -> Exception:
+    """``e`` when it is the store's answer (core/errors.py: the network, a refusal, a key not there); a bug is
+    raised, not taken for the store's."""
+    if not (transient(e) or refusal(e)):
+        raise e
+    return e
+
+
 def store_error(e: Exception, t: S3Target) -> str:
     """One line saying why the store did not answer (never the keys)."""
     code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code")
@@ -74,33 +83,60 @@ def probe(kube: Kube, plan: TrialPlan, instance: str | None = None) -> str | Non
         return None
     try:
         _client(kube, plan, t).list_objects_v2(Bucket=t.bucket, Prefix=f"{t.prefix.strip('/')}/", MaxKeys=1)
-    except Exception as e:  # noqa: BLE001 - any failure is the answer
-        return store_error(e, t)
+    except Exception as e:
+        return store_error(_answer(e), t)
     return None
 
 
-def bundles(kube: Kube, plan: TrialPlan, attempt: int,
-            instance: str | None = None) -> tuple[list[str], list[str], str, str | None]:
+def bundles(kube: Kube, plan: TrialPlan, attempt: int, instance: str | None = None
+            ) -> tuple[list[str], list[str], str, str | None, dict[str, list[dict[str, Any]] | None] | None]:
     """(regions with a bundle manifest for this attempt, regions without, URI of the trial's results,
-    why the store did not answer or None)."""
+    why the store did not answer or None, and once every region's is there: region → the objectives its
+    manifest recorded (its ``slo`` rows; None: none recorded))."""
     t = target(kube, plan, instance)
     if t is None:
-        return list(plan.load_regions), [], "", None
+        return list(plan.load_regions), [], "", None, None
     base = f"{t.prefix.strip('/')}/{plan.benchmark}/{plan.id}/"
     uri = f"s3://{t.bucket}/{base}"
     s3 = _client(kube, plan, t)
     found, missing, error = [], [], None
+    manifests: dict[str, str] = {}
     for r in plan.load_regions:
         prefix = f"{base}{r}/attempt-{attempt}-"
         try:
             resp = s3.list_objects_v2(Bucket=t.bucket, Prefix=prefix)
-        except Exception as e:  # noqa: BLE001 - storage down: keep waiting until the phase times out
+        except Exception as e:  # the store down or refusing: keep waiting until the phase times out
             missing.append(r)
-            error = store_error(e, t)
+            error = store_error(_answer(e), t)
             continue
-        keys = [o["Key"] for o in resp.get("Contents", [])]
-        (found if any(k.endswith("/manifest.json") for k in keys) else missing).append(r)
-    return found, missing, uri, error
+        keys = sorted(o["Key"] for o in resp.get("Contents", []) if o["Key"].endswith("/manifest.json"))
+        if keys:
+            found.append(r)
+            manifests[r] = keys[-1]
+        else:
+            missing.append(r)
+    if missing or error:
+        return found, missing, uri, error, None
+    return found, missing, uri, error, _objectives(s3, t.bucket, manifests)
+
+
+MANIFEST_MAX = 4 << 20  # a manifest is read whole for its objectives: a few kB; anything bigger is not one
+
+
+def _objectives(s3: Any, bucket: str, manifests: dict[str, str]) -> dict[str, list[dict[str, Any]] | None]:
+    """Region → its manifest's ``slo`` rows (None: not recorded, or the manifest unreadable: the bundle is
+    there all the same, its objectives are in it)."""
+    import json
+
+    out: dict[str, list[dict[str, Any]] | None] = {}
+    for region, key in manifests.items():
+        try:
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MANIFEST_MAX + 1)
+            rows = json.loads(body).get("slo") if len(body) <= MANIFEST_MAX else None
+        except Exception:  # noqa: BLE001 - the bundle is stored; only what the status shows of it is lost
+            rows = None
+        out[region] = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else None
+    return out
 
 
 def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
@@ -121,9 +157,9 @@ def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
         key = probe_key(t.prefix, plan.benchmark, plan.id, check, src)
         try:
             doc = json.loads(s3.get_object(Bucket=t.bucket, Key=key)["Body"].read())
-        except Exception as e:  # noqa: BLE001 - not there yet, or the store down: keep waiting
+        except Exception as e:  # not there yet, or the store down or refusing: keep waiting
             missing.append(src)
-            if (getattr(e, "response", None) or {}).get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+            if (getattr(_answer(e), "response", None) or {}).get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
                 error = store_error(e, t)
             continue
         for row in doc.get("targets") or []:

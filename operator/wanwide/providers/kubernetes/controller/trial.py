@@ -12,13 +12,13 @@ import json
 from typing import Any
 
 from wanwide import API_GROUP, API_VERSION
+from wanwide.core import lifecycle as lc
 from wanwide.core.api.benchmark import Benchmark
 from wanwide.core.api.topology import TopologySpec
 from wanwide.core.errors import PermanentError
 from wanwide.core.plan.errors import Problems
 from wanwide.core.plan.matrix import Point
 from wanwide.core.plan.trial import TrialPlan, plan_point
-from wanwide.providers.kubernetes.controller import trialstate
 from wanwide.providers.kubernetes.controller.actions import Decision, Executor
 from wanwide.providers.kubernetes.controller.observe import Where, observe
 from wanwide.providers.kubernetes.controller.phases import decide
@@ -29,14 +29,14 @@ A_PLAN_INPUT = "wanwide.io/plan-input"
 class InvalidPlan(PermanentError):
     """The Trial's frozen plan input no longer plans: retrying cannot fix it."""
 
-    reason = "InvalidPlan"
+    reason = lc.INVALID_PLAN
 
 
 class NotOwned(InvalidPlan):
     """The Trial is not one this operator made for its Benchmark (a forged or copied Trial): nothing is done for it,
     not even a clean-up, since the namespaces its plan names are not its own."""
 
-    reason = "NotOwned"
+    reason = lc.NOT_OWNED
 
 
 def controller_of(trial: dict[str, Any]) -> dict[str, Any] | None:
@@ -128,11 +128,10 @@ def where(trial: dict[str, Any], **settings: Any) -> Where:
                  plan_generation=int((trial.get("spec") or {}).get("planGeneration", 0)), **settings)
 
 
-def step(w: Where, executor: Executor, plan: TrialPlan, status: dict[str, Any],
-         now: dt.datetime | None = None) -> Decision:
+def step(w: Where, executor: Executor, plan: TrialPlan, status: dict[str, Any], now: dt.datetime) -> Decision:
     """Observe → decide → act, once, for the Trial's current phase."""
     obs = observe(w, plan, status)
-    decision = decide(plan, status, obs, now or trialstate.now())
+    decision = decide(plan, status, obs, now)
     executor.run(decision.actions)
     return decision
 

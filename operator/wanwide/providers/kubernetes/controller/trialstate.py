@@ -1,4 +1,4 @@
-"""Pure pieces of the Trial phase machine: timeouts, conditions, aggregation."""
+"""Pure pieces of a Trial's status in Kubernetes: its patch and Job-style conditions, the Benchmark's counts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from wanwide.core.api.trial import PHASES, TERMINAL
-from wanwide.core.lifecycle import forward, run_key
+from wanwide.core.lifecycle import run_key
 from wanwide.core.timestamps import iso, now, parse
 
 
@@ -40,26 +40,15 @@ def outcome_conditions(conds: list[dict[str, Any]], phase: str, reason: str, mes
                          generation, at)
 
 
-def trial_status(current: dict[str, Any], decision_phase: str | None, reason: str, message: str,
-                 fields: dict[str, Any], generation: int | None, at: dt.datetime) -> dict[str, Any]:
-    """The status patch after a step: the decision's fields, a forward phase move, the conditions."""
-    phase = current.get("phase") or "Pending"
-    patch = dict(fields)
-    if message:
-        patch["message"] = message
-    moved = bool(decision_phase) and forward(phase, decision_phase)
-    if moved:
-        phase = decision_phase  # type: ignore[assignment]
-        patch |= {"phase": phase, "phaseStartTime": iso(at), "reason": reason}
-        if phase == "CleaningUp" and fields.get("outcome") == "Failed":
-            patch["outcomeMessage"] = message
-        if phase in TERMINAL:
-            patch["completionTime"] = iso(at)
+def status_patch(current: dict[str, Any], new: dict[str, Any], generation: int | None, at: dt.datetime) -> dict[str, Any]:
+    """The Trial's status patch from ``current`` to ``new`` (the lifecycle's reducer's result): the fields that
+    changed (None removes one), and the conditions that follow from the phase."""
+    patch = {k: v for k, v in new.items() if current.get(k) != v}
     conds = list(current.get("conditions") or [])
-    new = outcome_conditions(conds, phase, patch.get("reason", current.get("reason", "")),
-                             patch.get("message", current.get("message", "")), generation, at)
-    if moved or new != conds or current.get("observedGeneration") != generation:
-        patch["conditions"] = new
+    phase = new.get("phase") or "Pending"
+    fresh = outcome_conditions(conds, phase, new.get("reason", ""), new.get("message", ""), generation, at)
+    if "phase" in patch or fresh != conds or current.get("observedGeneration") != generation:
+        patch["conditions"] = fresh
         patch["observedGeneration"] = generation
     return patch
 
@@ -99,5 +88,5 @@ def to_start(trials: list[dict[str, Any]], parallelism: int) -> list[dict[str, A
     return pending[:free]
 
 
-__all__ = ["PHASES", "TERMINAL", "benchmark_phase", "counts", "forward", "iso", "now", "outcome_conditions", "parse",
-           "set_condition", "to_start", "trial_status"]
+__all__ = ["PHASES", "TERMINAL", "benchmark_phase", "counts", "iso", "now", "outcome_conditions", "parse",
+           "set_condition", "status_patch", "to_start"]

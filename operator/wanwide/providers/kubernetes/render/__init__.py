@@ -21,6 +21,10 @@ from wanwide.providers.kubernetes.render import (
 from wanwide.providers.kubernetes.render.common import meta, obj
 from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
+CHARTS = {"keystone": keystone.releases}
+"""The services deployed as chart releases (one per region of a deployment stage, core/lifecycle/deploy.py), each with
+its renderer: a new service's chart is its renderer here and its stages there."""
+
 # Apply order; deletion goes the other way.
 KIND_ORDER = [
     "Namespace", "NetworkPolicy", "Trial", "ServiceAccount", "Secret", "ConfigMap", "Service", "MariaDB", "Database", "User", "Grant", "CrdbCluster",
@@ -51,8 +55,8 @@ class Rendered:
 
     @cached_property
     def releases(self) -> list[HelmRelease]:
-        """Provisioning: keystone per region (wave 0, then wave 1)."""
-        return keystone.releases(self.plan, self.passwords)
+        """Provisioning: every chart release of the trial (each service's, a release per region)."""
+        return list(chart_releases(self.plan, self.passwords).values())
 
     @cached_property
     def wan(self) -> list[dict[str, Any]]:
@@ -73,6 +77,11 @@ class Rendered:
         ``addresses``: region → its running pods' addresses (a cut is then injected on its side only)."""
         return chaos.at(self.plan, elapsed_s, addresses)
 
+    def late(self, elapsed_s: float | None, pods: chaos.Late) -> list[dict[str, Any]]:
+        """VerifyingNetwork and Loading: the WAN for ``pods`` (region → names), which started after its objects
+        (Chaos Mesh selected theirs without them), at ``elapsed_s`` as :meth:`chaos_at`."""
+        return chaos.late_at(self.plan, elapsed_s, pods)
+
     @cached_property
     def faults(self) -> list[dict[str, Any]]:
         """Loading: the chaos objects the fault schedule brings (``wanwide.io/fault`` names the window)."""
@@ -81,6 +90,11 @@ class Rendered:
     @property
     def objects(self) -> list[dict[str, Any]]:
         return [*self.base, *self.wan, *self.load, *self.faults]
+
+
+def chart_releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> dict[tuple[str, str], HelmRelease]:
+    """Every chart release of the trial by (service, region)."""
+    return {(service, rel.region): rel for service, render in CHARTS.items() for rel in render(plan, passwords)}
 
 
 def trial_object(plan: TrialPlan, plan_generation: int = 0) -> dict[str, Any]:

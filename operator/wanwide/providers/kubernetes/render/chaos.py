@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wanwide.core.api.units import fmt_ms, fmt_pct, fmt_rate
-from wanwide.core.lifecycle import Active, fault_events, in_force, wan_at
+from wanwide.core.lifecycle import Active, fault_events, in_force, wan_in_force
 from wanwide.core.plan import names
 from wanwide.core.plan.latency import LinkClass, classes
 from wanwide.core.plan.links import LinkMap, OneWay
@@ -58,36 +58,104 @@ def netem(shaping: OneWay) -> dict[str, Any]:
     return body
 
 
+def _netem_object(plan: TrialPlan, name: str, src_region: str, src: dict[str, Any], dst: dict[str, Any],
+                  shaping: OneWay, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return obj(CHAOS_API, "NetworkChaos", meta(name, plan.namespace(src_region), plan.labels(src_region, "wan"), annotations),
+               spec={"action": "netem", "mode": "all", "selector": src, "direction": "to",
+                     "target": {"mode": "all", "selector": dst}, **netem(shaping)})
+
+
+def _class_name(plan: TrialPlan, c: LinkClass) -> str:
+    """A link class's object name stem (the same class, the same name: a WAN that comes back after a loss window
+    is the same objects again)."""
+    return f"wan-{_tag(plan)}-{c.src}-{names.short_hash(repr((c.shaping, c.dsts)), 5)}"
+
+
 def _class_objects(plan: TrialPlan, c: LinkClass) -> list[dict[str, Any]]:
-    """A link class's netem objects, named by what they shape (the same class, the same name: a WAN that
-    comes back after a loss window is the same objects again)."""
-    out = []
-    digest = names.short_hash(repr((c.shaping, c.dsts)), 5)
-    for s_kind, src in _pod_sets(plan, [c.src]):
-        for t_kind, dst in _pod_sets(plan, c.dsts):
-            name = f"wan-{_tag(plan)}-{c.src}-{digest}" + (f"-{s_kind}{t_kind}" if members(plan) else "")
-            out.append(
-                obj(
-                    CHAOS_API,
-                    "NetworkChaos",
-                    meta(name, plan.namespace(c.src), plan.labels(c.src, "wan")),
-                    spec={
-                        "action": "netem",
-                        "mode": "all",
-                        "selector": src,
-                        "direction": "to",
-                        "target": {"mode": "all", "selector": dst},
-                        **netem(c.shaping),
-                    },
-                )
-            )
-    return out
+    """A link class's netem objects: one per pair of pod-set kinds (source, destination)."""
+    stem = _class_name(plan, c)
+    return [_netem_object(plan, stem + (f"-{s_kind}{t_kind}" if members(plan) else ""), c.src, src, dst, c.shaping)
+            for s_kind, src in _pod_sets(plan, [c.src]) for t_kind, dst in _pod_sets(plan, c.dsts)]
+
+
+def _classes(plan: TrialPlan, links: LinkMap | None) -> dict[str, list[LinkClass]]:
+    return plan.classes if links is None or links == plan.links else classes(links, plan.region_names)
 
 
 def wan(plan: TrialPlan, links: LinkMap | None = None) -> list[dict[str, Any]]:
     """NetworkChaos objects shaping ``links`` (default: the plan's WAN, present from Injecting to CleaningUp)."""
-    cls = plan.classes if links is None or links == plan.links else classes(links, plan.region_names)
+    cls = _classes(plan, links)
     return [o for r in plan.region_names for c in cls[r] for o in _class_objects(plan, c)]
+
+
+Late = Mapping[str, Sequence[str]]
+"""Region → the names of pods in its namespace that started after the WAN's objects selected its pods."""
+
+A_FOR_POD = "wanwide.io/for-pod"
+"""On the objects :func:`late` makes: ``namespace/name`` of the pod they are for."""
+
+
+def late(plan: TrialPlan, pods: Late, links: LinkMap | None = None) -> list[dict[str, Any]]:
+    """The WAN for pods that started after its objects were made. Chaos Mesh selects an object's pods (and its
+    target's) once, when the object is created: a pod that starts later (the network probe's and the runners'
+    Jobs, a pod made again) is neither shaped toward the other regions nor in their objects' targets, so its
+    traffic would cross the WAN unshaped both ways (docs/chaos-mesh.md, "VM nodes"). For each such pod: an
+    object per link class of its region selecting the pod alone toward the class's destinations, and an object
+    per link class of every other region that reaches it, selecting that region's pods toward the pod alone,
+    each with the class's shaping (``links``: the WAN in force; default the plan's). Each has a target of its
+    own, so none adds to another on a pod (Chaos Mesh gives each target its own band); a pod covered by a late
+    object and by a later object of the WAN gets the same shaping from either."""
+    cls = _classes(plan, links)
+    out = []
+    for r in plan.region_names:
+        for pod in sorted(set(pods.get(r) or ())):
+            ns = plan.namespace(r)
+            tag = names.short_hash(f"{ns}/{pod}", 6)
+            one = {"pods": {ns: [pod]}, **RUNNING}
+            note = {A_FOR_POD: f"{ns}/{pod}"}
+            for c in cls[r]:
+                for t_kind, dst in _pod_sets(plan, c.dsts):
+                    out.append(_netem_object(plan, f"{_class_name(plan, c)}-p{tag}{t_kind}", r, one, dst, c.shaping, note))
+            for s in plan.region_names:
+                for c in cls[s] if s != r else ():
+                    if r in c.dsts:
+                        for s_kind, src in _pod_sets(plan, [s]):
+                            out.append(_netem_object(plan, f"{_class_name(plan, c)}-{s_kind}p{tag}", s, src, one,
+                                                     c.shaping, note))
+    return out
+
+
+def late_at(plan: TrialPlan, elapsed_s: float | None, pods: Late) -> list[dict[str, Any]]:
+    """:func:`late` for the WAN in force ``elapsed_s`` after the load start (None: not loading: the plan's)."""
+    if elapsed_s is None or not plan.faults:
+        return late(plan, pods)
+    return late(plan, pods, wan_in_force(plan, elapsed_s).links)
+
+
+def late_pods(plan: TrialPlan, running: Sequence[dict[str, Any]], live: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Region → its running pods (of ``running``, in its namespace) that a live WAN object (of ``live``: not one of
+    :func:`late`'s, not being deleted, its pods already selected) selects or targets by namespace but did not
+    select: those that started after it was made."""
+    region_of = {plan.namespace(r): r for r in plan.region_names}
+    mine: dict[str, set[str]] = {}
+    for p in running:
+        md = p.get("metadata") or {}
+        if md.get("namespace") in region_of and not (p.get("spec") or {}).get("hostNetwork"):
+            mine.setdefault(md["namespace"], set()).add(md["name"])
+    out: dict[str, set[str]] = {}
+    for o in live:
+        md, spec = o.get("metadata") or {}, o.get("spec") or {}
+        records = ((o.get("status") or {}).get("experiment") or {}).get("containerRecords") or []
+        if (md.get("deletionTimestamp") or A_FOR_POD in (md.get("annotations") or {}) or spec.get("action") != "netem"
+                or not records):
+            continue
+        for key, sel in ((".", spec.get("selector") or {}), (".Target", (spec.get("target") or {}).get("selector") or {})):
+            seen = {"/".join(r["id"].split("/")[:2]) for r in records if r.get("selectorKey") == key and r.get("id")}
+            for ns in sel.get("namespaces") or []:
+                for pod in mine.get(ns, ()):
+                    if f"{ns}/{pod}" not in seen:
+                        out.setdefault(region_of[ns], set()).add(pod)
+    return {r: sorted(v) for r, v in out.items()}
 
 
 Addresses = Mapping[str, Sequence[str]]
@@ -128,12 +196,12 @@ def cuts(plan: TrialPlan, cutting: tuple[Active, ...], elapsed_s: float,
 
 def at(plan: TrialPlan, elapsed_s: float | None, addresses: Addresses | None = None) -> list[dict[str, Any]]:
     """Every chaos object in force ``elapsed_s`` seconds after the load start (None: not loading: the
-    plan's WAN alone), as the lifecycle's fault schedule says (core/lifecycle.py); ``addresses``: see
+    plan's WAN alone), as the lifecycle's fault schedule says (core/lifecycle/schedule.py); ``addresses``: see
     :func:`cuts`."""
     if elapsed_s is None or not plan.faults:
         return wan(plan)
     active = in_force(plan.faults, elapsed_s)
-    w = wan_at(plan, active)
+    w = wan_in_force(plan, elapsed_s)
     netems = wan(plan, w.links)
     if len(w.cut_by) < len(active):  # loss windows in force: their objects say which
         base = {o["metadata"]["name"] for o in wan(plan)}
@@ -155,6 +223,12 @@ def timeline(plan: TrialPlan, until_s: float) -> list[dict[str, Any]]:
                 if o["metadata"]["name"] not in base:
                     seen.setdefault(o["metadata"]["name"], o)
     return list(seen.values())
+
+
+def needs_netem(plan: TrialPlan) -> bool:
+    """Whether the plan needs the kernel's netem: a link shaped (delay, jitter, loss, rate) or a loss window.
+    Partitions and dropouts alone do not (Chaos Mesh cuts with iptables and ipset)."""
+    return any(plan.classes.values()) or any(w.kind == "loss" for w in plan.faults)
 
 
 def _within(want: Any, live: Any) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 from wanwide.core.api.units import seconds
 from wanwide.core.contracts import EXIT_UPLOAD, ProbeConfig, ProbeTarget, S3Target, s3_target
-from wanwide.core.lifecycle import measured_pairs, rtt_requested
+from wanwide.core.lifecycle import measured_pairs, needs_shaping, rtt_requested
 from wanwide.core.plan.runner import Addresses, config_json, runner_config
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.render.common import PLACEHOLDER, meta, obj, svc_host
@@ -122,6 +122,11 @@ RUNNER_METRICS_PORT = 9464
 
 PROBE = "network-probe"
 PROBE_PATH = "/etc/wanwide/probe.json"
+PROBE_SETTLE_S = 60.0
+"""How long a probe pod waits before measuring when the plan shapes links: it starts after the WAN's Chaos Mesh
+objects, which never select it (Chaos Mesh selects an object's pods once), so the operator shapes it with objects
+of its own (render/chaos.py ``late``) as soon as it runs; Chaos Mesh then re-sets the tc rules of every pod it
+touches (under qemu's TCG: seconds per pod)."""
 
 
 def probe_jobs(plan: TrialPlan, check: int, results: S3Target) -> list[dict[str, Any]]:
@@ -139,7 +144,7 @@ def probe_jobs(plan: TrialPlan, check: int, results: S3Target) -> list[dict[str,
     for src, tgts in by_src.items():
         ns, labels = plan.namespace(src), plan.labels(src, "probe")
         cfg = ProbeConfig(benchmark=plan.benchmark, trial=plan.id, region=src, check=check, targets=tgts,
-                          results=results)
+                          results=results, settle_s=PROBE_SETTLE_S if needs_shaping(plan) else 0)
         out.append(obj("v1", "ConfigMap", meta(name, ns, labels),
                        data={"probe.json": cfg.model_dump_json(indent=2)}))
         pod = runner_pod(plan, src, ["runner", "probe", "--config", PROBE_PATH], [] if results.ambient else _s3_env(),
