@@ -233,7 +233,7 @@ def test_namespace_stuck_terminating_is_reported_bounded_and_blocks_nothing(env)
     docs = list(yaml.safe_load_all(text))
     docs[1]["spec"]["timeouts"]["cleaningUp"] = "60s"  # the other namespaces go in time
     tc.apply(yaml.safe_dump_all(docs), ns)
-    wait_trial(tc, ns, f"{name}-t000", lambda s: "base" in (s.get("done") or []), 120, "the namespaces")
+    wait_trial(tc, ns, f"{name}-t000", lambda s: "namespaces" in (s.get("done") or []), 120, "the namespaces")
     held = sorted(n["metadata"]["name"] for n in owned(tc, "namespaces", ns, name))[0]
     tc.apply(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
                              "metadata": {"name": "held", "namespace": held, "finalizers": ["example.com/hold"]}}))
