@@ -575,24 +575,33 @@ def test_a_restarted_operator_repeats_nothing_already_in_force_and_decides_the_s
 # ---- Collecting, CleaningUp -----------------------------------------------------------------
 
 def test_collecting_waits_for_every_bundle():
-    d = phases.decide(P, _status("Collecting"), {"bundles": (["paris"], ["rennes"], "s3://b/p/", None)}, T0)
+    d = phases.decide(P, _status("Collecting"), {"bundles": (["paris"], ["rennes"], "s3://b/p/", None, None)}, T0)
     assert d.step.phase is None and "rennes" in d.step.message and not d.actions
-    d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/", None)}, T0)
+    d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/", None, None)}, T0)
     assert (d.step.phase, d.step.status["outcome"], d.step.status["resultsURI"]) == ("CleaningUp", "Succeeded", "s3://b/p/")
+    assert "objectives" not in d.step.status and not d.actions  # none recorded: none said
+    # the objectives the bundles recorded: in the status, a warning naming the miss; the trial still succeeds
+    rows = {"paris": [{"scenario": "KeystoneBasic.create_user", "passed": True, "detail": "ok"}],
+            "rennes": [{"scenario": "KeystoneBasic.create_user", "passed": False, "detail": "p95 0.9 s > 0.5 s"}]}
+    d = phases.decide(P, _status("Collecting"), {"bundles": (P.load_regions, [], "s3://b/p/", None, rows)}, T0)
+    assert (d.step.phase, d.step.status["outcome"]) == ("CleaningUp", "Succeeded")
+    assert d.step.status["objectives"]["summary"] == "1/2 met" and "objectives 1/2 met" in d.step.message
+    assert [(a.reason, a.type) for a in d.actions if isinstance(a, Emit)] == [("ObjectivesMissed", "Warning")]
+    assert "rennes create_user: p95 0.9 s > 0.5 s" in d.actions[0].message
 
 
 def test_a_silent_results_store_is_said_once_and_its_return_too():
     down = "results store http://s3:9000 bucket b unreachable (EndpointConnectionError)"
     st = _status("Collecting")
-    d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0)
+    d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down, None)}, T0)
     assert d.step.phase is None and down in d.step.message and "keep retrying" in d.step.message
     assert [(a.reason, a.type) for a in d.actions] == [("ResultsStoreUnavailable", "Warning")]
     st["message"] = d.step.message  # the next step, still down: no second event
-    assert not phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down)}, T0).actions
-    d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", None)}, T0)  # back
+    assert not phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", down, None)}, T0).actions
+    d = phases.decide(P, st, {"bundles": ([], ["rennes"], "s3://b/p/", None, None)}, T0)  # back
     assert _said(d) == ["ResultsStoreAvailable"] and "results store" not in d.step.message
     # back, and the bundles arrived before the next step: said all the same (a CI run saw it unsaid)
-    d = phases.decide(P, st, {"bundles": (P.load_regions, [], "s3://b/p/", None)}, T0)
+    d = phases.decide(P, st, {"bundles": (P.load_regions, [], "s3://b/p/", None, None)}, T0)
     assert d.step.phase == "CleaningUp" and [a.reason for a in d.actions if isinstance(a, Emit)] == ["ResultsStoreAvailable"]
     # a runner still uploading in Loading: the same words
     ld = _loading("load-1")
