@@ -23,7 +23,7 @@ from tests.cluster.test_monitoring import scrape, value
 from tests.cluster.test_operator import wait_phase
 from wanwide.core import timestamps as ts
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # ~22 min: not in CI's gate (hack/test.sh --extended)
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "hack" / "testcluster.sh"
 WANWIDE = REPO / ".venv" / "bin" / "wanwide"

@@ -202,6 +202,7 @@ def _api_requests(env) -> dict[str, float]:
             for line in text.splitlines() if line.startswith("wanwide_api_requests_total{")}
 
 
+@pytest.mark.extended  # ~5 min; bench/scale.py measures the same at 45-500 regions
 def test_45_regions_reconcile(env, record_property):
     tc, ns = env["tc"], env["ns"]
     subprocess.run([str(REPO / "hack" / "testcluster.sh"), "nodes", "45"], check=True, capture_output=True)
