@@ -129,12 +129,20 @@ def test_a_rendered_copy_from_is_taken_off_and_the_trials_namespaces_carry_their
 
 def test_a_chart_source_the_operator_does_not_allow_makes_the_benchmark_invalid(env):
     tc, ns = env["tc"], env["ns"]
-    tc.apply(_bench(tc, "sec-source", "keystone", repo="http://169.254.169.254/latest"), ns)
+    # a cloud metadata host over plain http: the API server refuses it at admission, naming the field
+    p = tc.kubectl("apply", "-n", ns, "-f", "-", check=False,
+                   input=_bench(tc, "sec-meta", "keystone", repo="http://169.254.169.254/latest"))
+    assert p.returncode != 0 and "spec.openstack.keystone.chartRepo" in p.stderr and "https://" in p.stderr, p.stderr
+    assert "metadata host" in p.stderr, p.stderr
+    assert tc.kubectl("get", "benchmark", "sec-meta", "-n", ns, check=False).returncode != 0
+    # an https repository the API server admits but this operator does not render from (charts.allowed)
+    tc.apply(_bench(tc, "sec-source", "keystone", repo="https://charts.example.org/openstack"), ns)
     b = _wait(tc, ns, "benchmark", "sec-source", _phase("Invalid"), timeout=60)
     valid = next(c for c in b["status"]["conditions"] if c["type"] == "Valid")
-    assert "spec.openstack.keystone.chart" in valid["message"] and "charts.allowed" in valid["message"]
+    assert "spec.openstack.keystone.chart" in valid["message"] and "charts.allowed" in valid["message"], valid
     assert not tc.kubectl_json("get", "trials", "-n", ns, "-l", "wanwide.io/benchmark=sec-source")["items"]
     tc.kubectl("delete", "benchmark", "sec-source", "-n", ns, "--timeout=60s")
+    tc.kubectl("delete", "topology", "sec-meta", "-n", ns, "--ignore-not-found", "--timeout=60s")
 
 
 def test_a_trial_made_or_changed_by_anyone_but_the_operator_is_refused_at_admission(env):
