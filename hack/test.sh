@@ -46,7 +46,8 @@ log "control-plane build, then the cluster tier, in the background (logs: $log_d
   exec "$py" -m pytest -m "$cluster_marks" -q -p no:cacheprovider --durations=30 "$@" >"$cluster_log" 2>&1
 ) &
 cluster_pid=$!
-stop_cluster_tier() { # on an early exit: the background tier, its build and the test cluster go too
+stop_cluster_tier() { # on an early exit: the background tiers, the build and the test cluster go too
+  if [[ -n ${install_pid:-} ]] && kill -0 "$install_pid" 2>/dev/null; then kill "$install_pid" || true; fi
   if kill -0 "$cluster_pid" 2>/dev/null; then pkill -TERM -P "$cluster_pid" || true; kill "$cluster_pid" || true; fi
   hack/testcluster.sh down >/dev/null 2>&1 || true
 }
@@ -67,11 +68,17 @@ step_end
 log "unit tests"
 trap - ERR
 set +e
+# the install tier mostly waits on the package registry: beside the unit tier (its output after it)
+install_log=$log_dir/install.log
+log "install tests (a fresh venv's own pip with requirements/wanwide.lock) in the background (log: $install_log)"
+"$py" -m pytest -m "install" -q -p no:cacheprovider "$@" >"$install_log" 2>&1 &
+install_pid=$!
 "$py" -m pytest -m "not lab and not cluster and not realnode and not images and not install and not vm" -q -p no:cacheprovider --durations=15 "$@"
 unit=$?  # test failures are counted below, not set-up errors
-log "install tests (a fresh venv's own pip with requirements/wanwide.lock)"
-"$py" -m pytest -m "install" -q -p no:cacheprovider "$@"
+wait "$install_pid"
 install=$?
+log "install tests: exit $install; their output:"
+cat "$install_log"
 log "waiting for the cluster tier"
 wait "$cluster_pid"
 cluster=$?
