@@ -212,13 +212,13 @@ qemu_pid() { # qemu_pid NAME: the pid of NAME's qemu when it runs (checked again
   dir=$(vm_dir "$1")
   pid=$(cat "$dir/qemu.pid" 2>/dev/null || true)
   [[ $pid =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/qemu.pid" || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -F -- "$dir/qemu.pid" >/dev/null || return 1
   echo "$pid"
 }
 our_qemu_pids() { # every qemu started by this script with this state dir (by its command line)
   local p
   for p in /proc/[0-9]*; do
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "-pidfile $STATE/" && echo "${p#/proc/}"
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -F -- "-pidfile $STATE/" >/dev/null && echo "${p#/proc/}"
   done
   return 0
 }
@@ -231,12 +231,14 @@ qemu_cmdlines() { # the command line of every running qemu-system-x86_64 (any st
   done
   return 0
 }
-tap_in_use() { qemu_cmdlines | grep -qF -- "ifname=$1,"; } # a running qemu holds it (whatever its state dir)
+# a running qemu holds it (whatever its state dir). Not grep -q: under pipefail a match that ends grep before
+# the writer is done is the writer's SIGPIPE, the pipeline false (a CI run's clean took a live VM's tap so)
+tap_in_use() { qemu_cmdlines | grep -F -- "ifname=$1," >/dev/null; }
 bridge_unused() { [[ -z $(ip -o link show master "$BRIDGE" 2>/dev/null) ]]; }
 
 bridge_up() {
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
-    if ip -4 route show | grep -q "^$NET\.0/24" ; then
+    if ip -4 route show | grep "^$NET\.0/24" >/dev/null; then
       die "$NET.0/24 is routed here already (ip route); the VMs' network would clash with it"
     fi
     ip link add "$BRIDGE" type bridge
