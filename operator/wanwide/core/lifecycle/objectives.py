@@ -16,6 +16,12 @@ OBJECTIVES_MISSED = "ObjectivesMissed"
 Rows = list[dict[str, Any]]
 
 
+def recorded(manifest: Any) -> Rows | None:
+    """A bundle manifest's objectives (its ``slo`` rows); None: none recorded, or not a manifest."""
+    rows = manifest.get("slo") if isinstance(manifest, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else None
+
+
 def objectives(rows: Mapping[str, Rows | None] | None) -> dict[str, Any] | None:
     """``{"met", "missed", "unmeasured", "summary", "misses"}`` over every load region's rows (region → its
     manifest's ``slo`` rows; None or absent: none recorded); None when no region recorded any objective."""
@@ -49,4 +55,4 @@ def said(summary: dict[str, Any]) -> str:
             f"missed (data kept): {'; '.join(summary['misses'])}" + (f"; {more} more in the bundles" if more > 0 else ""))
 
 
-__all__ = ["OBJECTIVES_MISSED", "SHOWN", "objectives", "said"]
+__all__ = ["OBJECTIVES_MISSED", "SHOWN", "objectives", "recorded", "said"]

@@ -10,6 +10,7 @@ from typing import Any
 
 from wanwide.core import contracts
 from wanwide.core.contracts import S3Target
+from wanwide.core.lifecycle.objectives import recorded
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.pipeline.runner.upload import (
     CredentialsMissing,
@@ -63,10 +64,9 @@ def succeeded_bundles(out: Path, p: TrialPlan) -> dict[str, Path]:
 def manifest_objectives(manifest: Path) -> list[dict[str, Any]] | None:
     """The objectives a bundle's manifest recorded (its ``slo`` rows); None: none, or unreadable."""
     try:
-        rows = json.loads(manifest.read_text()).get("slo")
+        return recorded(json.loads(manifest.read_text()))
     except (OSError, ValueError):
         return None
-    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else None
 
 
 def bundles_complete(out: Path, p: TrialPlan) -> list[Path] | None:

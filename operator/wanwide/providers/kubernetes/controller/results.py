@@ -117,26 +117,29 @@ def bundles(kube: Kube, plan: TrialPlan, attempt: int, instance: str | None = No
             missing.append(r)
     if missing or error:
         return found, missing, uri, error, None
-    return found, missing, uri, error, _objectives(s3, t.bucket, manifests)
+    slo: dict[str, list[dict[str, Any]] | None] = {}
+    for r, key in manifests.items():  # read once: the step that reads them moves on to CleaningUp
+        try:
+            body = s3.get_object(Bucket=t.bucket, Key=key)["Body"].read(MANIFEST_MAX + 1)
+        except Exception as e:  # the store down or refusing: wait as for a bundle not there yet
+            return [x for x in found if x != r], [r], uri, store_error(_answer(e), t), None
+        slo[r] = _objectives(body)
+    return found, missing, uri, error, slo
 
 
 MANIFEST_MAX = 4 << 20  # a manifest is read whole for its objectives: a few kB; anything bigger is not one
 
 
-def _objectives(s3: Any, bucket: str, manifests: dict[str, str]) -> dict[str, list[dict[str, Any]] | None]:
-    """Region → its manifest's ``slo`` rows (None: not recorded, or the manifest unreadable: the bundle is
-    there all the same, its objectives are in it)."""
+def _objectives(body: bytes) -> list[dict[str, Any]] | None:
+    """A manifest's ``slo`` rows (None: not recorded, or not a manifest: the bundle is stored all the same)."""
     import json
 
-    out: dict[str, list[dict[str, Any]] | None] = {}
-    for region, key in manifests.items():
-        try:
-            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MANIFEST_MAX + 1)
-            rows = json.loads(body).get("slo") if len(body) <= MANIFEST_MAX else None
-        except Exception:  # noqa: BLE001 - the bundle is stored; only what the status shows of it is lost
-            rows = None
-        out[region] = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else None
-    return out
+    from wanwide.core.lifecycle import recorded
+
+    try:
+        return recorded(json.loads(body)) if len(body) <= MANIFEST_MAX else None
+    except ValueError:
+        return None
 
 
 def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
