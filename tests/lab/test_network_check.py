@@ -130,3 +130,32 @@ def test_a_loss_not_asked_is_counted_and_the_shaper_saw_it(net: netns.Network) -
         assert grew[f"{a}→{b}"]["overflow"] == 0
     else:  # netem: the qdisc on the end the direction leaves by
         assert grew[f"{a}→{b}"]["drops"] >= row["lost"], grew
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.usefixtures("need_services")
+def test_probing_a_database_through_the_load_never_blocks_its_host(leftovers) -> None:
+    """The load-time watch probes database endpoints and Galera members every few seconds with a TCP handshake closed
+    before MySQL's own: a connection error to the server, and max_connect_errors (100) of them in a row block the
+    host — unless the host cache is off (skip-name-resolve, as the lab's my.cnf and mariadb-operator's default
+    have it). 250 probes from r2, then r2 still logs in."""
+    from pathlib import Path
+
+    from wanwide.providers.lab import services
+
+    n = netns.build(["r1", "r2"], {("r1", "r2"): OneWay(1), ("r2", "r1"): OneWay(1)})
+    try:
+        run_dir = Path(f"/tmp/ww-run-{n.tag}")
+        n.state.add_dir(run_dir)
+        svc = services.Services(n, run_dir)
+        db = svc.start_mariadb("r1", in_memory=True)
+        svc.create_database(db, "keystone", "keystone", "ks-secret")
+        got = n.measure_rtt("r2", "r1", samples=250, port=db.port, interval=0.0, with_lost=True)
+        assert sum(x is not None for x in got) >= 245, got
+        r = n.exec_in("r2", ["mariadb", "-h", db.host, "-P", str(db.port), "-u", "keystone", "-pks-secret",
+                             "-N", "-e", "SELECT 1"], check=False)
+        assert r.returncode == 0 and r.stdout.strip() == "1", r.stdout + r.stderr
+    finally:
+        tag = n.tag
+        n.destroy()
+    assert leftovers(tag) == []
