@@ -132,13 +132,15 @@ def spread(samples: Samples) -> float:
     return q(0.9) - q(0.1)
 
 
-def tolerance_ms(requested: float, reference: Samples = (), jitter_ms: float = 0.0, n: int = 0) -> float:
+def tolerance_ms(requested: float, reference: Samples = (), jitter: tuple[float, float] = (0.0, 0.0),
+                 n: int = 0) -> float:
     """How far a pair's WAN RTT may be from ``requested``: max(1 ms, 5 % of it, 2 × the p90−p10 of
     ``reference``, the own region's samples: the platform's noise as measured then), plus, where the plan
-    sets a jitter, 3 × the standard error of the median of ``n`` samples of it (as if normal: its upper case)."""
+    sets a ``jitter`` (each direction's, ms), 3 × the standard error of the median of ``n`` samples (as if
+    each direction's jitter were a normal one's standard deviation: more than a uniform ± of it spreads)."""
     tol = max(RTT_TOLERANCE[0], RTT_TOLERANCE[1] * requested, NOISE_SPREADS * spread(reference))
-    if jitter_ms > 0 and n > 0:
-        tol += 3.0 * 1.2533 * jitter_ms / math.sqrt(2.0) / math.sqrt(n)
+    if any(jitter) and n > 0:
+        tol += 3.0 * 1.2533 * math.hypot(*jitter) / math.sqrt(n)
     return tol
 
 
@@ -177,7 +179,9 @@ def _judge(plan: TrialPlan, pair: Pair, got: Samples, ref: Samples) -> tuple[dic
     want, jit, loss = rtt_requested(plan, pair), jitter_requested(plan, pair), loss_requested(plan, pair)
     ans = answered(got)
     sent, lost = len(got), len(got) - len(ans)
-    tol = tolerance_ms(want, ref, jit, len(ans))
+    a, b = pair
+    tol = tolerance_ms(want, ref, (0.0, 0.0) if a == b else (plan.links[(a, b)].jitter_ms,
+                                                            plan.links[(b, a)].jitter_ms), len(ans))
     med = median(got)
     own = median(ref) or 0.0
     wan = None if med is None else max(0.0, med - own)

@@ -18,10 +18,10 @@ from wanwide.core.plan.trial import TrialPlan
 
 PROBE_SAMPLES = 10
 MEMBER_SAMPLES_PER_S = 5.0
+"""The member watch samples at most this many members a second in all (3 members: every 2 s; 45: every 9 s)."""
 NETWORK_PROBES_PER_S = 5.0
 """During the load the runner probes its RTT targets and watched members at most this many a second in all, every
 2 s at least (3 regions: 6 targets every 2 s; 45 regions with members: ~60 every 12 s)."""
-"""The member watch samples at most this many members a second in all (3 members: every 2 s; 45: every 9 s)."""
 MAX_WATCHED_MEMBERS = 45
 """The study's largest Galera; beyond it the watch samples this many members (the runner's config stays small)."""
 
