@@ -526,7 +526,8 @@ def _shaper_counters(cfg: RunnerConfig) -> dict[str, Any] | None:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout
         return json.loads(out)
     except (OSError, subprocess.SubprocessError, ValueError) as e:
-        return {"error": f"{' '.join(argv[:3])}…: {type(e).__name__}: {str(e)[:300]}"}
+        said = (getattr(e, "stderr", None) or "").strip()[-300:]
+        return {"error": f"{' '.join(argv[:3])}…: {type(e).__name__}: {str(e)[:300]}" + (f": {said}" if said else "")}
 
 
 def _record_network(r: _Run, watch: netwatch.Watch | None, before: dict[str, Any] | None) -> None:
