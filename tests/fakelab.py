@@ -116,14 +116,14 @@ class FakeLab:
             dep.pending.append((now + timedelta(seconds=late), pair, shaping))
         self.links(dep)
 
-    def measure(self, dep: FakeDep, a: str, b: str) -> list[float]:
+    def measure(self, dep: FakeDep, a: str, b: str, n: int) -> list[float | None]:
         if a == b:  # its own region: the platform's round trip alone
-            return [0.2] * 5
+            return [0.2] * n
         links = self.links(dep)
         there, back = links[(a, b)], links[(b, a)]
         if there.loss_pct >= 100 or back.loss_pct >= 100:
-            return []
-        return [(there.delay_ms + back.delay_ms) * self.rtt_factor + 0.2] * 5
+            return [None] * n
+        return [(there.delay_ms + back.delay_ms) * self.rtt_factor + 0.2] * n
 
     def record_network(self, dep: FakeDep, p: TrialPlan, rows: list[dict[str, Any]]) -> None:
         self.calls.append(("record_network", len(rows)))

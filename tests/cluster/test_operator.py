@@ -81,7 +81,7 @@ def test_uniform_example_succeeds_and_objects_match_the_plan(env):
     for reason in ("Injecting", "VerifyingNetwork", "Loading", "Collecting", "Succeeded"):
         assert reason in events
     # the network was measured between the WAN's injection and the load: every probed pair within tolerance
-    assert "VerifyingNetwork → Loading: " in events and "pair(s) within max(1 ms, 5 %) of the requested RTT" in events
+    assert "VerifyingNetwork → Loading: " in events and "pair(s) within tolerance of the requested RTT" in events
     probed = [c for c in env["standin"].probed if c["trial"] == "t000" and c["benchmark"] == "uniform-9"]
     assert probed and {c["check"] for c in probed} == {1}
     # keystone per region: the chart rendered by helm template and applied by the operator in hook order

@@ -146,6 +146,20 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     assert m["trial"]["parameters"]["rtt"] == "50ms"
     assert m["keystone"]["cache"]["enabled"] is True
     assert m["database"]["reads"] > 0 and m["database"]["writes"] >= 0
+    # the network: the check before the load in brief with its rule, the targets probed through the load, and
+    # the shaper's own counters over it (issue 48 item 4)
+    net = m["network"]
+    assert net["check"]["rule"].startswith("RTT: ") and [(c["sent"], c["ok"]) for c in net["check"]["pairs"]] == [
+        (20, True)]
+    during = {t["dst"] + "/" + t["kind"]: t for t in net["during"]["targets"]}
+    assert during and all(t["sent"] >= 1 and t["lost"] == 0 for t in during.values()), during
+    assert 45 <= during["r1/keystone"]["median_ms"] <= 60, during
+    assert all(s[0] >= 0 for t in during.values() for s in t["samples"])  # seconds from the load start
+    grew = net["shaper_counters"]["delta"]
+    assert nets[1]["shaper_counters"] and "error" not in net["shaper_counters"]["after"], net["shaper_counters"]
+    if nets[1]["shaper"] == "linkemu":  # the load crossed the link both ways, nothing dropped or overflowed
+        assert all(grew[d]["frames"] > 0 and grew[d]["lost"] == grew[d]["overflow"] == 0
+                   for d in ("r1→r2", "r2→r1")), grew
     # the report, with the atomic actions of the scenario
     runs = list(csv.DictReader((out / "report" / "runs.csv").open()))
     assert len(runs) == 2 and all(r["foreign_cpu_pct"] and r["noisy"] in ("True", "False") for r in runs)

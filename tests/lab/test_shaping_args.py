@@ -69,3 +69,16 @@ def test_linkemu_direction_args_units() -> None:
         12500, 250, 1000, 2_500_000, linkemu.QUEUE_LIMIT]
     assert linkemu.direction_args(OneWay()) == [0, 0, 0, 0, linkemu.QUEUE_LIMIT]
     assert linkemu.direction_args(OneWay(loss_pct=100))[2] == 1_000_000
+
+
+def test_netem_counters_from_tc_json() -> None:
+    """``tc -s -j qdisc show dev X``'s form (iproute2 6.x): the root netem qdisc's counters, gauges too; none
+    without a netem qdisc. Not read from a live netem here: this kernel has none (docs/lab-internals.md)."""
+    from wanwide.providers.lab.counters import netem_counters
+
+    tc = [{"kind": "netem", "handle": "8001:", "root": True, "refcnt": 2,
+           "options": {"limit": 100000, "delay": {"delay": 0.025, "jitter": 0, "correlation": 0}},
+           "bytes": 123456, "packets": 1000, "drops": 12, "overlimits": 0, "requeues": 0, "backlog": 0, "qlen": 0}]
+    assert netem_counters(tc) == {"packets": 1000, "bytes": 123456, "drops": 12, "overlimits": 0, "requeues": 0,
+                                  "backlog": 0, "qlen": 0}
+    assert netem_counters([{"kind": "noqueue", "handle": "0:", "root": True}]) is None

@@ -89,7 +89,8 @@ def test_the_verdict_names_the_pair_requested_and_measured():
     assert off == [] and all(r["ok"] for r in rows)
     rows, off = verdict(p, {**{pair: [want + 0.2] for pair in pairs}, pairs[0]: [51.0, 50.0, 49.0]})
     (why,) = off
-    assert why == f"{pairs[0][0]}↔{pairs[0][1]}: requested 100 ms, measured 50.00 ms (tolerance 5.00 ms)"
+    assert why == (f"{pairs[0][0]}↔{pairs[0][1]}: requested 100 ms, measured 50.00 ms (tolerance 5.00 ms = "
+                   "max(1 ms, 5 % of 100 ms, its own region not measured))")
 
 
 

@@ -132,3 +132,21 @@ def test_a_member_that_does_not_answer_is_a_sample_timed_when_the_attempt_began(
     ticks = iter([7.0, 9.0])
     got = read(MemberTarget(region="r2", host="127.0.0.1", port=port), "pw", lambda: next(ticks))
     assert not got.ok and got.t_s == 7.0 and got.label() == "unreachable" and "Can't connect" in got.error
+
+
+def test_the_runner_probes_its_targets_and_the_members_through_the_load():
+    """The plan tells each runner to probe its RTT targets and every watched Galera member during the load (at
+    most 5 probes a second, every 2 s at least), with what the provider gives: the check in brief, a command for
+    the shaper's counters."""
+    from wanwide.core.lifecycle import probe_pairs, summary, verdict
+
+    p, cfg = _config("galera")
+    n = len(cfg.gauges.rtt_targets) + len(cfg.gauges.members)
+    assert cfg.gauges.network_period_s == max(2.0, round(n / 5, 1)) and cfg.network_check == {}
+    rows, _ = verdict(p, {})
+    targets = {(r, k): (f"{k}-{r}.example", 5000) for r in p.region_names for k in ("keystone", "database")}
+    where = Addresses("http://ks/v3", targets[(p.region_names[0], "database")], [], targets)
+    cfg = runner_config(p, "r1", where, start_at=None, local_dir="/r", network_check=summary(rows),
+                        shaper_counters=["python", "-m", "wanwide.providers.lab.counters", "/x/links.json"])
+    assert cfg.gauges.shaper_counters[-1] == "/x/links.json" and cfg.network_check["rule"].startswith("RTT: ")
+    assert [r["src"] for r in cfg.network_check["pairs"]] == [a for a, _ in probe_pairs(p)]

@@ -91,6 +91,10 @@ class Gauges(_Model):
     members_cluster_size: int | None = Field(None, ge=1, description="Members in the cluster when not all are watched.")
     # after the load, how long past the last fault window's end the watch waits for the cluster to be whole
     members_linger_s: float = Field(default=0.0, ge=0)
+    # during the load: every RTT target and watched member probed once per period (network.during)
+    network_period_s: float = Field(default=0.0, ge=0, description="0: not sampled during the load.")
+    # the shaper's own counters: a command printing them as JSON, run before and after the measured task
+    shaper_counters: list[str] = Field(default_factory=list)
 
 
 class FaultSpan(_Model):
@@ -181,6 +185,8 @@ class RunnerConfig(_Model):
     contention: Contention = Field(default_factory=Contention)
     gauges: Gauges = Field(default_factory=Gauges)
     network_requested: list[LinkRequested] = Field(default_factory=list)
+    # the network check before the load, in brief (core/lifecycle/network.py summary), where the provider has it
+    network_check: dict[str, Any] = Field(default_factory=dict)
     faults: list[FaultSpan] = Field(default_factory=list)
     slo: list[SloSpec] = Field(default_factory=list)  # per scenario of the task (docs/results.md, "SLOs")
     results: Results

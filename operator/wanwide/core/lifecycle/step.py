@@ -52,9 +52,9 @@ class Seen:
     # wan (Injecting): the plan's WAN in force (failed: it could not be); the provider cannot shape at all (why)
     wan: Progress = Progress()
     cannot_shape: str | None = None
-    # network (VerifyingNetwork): the current measurement, once complete; what it waits for; a probe that failed;
-    # why this provider cannot measure here
-    network: dict[Pair, list[float]] | None = None
+    # network (VerifyingNetwork): the current measurement, once complete (per measured pair its probes' RTTs in ms,
+    # None for a probe lost); what it waits for; a probe that failed; why this provider cannot measure here
+    network: dict[Pair, list[float | None]] | None = None
     network_waiting: str = ""
     network_failed: str | None = None
     network_unmeasurable: str | None = None

@@ -19,6 +19,9 @@ from wanwide.core.plan.trial import TrialPlan
 PROBE_SAMPLES = 10
 MEMBER_SAMPLES_PER_S = 5.0
 """The member watch samples at most this many members a second in all (3 members: every 2 s; 45: every 9 s)."""
+NETWORK_PROBES_PER_S = 5.0
+"""During the load the runner probes its RTT targets and watched members at most this many a second in all, every
+2 s at least (3 regions: 6 targets every 2 s; 45 regions with members: ~60 every 12 s)."""
 MAX_WATCHED_MEMBERS = 45
 """The study's largest Galera; beyond it the watch samples this many members (the runner's config stays small)."""
 
@@ -167,13 +170,17 @@ def runner_config(
     new_deployment: bool = True,
     release: dict[str, Any] | None = None,
     contention: dict[str, Any] | None = None,
+    network_check: dict[str, Any] | None = None,
+    shaper_counters: list[str] | None = None,
 ) -> RunnerConfig:
     """The runner's configuration (docs/contracts.md); ``where`` holds the provider's addresses.
 
     The plan's rule for the warm-up: before the first measured task on a deployment. A provider
     says whether this trial's deployment is new (Kubernetes: always; the lab: its first trial).
     ``release`` (the lab's coordinator) replaces ``start_at``; ``contention`` names the
-    experiment's own processes where the provider knows them.
+    experiment's own processes where the provider knows them; ``network_check`` the network check before
+    the load in brief and ``shaper_counters`` a command printing the shaper's counters, where the provider has
+    them (the lab).
     """
     gauge_db = None
     if plan.backend in ("mariadb", "galera"):
@@ -230,6 +237,13 @@ def runner_config(
         cfg["release"] = release
     if contention:
         cfg["contention"] = contention
+    probed = len(targets) + len(cfg["gauges"].get("members") or [])
+    if probed:
+        cfg["gauges"]["network_period_s"] = max(2.0, round(probed / NETWORK_PROBES_PER_S, 1))
+    if shaper_counters:
+        cfg["gauges"]["shaper_counters"] = list(shaper_counters)
+    if network_check:
+        cfg["network_check"] = network_check
     return RunnerConfig.model_validate(cfg)
 
 

@@ -102,7 +102,10 @@ class WarmupInfo(BaseModel):
 
 class NetworkInfo(BaseModel):
     requested: list[dict[str, Any]] = Field(default_factory=list)  # one-way links
-    measured: list[dict[str, Any]] = Field(default_factory=list)  # TCP-connect RTT per target
+    measured: list[dict[str, Any]] = Field(default_factory=list)  # TCP-connect RTT and loss per target, before
+    check: dict[str, Any] = Field(default_factory=dict)  # the network check before the load: rule, pairs
+    during: dict[str, Any] | None = None  # every target (and Galera member) sampled through the measured task
+    shaper_counters: dict[str, Any] | None = None  # the shaper's own counters: before, after, delta (or why none)
 
 
 class DatabaseInfo(BaseModel):

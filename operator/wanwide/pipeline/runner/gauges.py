@@ -101,6 +101,9 @@ def measure_rtt(
             "median_ms": round(median(vals), 3) if vals else None,  # the network check's own median
             "p95_ms": round(percentile(vals, 95), 3) if vals else None,
             "errors": lost,
+            "sent": samples,
+            "lost": lost,
+            "loss_pct": round(100.0 * lost / samples, 2) if samples else None,
             "first_error": f"{lost} of {samples} unanswered within {timeout:g} s" if lost else None,
         })
     return out

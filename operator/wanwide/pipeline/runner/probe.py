@@ -1,7 +1,8 @@
 """The one RTT probe: the time of TCP handshakes to ``host:port``. Standard library only.
 
 A handshake answered by SYN/ACK or by RST (a closed port: ``connection refused``) took one round
-trip either way, so both count; a probe unanswered within ``timeout`` is left out. The runner's
+trip either way, so both count; a probe unanswered within ``timeout`` is lost (``answers_ms``: None in its
+place, so that the network check counts the loss; ``samples_ms`` leaves it out). The runner's
 gauges, the lab's network check (run inside a region's namespace: ``python -m
 wanwide.pipeline.runner.probe HOST PORT N INTERVAL TIMEOUT``) and the Kubernetes provider's probe Jobs
 (``wanwide runner probe``) all measure with it.
@@ -32,21 +33,25 @@ def handshake_ms(host: str, port: int, timeout: float) -> float | None:
     return round(dt, 3)
 
 
-def samples_ms(host: str, port: int, n: int, interval: float = 0.05, timeout: float = 1.0) -> list[float]:
-    """``n`` handshakes ``interval`` seconds apart; the answered ones' times (``len <= n``)."""
-    out: list[float] = []
+def answers_ms(host: str, port: int, n: int, interval: float = 0.05, timeout: float = 1.0) -> list[float | None]:
+    """``n`` handshakes ``interval`` seconds apart: each one's time, None where it went unanswered (lost)."""
+    out: list[float | None] = []
     for i in range(n):
-        got = handshake_ms(host, port, timeout)
-        if got is not None:
-            out.append(got)
+        out.append(handshake_ms(host, port, timeout))
         if i + 1 < n:
             time.sleep(interval)
     return out
 
 
+def samples_ms(host: str, port: int, n: int, interval: float = 0.05, timeout: float = 1.0) -> list[float]:
+    """``n`` handshakes ``interval`` seconds apart; the answered ones' times (``len <= n``)."""
+    return [x for x in answers_ms(host, port, n, interval, timeout) if x is not None]
+
+
 def main(argv: list[str]) -> int:
+    """Prints every probe's time, null for one lost."""
     host, port, n, interval, timeout = argv[0], int(argv[1]), int(argv[2]), float(argv[3]), float(argv[4])
-    print(json.dumps(samples_ms(host, port, n, interval, timeout)))
+    print(json.dumps(answers_ms(host, port, n, interval, timeout)))
     return 0
 
 

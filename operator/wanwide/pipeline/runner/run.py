@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -25,7 +26,7 @@ from wanwide import __version__
 from wanwide.core import timestamps as ts
 from wanwide.core.contracts import EXIT_CONFIG, EXIT_OK, EXIT_RUN_FAILED, EXIT_UPLOAD, RunnerConfig
 from wanwide.core.errors import PermanentError
-from wanwide.pipeline.runner import contention, gauges, members, slo
+from wanwide.pipeline.runner import contention, gauges, members, netwatch, slo
 from wanwide.pipeline.runner.bundle import (
     RALLY_JSON,
     ContentionInfo,
@@ -281,7 +282,7 @@ def _new_run(cfg: RunnerConfig, run_id: str) -> _Run:
         db_info=DatabaseInfo(backend=db.backend if db else None, host=db.host if db else None),
         host_info=HostInfo(hostname=host["hostname"], cpu_count=host["cpu_count"], loadavg_before=host["loadavg"],
                            cpu_model=host["cpu_model"], boot_id=host["boot_id"]),
-        network=NetworkInfo(requested=[link.model_dump() for link in cfg.network_requested]),
+        network=NetworkInfo(requested=[link.model_dump() for link in cfg.network_requested], check=cfg.network_check),
     )
 
 
@@ -329,7 +330,7 @@ def _measure_rtt(r: _Run) -> None:
     r.network.measured = gauges.measure_rtt(r.cfg.region, g.rtt_targets, g.samples)
     for m in r.network.measured:
         _say(f"  rtt {m['src']}→{m['dst']} ({m['kind']} {m['host']}:{m['port']}): "
-             f"median {m['median_ms']} ms, p95 {m['p95_ms']} ms, {m['errors']} error(s)")
+             f"median {m['median_ms']} ms, p95 {m['p95_ms']} ms, {m['lost']} of {m['sent']} lost")
 
 
 def _db_counters_before(r: _Run) -> dict[str, int] | None:
@@ -500,6 +501,53 @@ def _member_watch(r: _Run):
         yield watch
 
 
+@contextlib.contextmanager
+def _network_watch(r: _Run):
+    """The RTT targets and Galera members probed through the measured task (pipeline/runner/netwatch.py)."""
+    g = r.cfg.gauges
+    targets = netwatch.targets_of(g.rtt_targets, g.members)
+    if not (g.network_period_s and targets):
+        yield None
+        return
+    start = r.start_info.scheduled or r.start_info.actual
+    t0 = ts.parse(start).timestamp() if start else time.time()
+    _say(f"network: probing {len(targets)} target(s) every {g.network_period_s:g}s through the load")
+    with netwatch.Watch(r.cfg.region, targets, g.network_period_s, t0) as watch:
+        yield watch
+
+
+def _shaper_counters(cfg: RunnerConfig) -> dict[str, Any] | None:
+    """The shaper's counters now (``gauges.shaper_counters``: a command printing JSON); None when not configured,
+    {"error": why} when it did not answer."""
+    argv = cfg.gauges.shaper_counters
+    if not argv:
+        return None
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout
+        return json.loads(out)
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        said = (getattr(e, "stderr", None) or "").strip()[-300:]
+        return {"error": f"{' '.join(argv[:3])}…: {type(e).__name__}: {str(e)[:300]}" + (f": {said}" if said else "")}
+
+
+def _record_network(r: _Run, watch: netwatch.Watch | None, before: dict[str, Any] | None) -> None:
+    """The network through the load and the shaper's counters over it, in the manifest; a line per lossy target."""
+    if watch is not None:
+        r.network.during = watch.document()
+        for t in r.network.during["targets"]:
+            if t["lost"]:
+                _say(f"  network during the load {t['src']}→{t['dst']} ({t['kind']}): {t['lost']} of {t['sent']} "
+                     f"probes lost, median {t['median_ms']} ms")
+    if before is not None:
+        after = _shaper_counters(r.cfg) or {}
+        r.network.shaper_counters = {"before": before, "after": after,
+                                     "delta": netwatch.counters_delta(before, after)}
+        lossy = {k: v for k, v in r.network.shaper_counters["delta"].items() if v.get("lost") or v.get("overflow")
+                 or v.get("drops")}
+        if lossy:
+            _say(f"  shaper over the load: {json.dumps(lossy)}")
+
+
 def _record_members(r: _Run, watch: members.Watch | None) -> None:
     """members.json in the bundle, its brief in the manifest, a line per fault window in the log."""
     if watch is None:
@@ -522,10 +570,12 @@ def _measured_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float
     """The measured task, with the machine's contention recorded over exactly its window."""
     own = _own(r.cfg)
     before = contention.snapshot(own)
+    counters = _shaper_counters(r.cfg)
     with _member_watch(r) as watch:
-        with contention.Sampler(own=own) as sampler:
+        with _network_watch(r) as net, contention.Sampler(own=own) as sampler:
             uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
         after = contention.snapshot(own)
+        _record_network(r, net, counters)
         if watch is not None:
             watch.linger(r.cfg.faults, r.cfg.gauges.members_linger_s, say=_say)
     _record_members(r, watch)

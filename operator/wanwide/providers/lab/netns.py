@@ -163,25 +163,30 @@ class Network:
 
     # ------------------------------------------------------------ measuring
     def measure_rtt(self, src: str, dst: str, samples: int = 10, method: str = "tcp",
-                    port: int = 9, interval: float = 0.05, timeout: float = 0.95) -> list[float]:
+                    port: int = 9, interval: float = 0.05, timeout: float = 0.95,
+                    with_lost: bool = False) -> list[Any]:
         """RTT samples in ms from ``src``'s namespace to ``dst``'s address.
 
         ``tcp``: time of a TCP connect (a closed port answers RST: one RTT, no
         listener needed); ``ping``: ICMP echo. Lost probes (no answer within
-        ``timeout``) are left out, so ``len(result) <= samples``.
+        ``timeout``) are left out, so ``len(result) <= samples``; ``with_lost``:
+        None in their place instead (ping: at the end), so ``len(result) == samples``
+        (the network check counts the loss).
         """
         target = self.address(dst) if dst in self.regions else dst
         if method == "ping":
             r = self.exec_in(src, [*rt_prefix(), "ping", "-n", "-c", str(samples), "-i", str(max(interval, 0.002)),
                                    "-W", str(max(1, int(timeout + 0.999))), target],
                              check=False, timeout=samples * (interval + timeout) + 30)
-            return [float(m) for m in re.findall(r"time=([0-9.]+) ms", r.stdout)]
+            got: list[Any] = [float(m) for m in re.findall(r"time=([0-9.]+) ms", r.stdout)]
+            return got + [None] * (samples - len(got)) if with_lost else got
         if method != "tcp":
             raise LabError(f"measure_rtt: unknown method {method!r}")
         r = self.exec_in(src, [*rt_prefix(), sys.executable, "-m", "wanwide.pipeline.runner.probe", target, str(port),
                                str(samples), str(interval), str(timeout)],
                          timeout=samples * (interval + timeout) + 30)
-        return [float(x) for x in json.loads(r.stdout)]
+        answers = [None if x is None else float(x) for x in json.loads(r.stdout)]
+        return answers if with_lost else [x for x in answers if x is not None]
 
     # ------------------------------------------------------------ changing
     def set_link(self, src: str, dst: str, ow: OneWay) -> None:

@@ -42,8 +42,6 @@ from wanwide.providers.lab.results import (
 Say = Callable[..., None]
 
 
-PROBE_SAMPLES = 20
-
 
 @dataclass
 class Runners:
@@ -73,6 +71,7 @@ class LabRun:
         self.earlier: Earlier = {}  # the trials --done data sets hold
         self.gate = gate or QuietGate()
         self.work = work or Path(os.environ.get("WANWIDE_LAB_WORK", "/var/tmp/wanwide-lab"))
+        self.checked: dict[tuple[str, str], dict[str, Any]] = {}  # (Benchmark, trial) → its network check in brief
 
     # ---- LabOps: what the lifecycle's actions come down to on this machine (providers/lab/trial.py) --------
 
@@ -103,14 +102,19 @@ class LabRun:
             if dep.net.links.get(pair) != shaping:
                 dep.net.set_link(*pair, shaping)
 
-    def measure(self, dep: Deployment, a: str, b: str) -> list[float]:
-        return dep.net.measure_rtt(a, b, samples=PROBE_SAMPLES)
+    def measure(self, dep: Deployment, a: str, b: str, n: int) -> list[float | None]:
+        """``n`` probes ``a``→``b``: each one's RTT in ms, None for one lost."""
+        return dep.net.measure_rtt(a, b, samples=n, with_lost=True)
 
     def record_network(self, dep: Deployment, p: TrialPlan, rows: list[dict[str, Any]]) -> None:
+        """The check's rows in ``network/<benchmark>/<trial>.json`` (with the shaper's counters then), and in
+        brief in the trial's bundles (the runners' configuration: ``network.check``)."""
         # per Benchmark: a file may hold several, whose trial ids (t000…) repeat
         (self.out / "network" / p.benchmark).mkdir(parents=True, exist_ok=True)
+        self.checked[(p.benchmark, p.id)] = lc.summary(rows)
         (self.out / "network" / p.benchmark / f"{p.id}.json").write_text(json.dumps(
-            {"shaper": dep.net.shaper, "deployment": dep.describe(p), "pairs": rows}, indent=1))
+            {"shaper": dep.net.shaper, "deployment": dep.describe(p), "rule": lc.RULE, "pairs": rows,
+             "shaper_counters": shaper_counters(dep.net)}, indent=1))
 
     def start_runners(self, dep: Deployment, p: TrialPlan, attempt: int) -> Runners:
         logs = self.out / "logs" / p.benchmark / p.id
@@ -201,11 +205,16 @@ class LabRun:
                           members={o: targets[(o, "database")] for o in p.region_names} if p.backend == "galera" else {})
         budget = seconds(p.spec.timeouts.loading)
         own = _own(dep, p)
+        from wanwide.providers.lab import counters
+
+        links = release.parent / "links.json"  # the shaped links, for the runner's reading of their counters
+        links.write_text(json.dumps(counters.links_doc(dep.net), indent=1))
         return runner_config(p, region, where, start_at=None, attempt=attempt, results=None,
                              local_dir=str(bundles_root(self.out, p)), namespace="lab",
                              versions={**lab_versions(), "lab-shaper": dep.net.shaper}, deployment=dep.describe(p),
                              new_deployment=not dep.trials, release={"file": str(release), "timeout_s": budget},
-                             contention=own)
+                             contention=own, network_check=self.checked.get((p.benchmark, p.id)),
+                             shaper_counters=[sys.executable, "-m", "wanwide.providers.lab.counters", str(links)])
 
     def _start_runners(self, dep: Deployment, p: TrialPlan, attempt: int, logs: Path,
                        release: Path) -> dict[str, subprocess.Popen]:
@@ -279,7 +288,11 @@ def _own_processes(dep: Deployment, p: TrialPlan) -> OwnProcesses:
     return OwnProcesses(netns=[i for i in map(netns_inode, own["netns"]) if i is not None], pids=own["pids"])
 
 
-__all__ = ["LabRun", "PROBE_SAMPLES", "Runners", "lab_versions"]
+def shaper_counters(net: Any) -> dict[str, Any]:
+    """The shapers' counters of ``net``'s links now (providers/lab/counters.py)."""
+    from wanwide.providers.lab import counters
+
+    return counters.read(counters.links_doc(net))
 
 
-__all__ = ["LabRun", "PROBE_SAMPLES", "Runners", "lab_versions"]
+__all__ = ["LabRun", "Runners", "lab_versions", "shaper_counters"]

@@ -48,7 +48,7 @@ class LabOps(Protocol):
                say: Say) -> Any: ...  # the deployment with ``stage`` up (LabError: it could not be)
     def links(self, dep: Any) -> dict[Pair, OneWay]: ...  # each link's shaping as in force now
     def shape(self, dep: Any, want: dict[Pair, OneWay]) -> None: ...  # every link as asked (LabError: refused)
-    def measure(self, dep: Any, a: str, b: str) -> list[float]: ...
+    def measure(self, dep: Any, a: str, b: str, n: int) -> list[float | None]: ...
     def start_runners(self, dep: Any, p: TrialPlan, attempt: int) -> Any: ...  # a handle on them
     def ready(self, runners: Any) -> bool: ...  # all prepared (or ended): the load may start
     def release(self, dep: Any, p: TrialPlan, runners: Any, say: Say) -> datetime: ...  # the load start
@@ -208,7 +208,8 @@ class LabTrial:
     def measure(self, check: int) -> None:
         pairs = lc.measured_pairs(self.p)  # at once, as the operator's probe Jobs: 90 pings at 45 regions and
         with ThreadPoolExecutor(max_workers=MEASURE_AT_ONCE) as ex:  # 300 ms took ~6 min one by one
-            self.measured[check] = dict(zip(pairs, ex.map(lambda pr: self.ops.measure(self.dep, *pr), pairs),
+            n = lc.probe_samples(self.p)
+            self.measured[check] = dict(zip(pairs, ex.map(lambda pr: self.ops.measure(self.dep, *pr, n), pairs),
                                             strict=True))
         rows, _ = lc.verdict(self.p, self.measured[check])
         if check > 1:  # both measurements recorded

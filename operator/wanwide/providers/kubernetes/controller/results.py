@@ -143,8 +143,9 @@ def _objectives(body: bytes) -> list[dict[str, Any]] | None:
 
 
 def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
-           instance: str | None = None) -> tuple[dict[tuple[str, str], list[float]], list[str], str | None]:
-    """The network check's measurement ``check`` as the probe Jobs stored it: (samples per probed pair,
+           instance: str | None = None) -> tuple[dict[tuple[str, str], list[float | None]], list[str], str | None]:
+    """The network check's measurement ``check`` as the probe Jobs stored it: (samples per probed pair, None
+    for a probe lost,
     sources without a result yet, why the store did not answer or None)."""
     import json
 
@@ -154,7 +155,7 @@ def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
     if t is None:
         return {}, list(sources), None
     s3 = _client(kube, plan, t)
-    measured: dict[tuple[str, str], list[float]] = {}
+    measured: dict[tuple[str, str], list[float | None]] = {}
     missing, error = [], None
     for src in sources:
         key = probe_key(t.prefix, plan.benchmark, plan.id, check, src)
@@ -166,5 +167,5 @@ def probes(kube: Kube, plan: TrialPlan, check: int, sources: list[str],
                 error = store_error(e, t)
             continue
         for row in doc.get("targets") or []:
-            measured[(src, row["region"])] = [float(x) for x in row.get("samples_ms") or []]
+            measured[(src, row["region"])] = [None if x is None else float(x) for x in row.get("samples_ms") or []]
     return measured, missing, error

@@ -8,7 +8,7 @@ from typing import Any
 
 from wanwide.core.api.units import seconds
 from wanwide.core.contracts import EXIT_UPLOAD, ProbeConfig, ProbeTarget, S3Target, s3_target
-from wanwide.core.lifecycle import measured_pairs, needs_shaping, rtt_requested
+from wanwide.core.lifecycle import measured_pairs, needs_shaping, probe_samples, rtt_requested
 from wanwide.core.plan.runner import Addresses, config_json, runner_config
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.render.common import PLACEHOLDER, meta, obj, svc_host
@@ -144,7 +144,8 @@ def probe_jobs(plan: TrialPlan, check: int, results: S3Target) -> list[dict[str,
     for src, tgts in by_src.items():
         ns, labels = plan.namespace(src), plan.labels(src, "probe")
         cfg = ProbeConfig(benchmark=plan.benchmark, trial=plan.id, region=src, check=check, targets=tgts,
-                          results=results, settle_s=PROBE_SETTLE_S if needs_shaping(plan) else 0)
+                          samples=probe_samples(plan), results=results,
+                          settle_s=PROBE_SETTLE_S if needs_shaping(plan) else 0)
         out.append(obj("v1", "ConfigMap", meta(name, ns, labels),
                        data={"probe.json": cfg.model_dump_json(indent=2)}))
         pod = runner_pod(plan, src, ["runner", "probe", "--config", PROBE_PATH], [] if results.ambient else _s3_env(),

@@ -1,0 +1,78 @@
+"""The network through the load (pipeline/runner/netwatch.py) and the probe's lost probes, on real loopback
+sockets: a listener answers, a closed port answers (RST), a listener whose accept queue is full drops the SYN
+(no answer: lost). The shapers' counters' difference (pure)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from wanwide.core.contracts import MemberTarget, RttTarget
+from wanwide.pipeline.runner import netwatch, probe
+
+
+@pytest.fixture
+def ports():
+    """(a port that answers, a closed port, a port whose full accept queue drops new SYNs)."""
+    up = socket.socket()
+    up.bind(("127.0.0.1", 0))
+    up.listen(64)
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: a SYN to it gets an RST
+    full = socket.socket()
+    full.bind(("127.0.0.1", 0))
+    full.listen(0)
+    stuck = []
+    for _ in range(3):  # fill its queue: never accepted
+        c = socket.socket()
+        c.setblocking(False)
+        c.connect_ex(full.getsockname())
+        stuck.append(c)
+    time.sleep(0.2)
+    yield up.getsockname()[1], closed.getsockname()[1], full.getsockname()[1]
+    for s in [up, closed, full, *stuck]:
+        s.close()
+
+
+def test_a_lost_probe_is_none_in_its_place(ports):
+    up, closed, full = ports
+    assert all(x is not None and x < 50 for x in probe.answers_ms("127.0.0.1", up, 3, 0.01, 0.5))
+    assert all(x is not None for x in probe.answers_ms("127.0.0.1", closed, 3, 0.01, 0.5))
+    lost = probe.answers_ms("127.0.0.1", full, 2, 0.01, 0.3)
+    assert lost == [None, None]
+    assert probe.samples_ms("127.0.0.1", full, 2, 0.01, 0.3) == []
+
+
+def test_the_watch_probes_each_target_through_the_load_and_counts_what_it_lost(ports):
+    up, closed, full = ports
+    targets = netwatch.targets_of(
+        [RttTarget(region="r2", kind="keystone", host="127.0.0.1", port=up),
+         RttTarget(region="r2", kind="database", host="127.0.0.1", port=closed)],
+        [MemberTarget(region="r2", host="127.0.0.1", port=closed),  # the database endpoint itself: once
+         MemberTarget(region="r3", host="127.0.0.1", port=full)])
+    assert [(t["region"], t["kind"]) for t in targets] == [("r2", "keystone"), ("r2", "database"), ("r3", "member")]
+    t0 = time.time()
+    with netwatch.Watch("r1", targets, 0.3, t0, timeout=0.2) as w:
+        time.sleep(1.0)
+    doc = w.document()
+    ks, db, member = doc["targets"]
+    assert ks["sent"] >= 3 and ks["lost"] == 0 and ks["median_ms"] < 50 and db["lost"] == 0
+    assert member["sent"] >= 3 and member["lost"] == member["sent"] and member["loss_pct"] == 100.0
+    assert member["median_ms"] is None and member["samples"][0][1] is None
+    assert all(0 <= s[0] < 2.0 for s in ks["samples"])  # offsets from the load start
+    assert doc["verdict"].startswith("informational")
+
+
+def test_the_shapers_counters_over_the_load_are_what_grew():
+    before = {"r1→r2": {"kind": "linkemu", "frames": 100, "lost": 1, "overflow": 0},
+              "r2→r1": {"kind": "netem", "packets": 50, "drops": 0, "backlog": 7},
+              "r1→r3": {"kind": "wirefilter", "error": "wirefilter keeps no counters wanwide reads"}}
+    after = {"r1→r2": {"kind": "linkemu", "frames": 1100, "lost": 12, "overflow": 3},
+             "r2→r1": {"kind": "netem", "packets": 950, "drops": 9, "backlog": 2},
+             "r1→r3": {"kind": "wirefilter", "error": "wirefilter keeps no counters wanwide reads"},
+             "r3→r1": {"kind": "linkemu", "frames": 5}}
+    assert netwatch.counters_delta(before, after) == {
+        "r1→r2": {"frames": 1000, "lost": 11, "overflow": 3},
+        "r2→r1": {"packets": 900, "drops": 9}}  # backlog is a gauge, not a counter; r3→r1 has no earlier reading
