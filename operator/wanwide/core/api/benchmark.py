@@ -24,20 +24,16 @@ from wanwide.core.api.base import (
     cel_matches,
 )
 from wanwide.core.api.freeform import FreeForm
+from wanwide.core.api.openstack import Keystone, KeystoneImages, OpenStack  # noqa: F401  (Keystone: re-exported)
 from wanwide.core.api.refs import (
-    CHART_RULES,
     GALERA_OPTIONS_MAX,
     GALERA_VALUE_RE,
-    Chart,
-    ChartRepo,
-    ChartVersion,
     ConfigKey,
     Image,
     LocalDir,
     S3Prefix,
     S3Region,
     Tag,
-    chart_problem,
     galera_options_problem,
     url,
 )
@@ -65,61 +61,10 @@ _SCENARIO_MSG = (
 )
 
 
-class KeystoneImages(Model):
-    """Image overrides for the openstack-helm keystone chart (``images.tags``)."""
-
-    keystone_api: Image | None = None
-    keystone_db_sync: Image | None = None
-    keystone_domain_manage: Image | None = None
-    bootstrap: Image | None = Field(None, description="Also the openstack-client init container of domain-manage.")
-    dep_check: Image | None = None
-    memcached: Image | None = Field(None, description="Image of the per-region memcached (wanwide's own Deployment).")
-
-
-VALUES_MAX_BYTES, VALUES_MAX_KEYS = 64 * 1024, 100
 ARGS_MAX_BYTES, ARGS_MAX_KEYS = 16 * 1024, 50
 AFFINITY_MAX_BYTES = 16 * 1024
-ChartValues = FreeForm(VALUES_MAX_BYTES, VALUES_MAX_KEYS)
 ScenarioArgs = FreeForm(ARGS_MAX_BYTES, ARGS_MAX_KEYS)
 Affinity = FreeForm(AFFINITY_MAX_BYTES, 3)
-
-
-class Keystone(Model):
-    """Keystone per region, installed with the openstack-helm chart."""
-
-    chart_repo: ChartRepo = Field(
-        "https://tarballs.opendev.org/openstack/openstack-helm",
-        description='Helm repository URL: https:// only, no user name or password, no link-local or metadata host; '
-        '"" with an oci:// chart or a chart path.')
-    chart: Chart = Field("keystone", description="Chart name in chartRepo, an oci:// reference (chartRepo \"\"), or "
-                         "an absolute path on the operator's disk (chartRepo \"\"; the operator confines where). "
-                         "At most 512 characters.")
-    chart_version: ChartVersion = Field("2026.1.0", description="Exact chart version (pin it): a semantic version "
-                                        "such as 2026.1.0, at most 64 characters; the default is the one every "
-                                        "verification ran (docs/upstream-checks.md).")
-    images: KeystoneImages = Field(default_factory=KeystoneImages)
-    replicas: Int = Field(1, ge=1, le=10, description="Keystone server processes per region: keystone-api pods on "
-                          "Kubernetes (the chart runs one WSGI process per pod), gunicorn workers in the lab. "
-                          "Memory (~100 MB each) for concurrency.")
-    cache: Bool = Field(True, description="memcached per region with [cache] enabled, as real deployments run.")
-    values: ChartValues = Field(
-        default_factory=dict,
-        description="Extra chart values merged last (they win over wanwide's). At most "
-        f"{VALUES_MAX_KEYS} top-level keys and {VALUES_MAX_BYTES // 1024} KiB as JSON.",
-    )
-
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [cel(*r) for r in CHART_RULES]})
-
-    @model_validator(mode="after")
-    def _chart(self) -> Keystone:
-        problem = chart_problem(self.chart, self.chart_repo)
-        if problem is not None:
-            raise FieldProblem(*problem)
-        return self
-
-
-class OpenStack(Model):
-    keystone: Keystone = Field(default_factory=Keystone)
 
 
 class GaleraTuning(Model):
