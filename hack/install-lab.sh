@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the embedded "lab" provider runs for real on this machine:
-#   - Debian packages: MariaDB + Galera (+ rsync for state transfer), memcached,
+#   - Debian packages: MariaDB + Galera (+ rsync for state transfer), memcached, rabbitmq-server,
 #     a C compiler (the linkemu WAN shaper, built on first use when the kernel has
 #     no netem), VDE (wirefilter, the shaper when linkemu cannot be built),
 #     iproute2, ping, socat, iptables (faults through the WAN's hubs), iperf3 (bench/emulation.py's
@@ -8,6 +8,8 @@
 #   - venv "keystone": requirements/keystone.txt (Keystone, PyMySQL, memcache
 #     clients, gunicorn, openstackclient), constrained by requirements/keystone.lock;
 #   - venv "rally": requirements/rally.txt (rally-openstack, rally), with rally.lock;
+#   - venv "openstack": requirements/openstack.txt (Nova, Placement, Glance, Neutron's server, gunicorn),
+#     with openstack.lock; RabbitMQ (Debian's rabbitmq-server) is their message bus;
 #   - the S3 server versitygw (built with `go install`, cached by version).
 # Debian and PyPI (and the Go module proxy) only. Works when nothing is installed
 # and when everything is. Idempotent: each step leaves a stamp file named after its
@@ -31,7 +33,7 @@ logs="$cache/logs"
 mkdir -p "$stamps" "$logs" "$cache/venvs" "$cache/bin"
 export APT_LOG="$logs/apt.log"
 
-APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 gcc libc6-dev iproute2 iputils-ping socat procps psmisc iptables iperf3)
+APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached rabbitmq-server vde2 gcc libc6-dev iproute2 iputils-ping socat procps psmisc iptables iperf3)
 VERSITYGW_VERSION=v1.8.0
 
 # stamp NAME SPEC...: path of the stamp for this exact spec
@@ -66,6 +68,7 @@ make_venv() { # make_venv NAME: requirements/NAME.txt constrained by requirement
 }
 make_venv keystone
 make_venv rally
+make_venv openstack
 
 # ---------------------------------------------------------------- versitygw
 gw="$cache/bin/versitygw-$VERSITYGW_VERSION"
@@ -104,5 +107,7 @@ distver() { # distver VENV DIST: version from the dist-info directory name (no p
 debver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"; }
 log "versions: mariadb=$(debver mariadb-server) galera=$(debver galera-4) \
 keystone=$(distver keystone keystone) rally=$(distver rally rally) rally-openstack=$(distver rally rally_openstack) \
+rabbitmq=$(debver rabbitmq-server) nova=$(distver openstack nova) placement=$(distver openstack openstack_placement) \
+glance=$(distver openstack glance) neutron=$(distver openstack neutron) \
 versitygw=$VERSITYGW_VERSION"
 log "done (cache $cache)"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LAB_APT = ["mariadb-server", "mariadb-client", "galera-4", "rsync", "memcached", "vde2", "gcc", "libc6-dev",
+LAB_APT = ["mariadb-server", "mariadb-client", "galera-4", "rsync", "memcached", "rabbitmq-server", "vde2", "gcc", "libc6-dev",
            "iproute2",
            "iputils-ping", "socat", "procps", "psmisc", "iptables", "iperf3"]
 
@@ -125,8 +125,8 @@ def test_install_lab_from_nothing_then_everything(tmp_path):
     assert not (tmp_path / "policy-rc.d").exists(), "policy-rc.d left behind"
     # recorded, so that hack/from-scratch.sh --purge removes exactly these
     assert (tmp_path / "apt-installed.txt").read_text().split() == LAB_APT
-    # both venvs from their requirements file, constrained by their lock
-    for name in ("keystone", "rally"):
+    # every venv from its requirements file, constrained by its lock
+    for name in ("keystone", "rally", "openstack"):
         venv = m.cache / "venvs" / name
         assert f"python -m venv {venv}" in calls
         pip = [c for c in calls if c.startswith("pip install") and f"requirements/{name}.txt" in c]

@@ -21,6 +21,24 @@ def rally_venv() -> Path:
     return cache_dir() / "venvs" / "rally"
 
 
+def openstack_venv() -> Path:
+    """Nova, Placement, Glance and Neutron's server (requirements/openstack.txt)."""
+    return cache_dir() / "venvs" / "openstack"
+
+
+def openstack_bin(name: str) -> Path:
+    return openstack_venv() / "bin" / name
+
+
+def openstack_etc(name: str) -> Path:
+    """A file the services' wheels install under the venv's etc/ (``nova/api-paste.ini``…)."""
+    return openstack_venv() / "etc" / name
+
+
+RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
+"""Debian's rabbitmq-server without its wrapper (which would switch to the rabbitmq user and /var/lib/rabbitmq)."""
+
+
 def keystone_bin(name: str) -> Path:
     return keystone_venv() / "bin" / name
 
@@ -31,6 +49,16 @@ def rally_bin(name: str = "rally") -> Path:
 
 def versitygw() -> Path:
     return cache_dir() / "bin" / f"versitygw-{VERSITYGW_VERSION}"
+
+
+def missing_openstack() -> list[str]:
+    """What the lab's Nova, Placement, Glance, Neutron and RabbitMQ need and is not installed (empty: ready)."""
+    out = [] if RABBITMQ_SERVER.exists() else ["rabbitmq-server"]
+    for name in ("gunicorn", "nova-manage", "nova-conductor", "nova-scheduler", "nova-compute", "placement-manage",
+                 "glance-manage", "neutron-db-manage"):
+        if not openstack_bin(name).exists():
+            out.append(str(openstack_bin(name)))
+    return out
 
 
 def missing() -> list[str]:
