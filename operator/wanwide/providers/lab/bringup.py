@@ -5,8 +5,10 @@ the lifecycle puts the WAN in force, as the Kubernetes provider's NetworkChaos c
 or a shared deployment re-shaped for the trial); then each stage's services, on that unconstrained WAN:
 the database (:func:`database`: MariaDB in the primary region, or a Galera member per
 region) and Keystone (:func:`keystone`: the schema owner's region first, with ``db_sync``; the others in
-parallel). A stage brought up again (the lifecycle retries it) first stops what its failed try started.
-A new service is a function here, named in :data:`SERVICES`.
+parallel); with spec.openstack's other services, each of their stages (providers/lab/cloud.py: the control
+planes' MariaDBs, RabbitMQ, Placement, Glance, Neutron's server, Nova, the fake computes). A stage brought up again
+(the lifecycle retries it) first stops what its failed try started. A new service is a function here, named in
+:data:`SERVICES`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from wanwide.core import lifecycle as lc
 from wanwide.core.plan.trial import TrialPlan
-from wanwide.providers.lab import netns
+from wanwide.providers.lab import cloud, netns
 from wanwide.providers.lab.deployment import Deployment
 from wanwide.providers.lab.procs import keep_tails
 from wanwide.providers.lab.services import Service, Services
@@ -95,9 +97,20 @@ def keystone(dep: Deployment, p: TrialPlan, stage: lc.Stage, say: Say) -> None:
             dep.ks[r] = f.result()
 
 
+def _openstack(name: str) -> Callable[[Deployment, TrialPlan, lc.Stage, Say], None]:
+    def stage_fn(dep: Deployment, p: TrialPlan, stage: lc.Stage, say: Say) -> None:
+        c = dep.cloud
+        c.admin_password, c.keystone, c.db = ADMIN_PASSWORD, dep.ks, dep.db
+        cloud.STAGES[name](dep.svc, c, p, stage, say)
+
+    stage_fn.__name__ = name.replace("-", "_")
+    return stage_fn
+
+
 SERVICES: dict[str, Callable[[Deployment, TrialPlan, lc.Stage, Say], None]] = {
     "database": database,
     "keystone": keystone,
+    **{name: _openstack(name) for name in cloud.STAGES},
 }
 
 

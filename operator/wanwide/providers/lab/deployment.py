@@ -1,4 +1,4 @@
-"""One lab deployment (network, database, Keystones), re-shaped between the trials it serves.
+"""One lab deployment (network, database, Keystones, the other OpenStack services), re-shaped between the trials it serves.
 
 Which trials share one, and in which order, is the lifecycle's decision
 (core/lifecycle/order.py ``deployments``: a round's trials of one deployment key); the
@@ -15,6 +15,7 @@ from typing import Any
 
 from wanwide.core.plan.links import OneWay
 from wanwide.core.plan.trial import TrialPlan
+from wanwide.providers.lab.cloud import Cloud
 from wanwide.providers.lab.netns import Network
 from wanwide.providers.lab.services import Service, Services
 
@@ -33,6 +34,7 @@ class Deployment:
     shaped_for: str | None = None  # the trial its links are shaped for
     up: set[str] = field(default_factory=set)  # the deployment stages brought up
     by_stage: dict[str, list[Service]] = field(default_factory=dict)  # what each stage started
+    cloud: Cloud = field(default_factory=Cloud)  # the OpenStack services beyond Keystone (providers/lab/cloud.py)
 
     @property
     def id(self) -> str:
