@@ -44,7 +44,16 @@ class Cloud:
     bus: dict[str, Service] = field(default_factory=dict)  # region → RabbitMQ there
     apis: dict[tuple[str, str], Service] = field(default_factory=dict)  # (plane, service) → its API process
     computes: dict[str, list[str]] = field(default_factory=dict)  # region → its fake computes' host names
+    registered: dict[str, list[str]] = field(default_factory=dict)  # region → the computes Nova reported up
     lock: threading.Lock = field(default_factory=threading.Lock)  # Keystone registrations, one at a time
+
+    def describe(self) -> dict[str, Any]:
+        """For the bundle: where each API answered, each stage's timings, the computes Nova reported up."""
+        return {"apis": {f"{svc} {plane}": {"region": s.region, "url": s.info.get("url"), "start_s": s.start_s,
+                                            "timings": s.info.get("timings", {})}
+                         for (plane, svc), s in sorted(self.apis.items())},
+                "buses": {r: {"start_s": s.start_s} for r, s in sorted(self.bus.items())},
+                "computes": {r: sorted(h) for r, h in self.registered.items()}}
 
 
 # ------------------------------------------------------------------------------------------------ Keystone
@@ -401,12 +410,36 @@ def nova_compute(svc: Services, cloud: Cloud, p: TrialPlan, stage: Stage, say: S
         plane = next(pl for pl in cp.planes if pl.name == plane_name)
         token = admin_token(_where(svc, cloud, plane, plane.where["nova"]).keystone, cloud.admin_password)
         wait_services(api, token, {"nova-compute": hosts}, timeout)
+        up = services_up(api, token).get("nova-compute", set())
+        for r in stage.regions:
+            cloud.registered[r] = sorted(h for h in cloud.computes.get(r, []) if h in up)
         r = plane.where["nova"]
         d = api.dir
         _run(svc, r, d, [str(paths.openstack_bin("nova-manage")), "--config-file", str(d / "nova.conf"),
                          "cell_v2", "discover_hosts"], f"discover-hosts-{int(time.time())}")
         say("Provisioning", f"{len(hosts)} fake compute(s) of {plane_name} up and mapped "
             f"({time.monotonic() - t0:.0f}s)")
+
+
+def region_memory(regions: dict[str, str]) -> dict[str, dict[str, float]]:
+    """region → the resident memory of every process in its network namespace (``regions``: region → namespace),
+    in MiB: ``rss`` (each process's resident set, shared pages counted in each) and ``pss`` (shared pages divided
+    among their users: what the region adds to the machine), with the number of processes."""
+    out: dict[str, dict[str, float]] = {}
+    for region, ns in regions.items():
+        r = procs.run(["ip", "netns", "pids", ns], check=False, timeout=30)
+        rss = pss = 0
+        n = 0
+        for pid in r.stdout.split():
+            try:
+                text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+            except OSError:
+                continue
+            vals = {k: int(v.split()[0]) for k, _, v in (ln.partition(":") for ln in text.splitlines()[1:])
+                    if k in ("Rss", "Pss")}
+            rss, pss, n = rss + vals.get("Rss", 0), pss + vals.get("Pss", 0), n + 1
+        out[region] = {"rss_mib": round(rss / 1024, 1), "pss_mib": round(pss / 1024, 1), "processes": n}
+    return out
 
 
 def hypervisors(api: Service, token: str) -> list[str]:
@@ -429,4 +462,4 @@ STAGES: dict[str, Callable[[Services, Cloud, TrialPlan, Stage, Say], None]] = {
 """The deployment stages of spec.openstack's services beyond Keystone (core/lifecycle/deploy.py ``Stage.service``)."""
 
 
-__all__ = ["STAGES", "Cloud", "admin_token", "hypervisors", "register", "services_up", "wait_services"]
+__all__ = ["STAGES", "Cloud", "admin_token", "hypervisors", "region_memory", "register", "services_up", "wait_services"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from wanwide.core.plan.links import OneWay
 from wanwide.core.plan.trial import TrialPlan
-from wanwide.providers.lab.cloud import Cloud
+from wanwide.providers.lab.cloud import Cloud, region_memory
 from wanwide.providers.lab.netns import Network
 from wanwide.providers.lab.services import Service, Services
 
@@ -61,7 +61,10 @@ class Deployment:
                 "services_started_on": "unconstrained WAN",  # then shaped (bringup.bring_up)
                 "layout": "mesh" if self.net.layout is None else self.net.layout.kind,
                 "links": len(self.net.pairs) + len(self.net.edges),
-                **({"galera_dynamic_options": dict(self.galera_dynamic)} if self.galera_dynamic else {})}
+                **({"galera_dynamic_options": dict(self.galera_dynamic)} if self.galera_dynamic else {}),
+                **({"openstack": {**self.cloud.describe(),
+                                  "memory": region_memory({r: self.net.netns(r) for r in p.region_names})}}
+                   if self.cloud.apis else {})}
 
     def close(self) -> None:
         try:

@@ -234,14 +234,19 @@ _VERSIONS: dict[str, str] = {}
 
 
 def lab_versions() -> dict[str, str]:
-    """Versions of what the lab runs (Keystone from its venv, MariaDB, Galera), for the bundles."""
+    """Versions of what the lab runs (Keystone from its venv, MariaDB, Galera; Nova, Placement, Glance, Neutron
+    and RabbitMQ where installed), for the bundles."""
     if not _VERSIONS:
-        site = sorted(paths.keystone_venv().glob("lib/python3*/site-packages"))
-        for dist in ("keystone", "oslo_db", "pymysql"):
-            for d in (site[-1].glob(f"{dist}-*.dist-info") if site else []):
-                _VERSIONS[dist.replace("_", ".")] = d.name[len(dist) + 1:-len(".dist-info")]
+        for venv, dists in ((paths.keystone_venv(), ("keystone", "oslo_db", "pymysql")),
+                            (paths.openstack_venv(), ("nova", "openstack_placement", "glance", "neutron",
+                                                      "oslo_messaging"))):
+            site = sorted(venv.glob("lib/python3*/site-packages"))
+            for dist in dists:
+                for d in (site[-1].glob(f"{dist}-*.dist-info") if site else []):
+                    _VERSIONS[dist.replace("_", ".")] = d.name[len(dist) + 1:-len(".dist-info")]
         for key, argv in (("mariadb", ["mariadbd", "--version"]),
-                          ("galera", ["dpkg-query", "-W", "-f", "${Version}", "galera-4"])):
+                          ("galera", ["dpkg-query", "-W", "-f", "${Version}", "galera-4"]),
+                          ("rabbitmq", ["dpkg-query", "-W", "-f", "${Version}", "rabbitmq-server"])):
             try:
                 out = subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout
             except (OSError, subprocess.SubprocessError):
