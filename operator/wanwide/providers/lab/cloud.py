@@ -134,12 +134,14 @@ def _where(svc: Services, cloud: Cloud, plane: ctl.Plane, region: str) -> ost.Wh
                      memcached=memcached)
 
 
-def _run(svc: Services, region: str, d: Path, argv: list[str], label: str, timeout: float = 900) -> float:
-    """A management command in ``region`` (db sync, cell set-up), its output in ``d/LABEL.log``; seconds taken."""
+def _run(svc: Services, region: str, d: Path, argv: list[str], label: str, timeout: float = 900,
+         ok: tuple[int, ...] = (0,)) -> float:
+    """A management command in ``region`` (db sync, cell set-up), its output in ``d/LABEL.log``; seconds taken.
+    ``ok``: the exit codes that mean done."""
     t0 = time.monotonic()
     r = procs.run(argv, netns=svc._ns(region), check=False, timeout=timeout)
     (d / f"{label}.log").write_text(r.stdout + r.stderr)
-    if r.returncode != 0:
+    if r.returncode not in ok:
         raise LabError(f"{label} in {region} failed ({r.returncode}):\n{procs.tail_text(r.stdout + r.stderr)}")
     return round(time.monotonic() - t0, 2)
 
@@ -323,8 +325,9 @@ def nova(svc: Services, cloud: Cloud, p: TrialPlan, stage: Stage, say: Say, time
         timings = {"api_db_sync": _run(svc, r, d, [manage, *c, "api_db", "sync"], "api-db-sync"),
                    "map_cell0": _run(svc, r, d, [manage, *c, "cell_v2", "map_cell0", "--database_connection", cell0],
                                      "map-cell0"),
+                   # 2: a cell with this bus and database exists (the stage tried again)
                    "create_cell": _run(svc, r, d, [manage, *c, "cell_v2", "create_cell", "--name", "cell1"],
-                                       "create-cell"),
+                                       "create-cell", ok=(0, 2)),
                    "db_sync": _run(svc, r, d, [manage, *c, "db", "sync"], "db-sync")}
         w = _where(svc, cloud, plane, r)
         register(cloud, w.keystone, "nova", "nova", ost.catalog("nova", svc._addr(r), plane.regions))
@@ -387,6 +390,7 @@ def nova_compute(svc: Services, cloud: Cloud, p: TrialPlan, stage: Stage, say: S
     cp = p.control_plane
     assert cp is not None
     t0 = time.monotonic()
+    forget_computes(cloud, cp, stage.regions)
     by_plane: dict[str, list[str]] = {}
     for r in stage.regions:
         for pr in cp.processes_in(r):
@@ -440,6 +444,28 @@ def region_memory(regions: dict[str, str]) -> dict[str, dict[str, float]]:
             rss, pss, n = rss + vals.get("Rss", 0), pss + vals.get("Pss", 0), n + 1
         out[region] = {"rss_mib": round(rss / 1024, 1), "pss_mib": round(pss / 1024, 1), "processes": n}
     return out
+
+
+def forget_computes(cloud: Cloud, cp: ctl.ControlPlane, regions: Iterable[str]) -> None:
+    """The service records of the computes of ``regions`` that an earlier try of their stage left, deleted (with
+    their compute nodes and resource providers): nova's fake driver keeps no node identity, so a nova-compute whose
+    record exists refuses to start ("No local node identity found, but this is not our first startup")."""
+    hosts = {h for r in regions for pr in cp.processes_in(r) if pr.role == ctl.NOVA_COMPUTE
+             for h in ctl.compute_hosts(r, pr.count)}
+    for (plane, service), api in list(cloud.apis.items()):
+        if service != "nova":
+            continue
+        pl = next(p for p in cp.planes if p.name == plane)
+        token = admin_token(cloud.keystone[pl.where["nova"]].info["url"].removesuffix("/v3"), cloud.admin_password)
+        code, doc, _ = _http("GET", f"{api.info['url']}/os-services?binary=nova-compute", token=token)
+        if code != 200:
+            raise LabError(f"{api.name}: GET /os-services answered {code}: {doc}")
+        for s in doc.get("services", []):
+            if s["host"] in hosts:
+                _http("DELETE", f"{api.info['url']}/os-services/{s['id']}", token=token)
+    for r in regions:
+        cloud.computes.pop(r, None)
+        cloud.registered.pop(r, None)
 
 
 def hypervisors(api: Service, token: str) -> list[str]:
