@@ -28,7 +28,6 @@ from wanwide.providers.kubernetes.render.database import (
 )
 from wanwide.providers.kubernetes.render.secrets import CREDENTIALS
 
-
 ROLE = "openstack-db"
 
 
