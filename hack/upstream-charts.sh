@@ -2,7 +2,7 @@
 # Upstream Helm charts, ready to install, from the mirrored sources ($WANWIDE_UPSTREAM_DIR
 # when set) or fetched from upstream at the pinned commits (as a user would):
 #   keystone               openstack-helm keystone, tag 2026.1.0, with its helm-toolkit
-#   rabbitmq placement glance nova   the same tag's charts of issue 45's control plane, each with helm-toolkit
+#   rabbitmq placement glance nova neutron   the same tag's charts of issue 45's control plane, each with helm-toolkit
 #   mariadb-operator       mariadb-operator v26.6.0's chart, with its CRD chart
 #   mariadb-operator-crds  that CRD chart alone
 # A chart's `file://../<sibling>` dependencies are packaged with `helm dependency build`
@@ -57,7 +57,7 @@ chart_copy() { # DIR CHART [SIBLING...]: CHART (under DIR) with its siblings' ch
 cmd_path() {
   local src
   case ${1:-} in
-    keystone|rabbitmq|placement|glance|nova)
+    keystone|rabbitmq|placement|glance|nova|neutron)
       src=$(upstream_dir UP_OSH)
       chart_copy "$src" "$1" helm-toolkit ;;
     mariadb-operator)
@@ -66,7 +66,7 @@ cmd_path() {
     mariadb-operator-crds)
       src=$(upstream_dir UP_MARIADB_OPERATOR)
       echo "$src/deploy/charts/mariadb-operator-crds" ;;
-    *) log "ERROR: path NAME: keystone | rabbitmq | placement | glance | nova | mariadb-operator | mariadb-operator-crds"; return 2 ;;
+    *) log "ERROR: path NAME: keystone | rabbitmq | placement | glance | nova | neutron | mariadb-operator | mariadb-operator-crds"; return 2 ;;
   esac
 }
 

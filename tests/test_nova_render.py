@@ -41,14 +41,14 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 SCENARIOS = [{"name": "authenticate_user_and_validate_token", "times": 10, "concurrency": 2},
              {"name": "GlanceImages.create_and_delete_image", "times": 4, "concurrency": 1}]
 PW = {k: f"pw-{k}" for k in ("admin-password", "db-root-password", "keystone-db-password", "nova-password",
-                             "placement-password", "glance-password", "rabbitmq-password")}
+                             "placement-password", "glance-password", "neutron-password", "rabbitmq-password")}
 
 
 def _doc(backend: str, shape: str, **openstack: Any) -> dict[str, Any]:
     d = benchmark(backend, "uniform")
     d["metadata"]["name"] = f"nova-{shape[:4]}-{backend[:6]}"
     d["spec"]["openstack"] = {"shape": shape, "nova": {"enabled": True, "computes": 2}, **openstack}
-    d["spec"]["workload"]["scenarios"] = SCENARIOS
+    d["spec"]["workload"]["scenarios"] = [dict(s) for s in SCENARIOS]
     return d
 
 
@@ -58,7 +58,8 @@ def _plan(doc: dict[str, Any]) -> TrialPlan:
     return plan(bench, docs.topology_for(bench))[0]
 
 
-REGIONS = _doc("mariadb", "regions")
+REGIONS = _doc("mariadb", "regions", neutron={"enabled": True})
+REGIONS["spec"]["workload"]["scenarios"].append({"name": "NovaServers.boot_and_delete_server", "times": 2})
 STRETCHED = _doc("galera", "stretched", controlRegion="r2",
                  nova={"enabled": True, "computes": 3, "computeRegions": ["r1", "r3"], "database": "shared"})
 
@@ -84,7 +85,7 @@ def test_every_deploy_stage_of_a_service_has_its_renderer_and_one_release_per_re
                 assert s.service in CHARTS, s
                 regions.setdefault(s.service, set()).update(s.regions)
         assert {svc: {r for (x, r) in rels if x == svc} for svc in regions} == regions
-        assert set(regions) == {"keystone", "messaging", "placement", "glance", "nova", "nova-compute"}
+        assert {"keystone", "messaging", "placement", "glance", "nova", "nova-compute"} <= set(regions)
 
 
 def test_shape_regions_each_region_runs_its_own_services_on_its_own_bus_database_and_keystone():
@@ -110,8 +111,12 @@ def test_shape_regions_each_region_runs_its_own_services_on_its_own_bus_database
         assert compute.values["pod"]["etcSources"]["nova_compute_ironic"] == [{"secret": {"name": "nova-ks-etc"}}]
         assert not rels[("nova", r)].values["manifests"]["statefulset_compute_ironic"]
         bus = rels[("messaging", r)].values
-        assert bus["conf"]["users"] == {"nova": {"auth": {"nova": {"username": "nova", "password": "pw-nova-password"}},
-                                                 "path": "/nova"}}
+        assert bus["conf"]["users"] == {u: {"auth": {u: {"username": u, "password": f"pw-{u}-password"}},
+                                            "path": f"/{u}"} for u in ("nova", "neutron")}
+        neutron = rels[("neutron", r)].values
+        assert neutron["endpoints"]["oslo_messaging"]["namespace"] == ns and neutron["network"]["backend"] == []
+        assert not any(v for k, v in neutron["manifests"].items() if k.startswith("daemonset_"))
+        assert ep["network"]["namespace"] == ns  # Nova asks its own region's Neutron
         assert bus["volume"]["enabled"] is False  # no PersistentVolumeClaim
         assert rels[("glance", r)].values["storage"] == "file" and not rels[("glance", r)].values["manifests"]["pvc_images"]
 
@@ -176,11 +181,12 @@ def test_databases_local_a_mariadb_per_region_shared_names_in_the_trials_databas
         ("MariaDB", p.namespace(r)) for r in p.region_names]
     r1 = [o for o in local if o["metadata"]["namespace"] == p.namespace("r1")]
     assert sorted(o["spec"]["name"] for o in r1 if o["kind"] == "Database") == [
-        "glance", "nova", "nova_api", "nova_cell0", "placement"]
+        "glance", "neutron", "nova", "nova_api", "nova_cell0", "placement"]
     users = {o["metadata"]["name"]: o["spec"]["passwordSecretKeyRef"] for o in r1 if o["kind"] == "User"}
-    assert users == {s: {"name": secrets.CREDENTIALS, "key": f"{s}-password"} for s in ("glance", "nova", "placement")}
+    assert users == {s: {"name": secrets.CREDENTIALS, "key": f"{s}-password"}
+                     for s in ("glance", "neutron", "nova", "placement")}
     grants = {(o["spec"]["username"], o["spec"]["database"]) for o in r1 if o["kind"] == "Grant"}
-    assert ("nova", "nova_cell0") in grants and ("placement", "placement") in grants and len(grants) == 5
+    assert ("nova", "nova_cell0") in grants and ("placement", "placement") in grants and len(grants) == 6
     assert all(o["spec"].get("mariaDbRef", {"name": "osdb"})["name"] == "osdb" for o in r1)
     assert osdb.shared(p) == []
     s = _plan(STRETCHED)
@@ -260,8 +266,10 @@ def test_network_policies_shape_regions_a_region_admits_only_its_own():
     for r in p.region_names:
         pol = _policies(p, r)
         me = p.namespace(r)
-        assert _from(pol["wanwide-openstack-db"], 3306) == {(me, "nova"), (me, "placement"), (me, "glance")}
-        assert _from(pol["wanwide-messaging"], 5672) == {(me, "nova"), (me, "nova-compute")}
+        assert _from(pol["wanwide-openstack-db"], 3306) == {(me, "nova"), (me, "placement"), (me, "glance"),
+                                                            (me, "neutron")}
+        assert _from(pol["wanwide-messaging"], 5672) == {(me, "nova"), (me, "nova-compute"), (me, "neutron")}
+        assert _from(pol["wanwide-neutron"], 9696) == {(me, "nova"), (me, "nova-compute"), (me, "load")}
 
 
 def test_keystone_alone_renders_the_policies_as_before():

@@ -16,6 +16,7 @@ from wanwide.providers.kubernetes.render import (
     keystone,
     monitors,
     netpol,
+    neutron,
     nova,
     osdb,
     placement,
@@ -27,7 +28,8 @@ from wanwide.providers.kubernetes.render.common import meta, obj
 from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
 CHARTS = {"keystone": keystone.releases, "messaging": rabbitmq.releases, "placement": placement.releases,
-          "glance": glance.releases, "nova": nova.releases, "nova-compute": nova.compute_releases}
+          "glance": glance.releases, "neutron": neutron.releases, "nova": nova.releases,
+          "nova-compute": nova.compute_releases}
 """The services deployed as chart releases (one per region of a deployment stage, core/lifecycle/deploy.py), each with
 its renderer: a new service's chart is its renderer here and its stages there."""
 OBJECTS = {"database": lambda p: [*database.render(p), *osdb.shared(p)], "openstack-db": osdb.local}

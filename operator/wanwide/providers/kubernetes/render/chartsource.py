@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 OPENSTACK_HELM = "https://tarballs.opendev.org/openstack/openstack-helm"
 DEFAULT_ALLOWED: tuple[str, ...] = tuple(f"{OPENSTACK_HELM}/{c}" for c in ("keystone", "rabbitmq", "placement", "glance",
-                                                                           "nova"))
+                                                                           "nova", "neutron"))
 FIX = "use an allowed source, or ask the cluster admin to add it (the wanwide chart's charts.allowed value)"
 
 

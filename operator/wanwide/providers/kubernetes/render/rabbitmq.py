@@ -51,7 +51,8 @@ def values(plan: TrialPlan, region: str, pw: dict[str, str] | None = None) -> di
 def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[HelmRelease]:
     m = plan.spec.openstack.messaging
     return [HelmRelease(name=osr.BUS_RELEASE, namespace=plan.namespace(r), region=r, repo=m.chart_repo, chart=m.chart,
-                        version=m.chart_version, values=values(plan, r, passwords), wave=0)
+                        version=m.chart_version, values=values(plan, r, passwords), wave=0,
+                        field="spec.openstack.messaging")
             for r, _ in osr.planes_at(plan, SERVICE)]
 
 
