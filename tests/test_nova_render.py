@@ -60,7 +60,7 @@ def _plan(doc: dict[str, Any]) -> TrialPlan:
 
 REGIONS = _doc("mariadb", "regions", neutron={"enabled": True})
 REGIONS["spec"]["workload"]["scenarios"].append({"name": "NovaServers.boot_and_delete_server", "times": 2})
-STRETCHED = _doc("galera", "stretched", controlRegion="r2",
+STRETCHED = _doc("galera", "stretched", controlRegion="r2", messaging={"fileDescriptors": 256},
                  nova={"enabled": True, "computes": 3, "computeRegions": ["r1", "r3"], "database": "shared"})
 
 
@@ -172,6 +172,16 @@ def test_a_patch_that_no_longer_fits_the_chart_is_an_error_naming_what_it_found(
         patched([other], compute_patches("r1"))
     with pytest.raises(ChartError, match="renders no StatefulSet nova-compute-ironic to patch"):
         patched([], compute_patches("r1"))
+
+
+def test_the_bus_runs_under_the_open_file_limit_asked_for():
+    (bus,) = [r for (svc, _), r in chart_releases(_plan(STRETCHED), PW).items() if svc == "messaging"]
+    sts = {"kind": "StatefulSet", "metadata": {"name": "rabbitmq-rabbitmq"}, "spec": {"template": {"spec": {
+        "containers": [{"name": "rabbitmq", "command": ["/tmp/rabbitmq-start.sh"]}]}}}}
+    (out,) = patched([sts], bus.patches)
+    assert out["spec"]["template"]["spec"]["containers"][0]["command"] == [
+        "bash", "-c", "ulimit -n 256 && exec /tmp/rabbitmq-start.sh"]
+    assert all(not r.patches for (svc, _), r in chart_releases(_plan(REGIONS), PW).items() if svc == "messaging")
 
 
 def test_databases_local_a_mariadb_per_region_shared_names_in_the_trials_database():

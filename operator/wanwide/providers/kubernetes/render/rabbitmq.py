@@ -5,7 +5,8 @@ Its users and vhosts come from the chart's own definitions (``conf.users``, load
 init container): one per service that talks over it (Nova; Neutron when enabled), so no service chart runs its
 ``rabbit-init`` Job (which needs a RabbitMQ management image). Data in an emptyDir (``volume.enabled`` false:
 a trial's bus lives as long as its namespace), no ingress, no test pod, no cluster-wait hook (the stage waits
-for the StatefulSet's pods to be ready, which ``rabbitmqctl ping`` decides).
+for the StatefulSet's pods to be ready, which ``rabbitmqctl ping`` decides). ``fileDescriptors``: the broker's
+open-file limit, through the one patch of its StatefulSet (:func:`fd_patches`).
 """
 
 from __future__ import annotations
@@ -48,12 +49,30 @@ def values(plan: TrialPlan, region: str, pw: dict[str, str] | None = None) -> di
     return deep_merge(v, m.values)
 
 
+def fd_patches(limit: int | None) -> tuple[dict[str, Any], ...]:
+    """The broker's open-file limit (``spec.openstack.messaging.fileDescriptors``), which no value of the chart sets:
+    its start script run under ``ulimit -n`` (a process may lower its own limit; RabbitMQ reads it at boot and
+    refuses connections once its sockets reach it)."""
+    if limit is None:
+        return ()
+    c = "/spec/template/spec/containers/0"
+    return ({"kind": "StatefulSet", "name": osr.BUS_STATEFULSET, "ops": [
+        {"op": "test", "path": f"{c}/name", "value": "rabbitmq"},
+        {"op": "test", "path": f"{c}/command", "value": [START]},
+        {"op": "replace", "path": f"{c}/command", "value": ["bash", "-c", f"ulimit -n {int(limit)} && exec {START}"]},
+    ]},)
+
+
+START = "/tmp/rabbitmq-start.sh"  # the chart's rabbitmq container command
+
+
 def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[HelmRelease]:
     m = plan.spec.openstack.messaging
+    patches = fd_patches(osr.control(plan).messaging_file_descriptors)
     return [HelmRelease(name=osr.BUS_RELEASE, namespace=plan.namespace(r), region=r, repo=m.chart_repo, chart=m.chart,
                         version=m.chart_version, values=values(plan, r, passwords), wave=0,
-                        field="spec.openstack.messaging")
+                        field="spec.openstack.messaging", patches=patches)
             for r, _ in osr.planes_at(plan, SERVICE)]
 
 
-__all__ = ["SERVICE", "releases", "values"]
+__all__ = ["SERVICE", "START", "fd_patches", "releases", "values"]
