@@ -52,6 +52,7 @@ def render_plans(docs: Documents, trial: int | None, all_trials: bool, objects_o
 
     With ``origin`` (Benchmark → ``file:line``) a planner error is a UserError naming the file.
     """
+    from wanwide.core.plan.controlplane import describe
     from wanwide.core.plan.trial import plan
     from wanwide.providers.kubernetes.render import render_trial
 
@@ -80,6 +81,8 @@ def render_plans(docs: Documents, trial: int | None, all_trials: bool, objects_o
         for p in chosen:
             r = render_trial(p)
             parts.append(f"# ---- trial {p.id} ({p.name}): {len(r.objects)} objects, {len(r.releases)} Helm releases\n")
+            if p.control_plane is not None:
+                parts.append("".join(f"# {line}\n" for line in describe(p.control_plane)))
             if not objects_only:
                 parts.append("# Helm releases (not Kubernetes objects; --objects-only leaves them out)\n")
                 parts.append(dump_all([rel.document() for rel in r.releases]) + "---\n")

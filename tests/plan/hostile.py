@@ -403,6 +403,44 @@ case("chart-oci-credentials", _doc({f"{K}.chart": "oci://user:pw@ghcr.io/org/key
 case("chart-oci-metadata", _doc({f"{K}.chart": "oci://169.254.169.254/x/keystone", f"{K}.chartRepo": ""}),
      "keystone.chart", "metadata host", True)
 
+# ---- the control plane beyond Keystone (issue 45): bounded counts, known shapes and regions -------------------
+
+OS = "spec.openstack"
+_NOVA = {"enabled": True}
+case("nova-a-billion-computes", _doc({f"{OS}.nova": {**_NOVA, "computes": 1_000_000_000}}), "nova.computes",
+     "500 or less", True)
+case("nova-computes-past-the-trial", _doc({"spec.topology": {"generate": {"count": 5}},
+                                           f"{OS}.nova": {**_NOVA, "computes": 500}}),
+     "spec.openstack.nova.computes", "more than 2,000 in a trial", False)
+case("nova-1001-compute-regions", _doc({f"{OS}.nova": {**_NOVA, "computeRegions": ["paris"] * 1001}}),
+     "nova.computeRegions", "at most 1000", True, api_says="computeRegions")
+case("nova-unknown-compute-region", _doc({f"{OS}.nova": {**_NOVA, "computeRegions": ["tokyo"]}}),
+     "spec.openstack.nova.computeRegions[0]", "unknown region 'tokyo'", False)
+case("nova-replicas-a-million", _doc({f"{OS}.nova": {**_NOVA, "conductor": {"replicas": 1_000_000}}}),
+     "conductor.replicas", "10 or less", True)
+case("openstack-bad-shape", _doc({f"{OS}.shape": "mesh"}), "spec.openstack.shape", "'regions' or 'stretched'", True)
+case("openstack-unknown-control-region", _doc({f"{OS}.shape": "stretched", f"{OS}.controlRegion": "tokyo",
+                                               f"{OS}.nova": _NOVA}),
+     "spec.openstack.controlRegion", "unknown region 'tokyo'", False)
+case("openstack-control-region-newline", _doc({f"{OS}.shape": "stretched", f"{OS}.controlRegion": "paris\n"}),
+     "openstack.controlRegion", "lower-case letters, digits and '-'", True)
+case("openstack-control-region-without-stretched", _doc({f"{OS}.controlRegion": "paris"}),
+     "spec.openstack.controlRegion", "only applies to shape stretched", True, api_says="controlRegion")
+case("nova-without-placement", _doc({f"{OS}.nova": _NOVA, f"{OS}.placement": {"enabled": False}}),
+     "spec.openstack.placement.enabled", "Nova needs Placement", True, api_says="Nova needs Placement")
+case("messaging-file-descriptors-huge", _doc({f"{OS}.messaging": {"fileDescriptors": 10**12}}),
+     "messaging.fileDescriptors", "1048576 or less", True)
+case("messaging-unknown-broker", _doc({f"{OS}.messaging": {"backend": "qpid; rm -rf /"}}), "messaging.backend",
+     "'rabbitmq'", True)
+case("nova-chart-helm-option", _doc({f"{OS}.nova": {**_NOVA, "chart": "--post-renderer=/bin/sh"}}), "nova.chart",
+     "never starting with '-'", True)
+case("neutron-chart-repo-metadata", _doc({f"{OS}.neutron": {"chartRepo": "https://169.254.169.254/"}}),
+     "neutron.chartRepo", "metadata host", True)
+case("glance-values-101-keys", _doc({f"{OS}.glance": {"values": {f"k{i}": i for i in range(101)}}}), "glance.values",
+     "more than 100", True, api_says="values")
+case("nova-scenario-without-nova", _doc({"spec.workload.scenarios": [{"name": "NovaServers.boot_and_delete_server"}]}),
+     "spec.workload.scenarios[0].name", "set spec.openstack.nova.enabled: true", False)
+
 # ---- images and tags: references, not command lines ---------------------------------------------------------
 
 case("image-newline", _doc({"spec.runner.image": "ghcr.io/org/runner:1\n--privileged"}), "runner.image",

@@ -28,6 +28,12 @@ EXIT_RUN_FAILED = 1  # Rally or the runner's set-up failed: the attempt failed
 EXIT_CONFIG = 2  # the configuration is not valid
 EXIT_UPLOAD = 3  # measured, but the results could not be stored
 
+TINY_IMAGE_FILE = "wanwide-tiny.img"
+"""The image the Nova and Glance scenarios of a Rally task boot and upload (core/plan/runner.py renders it into the
+task; the runner writes it into Rally's working directory beside the task): :data:`TINY_IMAGE_BYTES` zeros, a raw
+disk. Nova's computes are fake: nothing reads it but Glance."""
+TINY_IMAGE_BYTES = 64 * 1024
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -4,6 +4,7 @@ message bus (RabbitMQ) and, where a scenario needs ports, Neutron.
 Each service is an openstack-helm chart on Kubernetes (chartRepo/chart/chartVersion, images, values) and
 processes from PyPI (RabbitMQ from Debian) in the lab. Nova is off by default: a Benchmark that does not
 ask for it runs Keystone alone, as before. Nova needs Placement, Glance and the bus: they come with it
+(a scenario booting servers needs Neutron too: core/api/scenarios.py ``BOOTS_NEED_NEUTRON``)
 (``enabled`` left unset means "when Nova or Neutron needs it"); switching one off while Nova is on is
 refused, naming the field. Where each runs (``shape``, ``controlRegion``, a service's ``region``) and where
 its database is (``database``) are resolved by the planner (core/plan/controlplane.py).
@@ -271,10 +272,12 @@ class Messaging(Model):
 
 
 class Neutron(Model):
-    """Neutron's server (ML2, no agents: ports and networks as API objects, for the Neutron scenarios)."""
+    """Neutron's server (ML2, no agents: networks and ports as API objects), for the Neutron scenarios and for
+    Nova's servers."""
 
-    enabled: Bool = Field(False, description="Deploy neutron-server (and the bus). Off: Nova's servers boot without "
-                          "ports (nics: none).")
+    enabled: Bool = Field(False, description="Deploy neutron-server (and the bus). A scenario that boots servers "
+                          "needs it: Nova asks Neutron for a project's networks at every boot and for a server's "
+                          "ports at every delete (the projects have no network: servers boot without a port).")
     chart_repo: ChartRepo = _repo()
     chart: Chart = _chart("neutron")
     chart_version: ChartVersion = _version()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wanwide.core.plan import controlplane as ctl
 from wanwide.core.plan.trial import TrialPlan
 
 STAGE_TRIES = 3  # a failed stage is brought up again until it failed this often in all
@@ -32,7 +33,9 @@ class Stage:
     """One stage of a trial's deployment: bring ``service`` up in ``regions`` once ``after`` are done."""
 
     name: str
-    service: str  # "namespaces" (where the trial lives: namespaces, links), "database", "keystone"
+    service: str  # "namespaces" (where the trial lives: namespaces, links), "database", "keystone"; with
+    # spec.openstack's other services "openstack-db" (the control planes' own MariaDBs), "messaging", "placement",
+    # "glance", "neutron", "nova" (API, conductor, scheduler, cell setup), "nova-compute" (the fake computes)
     regions: tuple[str, ...]
     after: tuple[str, ...] = ()
     schema: bool = False  # this stage creates the service's schema (its first region)
@@ -41,7 +44,7 @@ class Stage:
 
 def stages(plan: TrialPlan) -> tuple[Stage, ...]:
     """The trial's deployment in order: its place, the database, then Keystone in the schema owner's region
-    and in every other region."""
+    and in every other region; with spec.openstack's other services (:func:`service_stages`), theirs."""
     regions = tuple(plan.region_names)
     owner = plan.schema_region
     others = tuple(r for r in regions if r != owner)
@@ -51,8 +54,45 @@ def stages(plan: TrialPlan) -> tuple[Stage, ...]:
            Stage("keystone-schema", "keystone", (owner,), after=("database",), schema=True)]
     if others:
         out.append(Stage("keystone", "keystone", others, after=("keystone-schema",)))
+    return tuple(out) + service_stages(plan, out[-1].name)
+
+
+def service_stages(plan: TrialPlan, keystone: str) -> tuple[Stage, ...]:
+    """The stages of the services beyond Keystone (core/plan/controlplane.py), each in the regions its processes
+    run in, once Keystone is everywhere (``keystone``: its last stage; a service registers itself in the
+    catalog): the control planes' own MariaDBs and the bus (once the place exists), Placement, Glance and
+    Neutron once their database is there, Nova's API, conductor and scheduler once all of those are, then the
+    fake computes. Every control plane creates its own schemas (its databases are its own: a local MariaDB, or
+    names of its own in the trial's database), so each such stage is a ``schema`` stage in all its regions."""
+    cp = plan.control_plane
+    if cp is None or not cp.services:
+        return ()
+    out: list[Stage] = []
+    done: dict[str, str] = {}  # service → its stage
+
+    def add(name: str, service: str, role: str, after: tuple[str, ...], schema: bool = False) -> None:
+        where = tuple(cp.regions_of(role))
+        if where:
+            out.append(Stage(name, service, where, after=after, schema=schema))
+            done[service] = name
+
+    def databases(service: str) -> tuple[str, ...]:
+        places = {p.databases[service].place for p in cp.planes if service in p.databases}
+        return tuple(("openstack-db" if pl == "local" else "database") for pl in sorted(places))
+
+    add("openstack-db", "openstack-db", ctl.OPENSTACK_DB, (PLACE,))
+    if cp.enabled("messaging"):
+        add("messaging", "messaging", ctl.BUS, (PLACE,))
+    for svc in ("placement", "glance", "neutron"):
+        if cp.enabled(svc):
+            bus = ("messaging",) if svc == "neutron" else ()
+            add(svc, svc, ctl.ROLE_OF[svc], (keystone, *databases(svc), *bus), schema=True)
+    if cp.enabled("nova"):
+        needed = tuple(done[s] for s in ("messaging", "placement", "glance", "neutron") if s in done)
+        add("nova", "nova", ctl.NOVA_API, (keystone, *databases("nova"), *needed), schema=True)
+        add("nova-compute", "nova-compute", ctl.NOVA_COMPUTE, ("nova",))
     return tuple(out)
 
 
 __all__ = ["CHART_REFUSED", "DEPLOY_FAILED", "NAMESPACE_TAKEN", "PLACE", "REFUSALS", "RETRY_WAIT_S", "STAGE_TRIES",
-           "Stage", "stages"]
+           "Stage", "service_stages", "stages"]

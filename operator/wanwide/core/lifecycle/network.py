@@ -54,7 +54,10 @@ Samples = Sequence[float | None]
 def probe_pairs(plan: TrialPlan) -> list[Pair]:
     """The (source, destination) pairs to measure, each unordered pair once: for every region, one
     destination of each of its link classes (rotating through the class by the source's place, so a
-    uniform WAN of n regions is measured on every pair for n ≤ 3 and on n pairs beyond)."""
+    uniform WAN of n regions is measured on every pair for n ≤ 3 and on n pairs beyond). With services beyond
+    Keystone (spec.openstack: Nova, its bus, …), every pair of regions a service's link crosses too
+    (``ControlPlane.wan_pairs``: a stretched plane's computes to its bus, conductor to its database, …),
+    in the direction the link goes."""
     names = plan.region_names
     out: list[Pair] = []
     seen: set[frozenset[str]] = set()
@@ -62,6 +65,12 @@ def probe_pairs(plan: TrialPlan) -> list[Pair]:
         for c in cls:
             dsts = [d for d in c.dsts if frozenset((src, d)) not in seen] or list(c.dsts)
             dst = dsts[i % len(dsts)]
+            if frozenset((src, dst)) not in seen:
+                seen.add(frozenset((src, dst)))
+                out.append((src, dst))
+    cp = plan.control_plane
+    if cp is not None and cp.services:
+        for src, dst in cp.wan_pairs():
             if frozenset((src, dst)) not in seen:
                 seen.add(frozenset((src, dst)))
                 out.append((src, dst))

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wanwide import __version__
+from wanwide.core.api.scenarios import boots, uploads
 from wanwide.core.api.units import pct, seconds
-from wanwide.core.contracts import RunnerConfig, S3Target, SloSpec
+from wanwide.core.contracts import TINY_IMAGE_FILE, RunnerConfig, S3Target, SloSpec
 from wanwide.core.plan.latency import classes_of
 from wanwide.core.plan.services import REJOIN_MARGIN_S
 from wanwide.core.plan.trial import TrialPlan
@@ -76,11 +77,45 @@ def probe_targets(plan: TrialPlan, region: str) -> list[tuple[str, str]]:
     return out
 
 
-def _subtask(s: Any, times: int, concurrency: int, title: str) -> dict[str, Any]:
+FLAVORS = {"tiny": {"ram": 64, "vcpus": 1, "disk": 1}, "small": {"ram": 128, "vcpus": 1, "disk": 1}}
+"""The flavors Rally's ``flavors`` context makes for a scenario that boots (``small``: what a resize goes to)."""
+
+
+def nova_bits(region: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(default arguments, contexts) a Nova or Glance scenario needs in ``region``'s task: its flavors (named for the
+    region: several Rally share a stretched control plane) and the tiny image. Servers boot without a port: their
+    projects have no network (core/api/scenarios.py ``BOOTS_NEED_NEUTRON``). The scenario's own ``args`` win."""
+    args: dict[str, Any] = {}
+    ctx: dict[str, Any] = {}
+    image = f"wanwide-tiny-{region}"
+    flavor = {k: f"wanwide-{k}-{region}" for k in FLAVORS}
+    if boots(name):
+        ctx["flavors"] = [{"name": flavor["tiny"], **FLAVORS["tiny"]}]
+        ctx["images"] = {"image_url": TINY_IMAGE_FILE, "disk_format": "raw", "container_format": "bare",
+                         "image_name": image, "visibility": "private"}
+        args["flavor"] = {"name": flavor["tiny"]}
+        if name == "NovaServers.boot_and_rebuild_server":
+            args["from_image"] = args["to_image"] = {"name": image}
+        else:
+            args["image"] = {"name": image}
+        if "resize" in name:
+            ctx["flavors"].append({"name": flavor["small"], **FLAVORS["small"]})
+            args["to_flavor"] = {"name": flavor["small"]}
+    if uploads(name):
+        args.update(image_location=TINY_IMAGE_FILE, container_format="bare", disk_format="raw")
+        if name == "GlanceImages.create_image_and_boot_instances":
+            ctx["flavors"] = [{"name": flavor["tiny"], **FLAVORS["tiny"]}]
+            args.update(flavor={"name": flavor["tiny"]}, number_instances=1)
+    return args, ctx
+
+
+def _subtask(region: str, s: Any, times: int, concurrency: int, title: str) -> dict[str, Any]:
     contexts: dict[str, Any] = {}
     if s.users:
         contexts["users"] = {"tenants": s.users[0], "users_per_tenant": s.users[1]}
-    return {"title": title, "scenario": {s.name: dict(s.args)},
+    defaults, more = nova_bits(region, s.name)
+    contexts.update(more)
+    return {"title": title, "scenario": {s.name: {**defaults, **s.args}},
             "runner": {"constant": {"times": times, "concurrency": concurrency}}, "contexts": contexts}
 
 
@@ -108,7 +143,7 @@ def rally_sla(slo: SloSpec) -> dict[str, Any]:
 def task(plan: TrialPlan, region: str) -> dict[str, Any]:
     """The measured Rally task (v2) for one load region: one subtask per scenario, its SLA the scenario's
     objectives (``slo``; default: no failed iteration)."""
-    subtasks = [{**_subtask(s, s.times, s.concurrency, s.name), "sla": rally_sla(slo_spec(s))}
+    subtasks = [{**_subtask(region, s, s.times, s.concurrency, s.name), "sla": rally_sla(slo_spec(s))}
                 for s in plan.scenarios]
     return {"version": 2, "title": f"{plan.name} {region}", "tags": [plan.benchmark, plan.id, region],
             "subtasks": subtasks}
@@ -120,7 +155,7 @@ def warmup_task(plan: TrialPlan, region: str) -> dict[str, Any] | None:
     warm = plan.spec.workload.warmup
     if warm is None or warm.times == 0 or not plan.scenarios:
         return None
-    subtasks = [_subtask(s, warm.times, min(s.concurrency, warm.times), f"warmup: {s.name}")
+    subtasks = [_subtask(region, s, warm.times, min(s.concurrency, warm.times), f"warmup: {s.name}")
                 for s in plan.scenarios]
     return {"version": 2, "title": f"{plan.name} {region} warm-up", "tags": [plan.benchmark, plan.id, region, "warmup"],
             "subtasks": subtasks}

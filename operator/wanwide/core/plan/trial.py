@@ -8,10 +8,12 @@ from typing import Any
 from wanwide import DEFAULT_IMAGE
 from wanwide.core.api import limits
 from wanwide.core.api.benchmark import Benchmark, BenchmarkSpec, Scenario, Slo
-from wanwide.core.api.scenarios import KEYSTONE_SCENARIOS, resolve
+from wanwide.core.api.openstack import OpenStack
+from wanwide.core.api.scenarios import KEYSTONE_SCENARIOS, NOT_DEPLOYED, needs, resolve
 from wanwide.core.api.topology import Link, Network, TopologySpec
 from wanwide.core.plan import latency, names
 from wanwide.core.plan import topology as topo
+from wanwide.core.plan.controlplane import ControlPlane, control_plane
 from wanwide.core.plan.errors import Problem, Problems
 from wanwide.core.plan.faults import FaultWindow, longest_cut_s, timeline
 from wanwide.core.plan.links import LinkMap
@@ -61,6 +63,9 @@ class TrialPlan:
     spread_key: str = "kubernetes.io/hostname"  # the node label a replicated database spreads over
     position: int | None = None  # place in the Benchmark's run order (core/plan/matrix.py)
     seed: int | None = None  # seed of that order
+    # the OpenStack services: planes, each region's processes, the links they use (core/plan/controlplane.py);
+    # always set by plan_point (Keystone alone unless spec.openstack enables more)
+    control_plane: ControlPlane | None = None
 
     @property
     def name(self) -> str:
@@ -136,9 +141,14 @@ def _scenarios(spec: BenchmarkSpec, point: Point, problems: Problems) -> list[Re
     out = []
     for i, s in enumerate(chosen):
         d = resolve(s.name)
+        path = (f"spec.matrix.scenario[{(spec.matrix.scenario or []).index(str(swept))}]" if swept is not None
+                else f"spec.workload.scenarios[{i}].name")
+        if (why := service_problem(s.name, spec.openstack)) is not None:
+            problems.add(path, why)
+            continue
         if d is None and "." not in s.name:
             problems.add(
-                f"spec.workload.scenarios[{i}].name",
+                path,
                 f"unknown scenario {s.name!r}: use one of {', '.join(KEYSTONE_SCENARIOS)} "
                 "or a full Rally name such as KeystoneBasic.create_and_list_users",
             )
@@ -161,6 +171,29 @@ def _scenarios(spec: BenchmarkSpec, point: Point, problems: Problems) -> list[Re
             )
         )
     return out
+
+
+_HOW = {"nova": "set spec.openstack.nova.enabled: true",
+        "placement": "set spec.openstack.placement.enabled: true (or enable Nova, which brings it)",
+        "glance": "set spec.openstack.glance.enabled: true (or enable Nova, which brings it)",
+        "neutron": "set spec.openstack.neutron.enabled: true"}
+_NAMES = {"nova": "Nova", "placement": "Placement", "glance": "Glance", "neutron": "Neutron",
+          "messaging": "the message bus", **NOT_DEPLOYED}
+
+
+def service_problem(name: str, openstack: OpenStack) -> str | None:
+    """Why the Rally scenario ``name`` cannot run on what ``spec.openstack`` deploys, with the fix; None when it
+    can (core/api/scenarios.py ``needs``)."""
+    wanted = needs(name)
+    gone = [s for s in wanted if s in NOT_DEPLOYED]
+    if gone:
+        return (f"{name} needs {' and '.join(_NAMES[s] for s in gone)}, which wanwide does not deploy: use a "
+                "Keystone, Nova, Glance or Neutron scenario")
+    off = [s for s in wanted if not openstack.enabled(s)]
+    if off:
+        return (f"{name} needs {' and '.join(_NAMES[s] for s in off)}: "
+                + "; ".join(_HOW.get(s, f"enable spec.openstack.{s}") for s in off))
+    return None
 
 
 def _parameters(spec: BenchmarkSpec, point: Point, n_regions: int, net: Network) -> dict[str, str]:
@@ -257,6 +290,7 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         _check_regions(f"spec.faults.lossWindows[{i}].regions", w.regions, names_set, problems)
 
     scenarios = _scenarios(spec, point, problems) if spec.workload.scenarios or point.get("scenario") else []
+    cp = control_plane(spec, region_names, backend, primary, load_regions, problems)
     if problems.items:
         return None
     lm = topo.links(net, rs)
@@ -291,6 +325,7 @@ def plan_point(bench: Benchmark, topology: TopologySpec, point: Point, problems:
         spread_key=topo.spread_key(topology),
         position=point.position,
         seed=point.seed,
+        control_plane=cp,
     )
 
 
@@ -342,4 +377,4 @@ def plan(bench: Benchmark, topology: TopologySpec) -> list[TrialPlan]:
     return plans
 
 
-__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point", "size_problems", "topology_regions"]
+__all__ = ["TrialPlan", "ResolvedScenario", "plan", "plan_point", "service_problem", "size_problems", "topology_regions"]

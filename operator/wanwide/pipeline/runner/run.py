@@ -24,7 +24,15 @@ from typing import Any
 
 from wanwide import __version__
 from wanwide.core import timestamps as ts
-from wanwide.core.contracts import EXIT_CONFIG, EXIT_OK, EXIT_RUN_FAILED, EXIT_UPLOAD, RunnerConfig
+from wanwide.core.contracts import (
+    EXIT_CONFIG,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+    EXIT_UPLOAD,
+    TINY_IMAGE_BYTES,
+    TINY_IMAGE_FILE,
+    RunnerConfig,
+)
 from wanwide.core.errors import PermanentError
 from wanwide.pipeline.runner import contention, gauges, members, netwatch, slo
 from wanwide.pipeline.runner.bundle import (
@@ -451,6 +459,17 @@ def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
     r.status = _task_status(summary, uuid, rc, missed)
 
 
+def write_task(task: dict[str, Any], path: Path) -> None:
+    """Write a Rally task and what it reads beside it: the tiny image its Nova and Glance scenarios upload
+    (core/contracts.py ``TINY_IMAGE_FILE``: zeros, a raw disk nothing boots for real), in Rally's working
+    directory, where the task names it."""
+    text = json.dumps(task, indent=2)
+    path.write_text(text)
+    image = path.parent / TINY_IMAGE_FILE
+    if f'"{TINY_IMAGE_FILE}"' in text and not image.exists():
+        image.write_bytes(bytes(TINY_IMAGE_BYTES))
+
+
 def _warmup(r: _Run, rally: Rally, task_timeout_s: float) -> None:
     """The unmeasured warm-up task (a new deployment's first run): report in logs/warmup.json."""
     task = r.cfg.warmup_task
@@ -458,7 +477,7 @@ def _warmup(r: _Run, rally: Rally, task_timeout_s: float) -> None:
         return
     _say(f"warm-up: {_expected_iterations(task) or '?'} iteration(s), not measured")
     task_file = r.work / "warmup.json"
-    task_file.write_text(json.dumps(task, indent=2))
+    write_task(task, task_file)
     t0 = time.monotonic()
     progress = ProgressCounter("warm-up", _expected_iterations(task))
     try:  # a failing warm-up is recorded; the measured task says whether the deployment works
@@ -593,7 +612,7 @@ def _execute(r: _Run, task_timeout_s: float) -> None:
     rally = _setup_rally(r)
     _warmup(r, rally, task_timeout_s)
     task_file = r.work / "task.json"
-    task_file.write_text(json.dumps(r.cfg.task, indent=2))
+    write_task(r.cfg.task, task_file)
     _measure_rtt(r)
     before = _db_counters_before(r)
     _wait_for_start(r)
