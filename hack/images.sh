@@ -3,7 +3,7 @@
 # root filesystems from Debian packages (mmdebstrap), Python from PyPI, Go from the
 # module proxy, the project's own Dockerfile with buildah. See docs/images.md.
 #
-#   hack/images.sh build NAME...|all      build into the cache (skipped when cached)
+#   hack/images.sh build NAME...|all|openstack   build into the cache (skipped when cached)
 #   hack/images.sh ref NAME               the reference pods use (imagePullPolicy Never)
 #   hack/images.sh import NAME...|all --address SOCKET
 #                                         import into containerd (namespace k8s.io)
@@ -12,8 +12,8 @@
 #   hack/images.sh key NAME               the content key (what the cache is named by)
 #   hack/images.sh path NAME              the archive (docker-archive tar) for NAME
 #
-# NAMEs: pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide
-#   nova placement glance rabbitmq (issue 45).
+# NAMEs: pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide (all), and
+#   nova placement glance rabbitmq (openstack: issue 45's control plane; not in all).
 # Cache: $WANWIDE_CACHE/images (default ~/.cache/wanwide/images): NAME-KEY.tar + .json.
 # The key hashes everything that defines an image: the build function's text, the
 # shared helpers, the files copied in, the pins, the Debian suite and mirror, the
@@ -50,7 +50,9 @@ REGISTRY=${WANWIDE_IMAGE_REGISTRY:-wanwide.local}
 SUITE=bookworm
 MIRROR=${WANWIDE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${WANWIDE_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
-NAMES=(pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide nova placement glance rabbitmq)
+NAMES=(pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide)
+# issue 45's control plane (Nova, Placement, Glance, the bus): by name or `openstack`, not part of `all`
+OPENSTACK=(nova placement glance rabbitmq)
 
 # upstream sources: dir under $WANWIDE_UPSTREAM_DIR | git remote | commit
 # (read through a nameref in upstream_dir)
@@ -75,7 +77,7 @@ ensure_tools() {
 fn_of() { echo "build_${1//-/_}"; }
 # the images wanwide's own is built FROM (buildable by name, not part of `all`)
 BASES=(python-base go-base)
-valid_name() { local n; for n in "${NAMES[@]}" "${BASES[@]}"; do [[ $n == "$1" ]] && return 0; done; return 1; }
+valid_name() { local n; for n in "${NAMES[@]}" "${BASES[@]}" "${OPENSTACK[@]}"; do [[ $n == "$1" ]] && return 0; done; return 1; }
 
 key_material() { # everything that defines image $1, as text
   local name=$1 fn
@@ -504,10 +506,14 @@ build_one() {
   log "$name: built $(ref_of "$name") ($(du -h "$a" | cut -f1)) in $took s"
 }
 
-expand_names() { # all -> every name
+expand_names() { # all -> every name of NAMES, openstack -> OPENSTACK's
   local n
   for n in "$@"; do
-    if [[ $n == all ]]; then printf '%s\n' "${NAMES[@]}"; else printf '%s\n' "$n"; fi
+    case $n in
+      all) printf '%s\n' "${NAMES[@]}" ;;
+      openstack) printf '%s\n' "${OPENSTACK[@]}" ;;
+      *) printf '%s\n' "$n" ;;
+    esac
   done
 }
 
@@ -552,7 +558,7 @@ cmd_import() {
 cmd_list() {
   local n a
   printf '%-17s %-44s %8s %s\n' NAME REF SIZE STATE
-  for n in "${NAMES[@]}" "${BASES[@]}"; do
+  for n in "${NAMES[@]}" "${BASES[@]}" "${OPENSTACK[@]}"; do
     a=$(archive_of "$n")
     if [[ -s $a ]]; then
       printf '%-17s %-44s %8s %s\n' "$n" "$(ref_of "$n")" "$(du -h "$a" | cut -f1)" cached
@@ -571,6 +577,9 @@ main() {
       # keys once per run (hashing a source tree takes a moment)
       for n in "${BASES[@]}" "${NAMES[@]}"; do
         if [[ $cmd == list || " $* " == *" $n "* || " $* " == *" all "* ]]; then ensure_key "$n"; fi
+      done
+      for n in "${OPENSTACK[@]}"; do
+        if [[ $cmd == list || " $* " == *" $n "* || " $* " == *" openstack "* ]]; then ensure_key "$n"; fi
       done ;;
   esac
   case $cmd in
