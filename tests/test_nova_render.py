@@ -339,3 +339,18 @@ def test_a_release_shows_its_patches_and_they_change_its_identity():
     assert c.document()["helmRelease"]["patches"] == list(compute_patches("r1"))
     bare = HelmRelease(c.name, c.namespace, c.region, c.repo, c.chart, c.version, c.values, c.wave, c.field)
     assert bare.digest != c.digest and "patches" not in bare.document()["helmRelease"]
+
+
+def test_a_benchmark_naming_a_service_chart_the_operator_does_not_render_is_refused_naming_its_field():
+    from wanwide.core.plan.errors import PlanError
+    from wanwide.providers.kubernetes.controller.benchmark import validate
+
+    bench = _doc("mariadb", "regions", nova={"enabled": True, "chartRepo": "", "chart": "/opt/charts/nova"})
+    with pytest.raises(PlanError) as e:
+        validate(None, bench)  # type: ignore[arg-type]  # refused before the API server is asked
+    (p,) = e.value.problems
+    assert p.field == "spec.openstack.nova.chart" and "not a chart source this operator renders" in p.message
+    bench = _doc("mariadb", "regions", placement={"chartRepo": "https://charts.example"})
+    with pytest.raises(PlanError) as e:
+        validate(None, bench)  # type: ignore[arg-type]  # refused before the API server is asked
+    assert e.value.problems[0].field == "spec.openstack.placement.chart"
