@@ -127,7 +127,13 @@ def _plans(docs: list[dict[str, Any]]) -> list[TrialPlan]:
     return plan(b, loaded.topology_for(b))
 
 
-CASES = [(name, world, i) for name, docs in DOCUMENTS for n in [min(3, len(_plans(docs)))] for world in WORLDS
+NOT_YET = {name for name, docs in DOCUMENTS if any(p.control_plane and p.control_plane.services for p in _plans(docs))}
+"""Examples with services beyond Keystone (issue 45: Nova, its bus…): neither provider deploys their stages yet
+(issue 45 item 3). Strict: once both do, these cases pass and the mark must go."""
+CASES = [pytest.param(name, world, i, id=f"{name}/t{i:03d}-{world}",
+                      marks=[pytest.mark.xfail(strict=True, reason="the providers do not deploy Nova's stages yet "
+                                               "(issue 45 item 3)")] if name in NOT_YET else [])
+         for name, docs in DOCUMENTS for n in [min(3, len(_plans(docs)))] for world in WORLDS
          for i in range(n if WORLDS[world].every_trial else 1)]
 
 
@@ -219,7 +225,7 @@ def expected(world: str, p: TrialPlan) -> tuple[str, str]:
     return WORLDS[world].outcome
 
 
-@pytest.mark.parametrize(("example", "world", "index"), CASES, ids=[f"{n}/t{i:03d}-{w}" for n, w, i in CASES])
+@pytest.mark.parametrize(("example", "world", "index"), CASES)
 def test_the_operator_and_the_lab_live_the_same_lifecycle(example: str, world: str, index: int,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     docs = dict(DOCUMENTS)[example]

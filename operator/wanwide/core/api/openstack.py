@@ -169,8 +169,8 @@ class Nova(Model):
     image a server boots from) and the message bus; it is the openstack-helm nova chart on Kubernetes and nova
     from PyPI in the lab."""
 
-    enabled: Bool = Field(False, description="Deploy Nova (and with it Placement, Glance and the bus). Off: "
-                          "Keystone alone, as before.")
+    enabled: Bool = Field(False, description="Deploy Nova (and with it Placement, Glance and the bus; a scenario "
+                          "that boots servers needs neutron.enabled too). Off: Keystone alone, as before.")
     chart_repo: ChartRepo = _repo()
     chart: Chart = _chart("nova")
     chart_version: ChartVersion = _version()

@@ -13,8 +13,11 @@ resolves it against the trial's regions into a :class:`ControlPlane` (``TrialPla
 - where each service's **databases** are (:class:`DatabaseAt`): ``local``, a MariaDB of the control plane's
   own (role ``openstack-db``) beside the service; ``shared``, the trial's database (spec.database), as Keystone.
 
-Keystone is always there: one in every region (``keystone-api``), its database the trial's. Addresses, ports and
-how a process is started stay the provider's.
+Keystone is always there: one in every region (``keystone-api``), its database the trial's. Each plane registers
+its endpoints in the catalog under the name of every region it serves (``Plane.regions``: a load region's Rally
+and its computes find their plane's Nova, Glance, Placement and Neutron under their own region), runs one cell
+(cell1, and cell0) and names its fake computes :func:`compute_hosts`. Addresses, ports and how a process is
+started stay the provider's.
 """
 
 from __future__ import annotations
