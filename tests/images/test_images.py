@@ -7,6 +7,7 @@ longer on a cold cache (Debian packages, PyPI, the Go proxy).
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import tarfile
@@ -404,15 +405,18 @@ rabbitmqctl shutdown
 """
 
 
-def test_rabbitmq_serves_as_the_charts_user_with_the_charts_plugins(containerd: Containerd) -> None:
+def test_rabbitmq_serves_as_the_charts_user_with_the_charts_plugins(containerd: Containerd, tmp_path: Path) -> None:
     cfg = image_config("rabbitmq")
     assert cfg["User"] == "999:999" and cfg["Cmd"] == ["rabbitmq-server"]
     assert containerd.run("rabbitmq", "id", "-un").stdout.strip() == "rabbitmq"
     # the chart's password-hash init container (its rabbitmq_init image is this one) needs python3's stdlib
     r = containerd.run("rabbitmq", "python3", "-c", "import base64, hashlib, json, os, re; print('ok')")
     assert r.stdout.strip() == "ok"
+    data = tmp_path / "rabbitmq"  # the chart's data volume (an emptyDir), the user's as its chown init leaves it
+    data.mkdir()
+    os.chown(data, 999, 999)
     mounts = ["type=tmpfs,src=tmpfs,dst=/tmp,options=rw:mode=1777",
-              "type=tmpfs,src=tmpfs,dst=/var/lib/rabbitmq,options=rw:mode=1777"]
+              f"type=bind,src={data},dst=/var/lib/rabbitmq,options=rbind:rw"]
     r = containerd.run("rabbitmq", "bash", "-c", RABBITMQ_TEST, mounts=mounts, timeout=300, check=False)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "pong" in r.stdout.lower() or "Ping succeeded" in r.stdout, r.stdout
