@@ -3,7 +3,7 @@
 # root filesystems from Debian packages (mmdebstrap), Python from PyPI, Go from the
 # module proxy, the project's own Dockerfile with buildah. See docs/images.md.
 #
-#   hack/images.sh build NAME...|all      build into the cache (skipped when cached)
+#   hack/images.sh build NAME...|all|openstack   build into the cache (skipped when cached)
 #   hack/images.sh ref NAME               the reference pods use (imagePullPolicy Never)
 #   hack/images.sh import NAME...|all --address SOCKET
 #                                         import into containerd (namespace k8s.io)
@@ -12,7 +12,8 @@
 #   hack/images.sh key NAME               the content key (what the cache is named by)
 #   hack/images.sh path NAME              the archive (docker-archive tar) for NAME
 #
-# NAMEs: pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide.
+# NAMEs: pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide (all), and
+#   nova placement glance rabbitmq (openstack: issue 45's control plane; not in all).
 # Cache: $WANWIDE_CACHE/images (default ~/.cache/wanwide/images): NAME-KEY.tar + .json.
 # The key hashes everything that defines an image: the build function's text, the
 # shared helpers, the files copied in, the pins, the Debian suite and mirror, the
@@ -50,6 +51,8 @@ SUITE=bookworm
 MIRROR=${WANWIDE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${WANWIDE_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 NAMES=(pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide)
+# issue 45's control plane (Nova, Placement, Glance, the bus): by name or `openstack`, not part of `all`
+OPENSTACK=(nova placement glance rabbitmq)
 
 # upstream sources: dir under $WANWIDE_UPSTREAM_DIR | git remote | commit
 # (read through a nameref in upstream_dir)
@@ -74,7 +77,7 @@ ensure_tools() {
 fn_of() { echo "build_${1//-/_}"; }
 # the images wanwide's own is built FROM (buildable by name, not part of `all`)
 BASES=(python-base go-base)
-valid_name() { local n; for n in "${NAMES[@]}" "${BASES[@]}"; do [[ $n == "$1" ]] && return 0; done; return 1; }
+valid_name() { local n; for n in "${NAMES[@]}" "${BASES[@]}" "${OPENSTACK[@]}"; do [[ $n == "$1" ]] && return 0; done; return 1; }
 
 key_material() { # everything that defines image $1, as text
   local name=$1 fn
@@ -85,6 +88,7 @@ key_material() { # everything that defines image $1, as text
   # the shared helpers every build goes through
   declare -f debian_rootfs go_build mkimage add_user_hook pip_hook
   if [[ $name == wanwide ]]; then declare -f context_files buildah_; fi
+  case $name in nova|placement|glance) declare -f openstack_service ;; esac
   sha256sum "$ROOT/hack/images/mkimage.py" | cut -d' ' -f1
   "inputs_${fn#build_}"
 }
@@ -231,6 +235,66 @@ EOS
   mkimage keystone --layer "$w/rootfs.tar" --cmd '["/bin/bash"]' \
     --env PATH=/var/lib/openstack/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env LANG=C.UTF-8 --port 5000/tcp
+}
+
+# openstack_service WORKDIR NAME [DIRS...]: an OpenStack service as openstack-helm's charts run it, laid
+# out as the keystone image (LOCI's layout): a virtualenv at /var/lib/openstack, first on PATH, with
+# requirements/NAME.txt under requirements/NAME.lock (the service, PyMySQL, python-memcached and
+# pyuwsgi: the charts start the APIs with `uwsgi --ini`, its `module:` the service's WSGI application),
+# user NAME 42424 (the charts' runAsUser), DIRS made and owned by it. The charts' other images
+# (ks-user/service/endpoints, dep-check) are the keystone and dep-check images.
+openstack_service() {
+  local w=$1 name=$2 d dirs=""; shift 2
+  mkdir -p "$w/req"
+  cp "$ROOT/requirements/$name.txt" "$ROOT/requirements/$name.lock" "$w/req/"
+  pip_hook /var/lib/openstack -r "/tmp/req/$name.txt" -c "/tmp/req/$name.lock" >"$w/pip.sh"
+  for d in "/etc/$name" "/var/lib/$name" "/var/log/$name" "$@"; do dirs+=" \"\$r$d\""; done
+  cat >"$w/layout.sh" <<EOS
+set -eu
+r=\$1
+rm -rf "\$r/tmp/req" "\$r/root/.cache"
+install -d -o 42424 -g 42424$dirs
+EOS
+  debian_rootfs "$w/rootfs.tar" minbase python3,python3-venv,ca-certificates \
+    --essential-hook="$(add_user_hook "$name" 42424 "/var/lib/$name")" \
+    --customize-hook="copy-in $w/req /tmp" \
+    --customize-hook="bash $w/pip.sh \"\$1\"" \
+    --customize-hook="bash $w/layout.sh \"\$1\""
+  mkimage "$name" --layer "$w/rootfs.tar" --cmd '["/bin/bash"]' \
+    --env PATH=/var/lib/openstack/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env LANG=C.UTF-8
+}
+
+# nova: API (uwsgi), conductor, scheduler, the fake computes (nova-compute with nova's fake virt
+# driver: no hypervisor, no libvirt), db-sync and cell setup (nova-manage); /var/lib/nova/instances
+# is where a compute keeps its state (the fake driver writes nothing there).
+inputs_nova() { cat "$ROOT/requirements/nova.txt" "$ROOT/requirements/nova.lock"; }
+build_nova() { openstack_service "$1" nova /var/lib/nova/instances; }
+
+# placement: placement-api (uwsgi) and `placement-manage db sync`.
+inputs_placement() { cat "$ROOT/requirements/placement.txt" "$ROOT/requirements/placement.lock"; }
+build_placement() { openstack_service "$1" placement; }
+
+# glance: glance-api (uwsgi) and `glance-manage db_sync`; images on local files (/var/lib/glance/images,
+# the chart's file store).
+inputs_glance() { cat "$ROOT/requirements/glance.txt" "$ROOT/requirements/glance.lock"; }
+build_glance() { openstack_service "$1" glance /var/lib/glance/images; }
+
+# rabbitmq: Debian's rabbitmq-server (3.10, its built-in plugins: management, peer_discovery_k8s,
+# prometheus, which the chart enables) for openstack-helm's rabbitmq chart: user rabbitmq 999 (the
+# chart's runAsUser; made before the package's postinst would pick another id), HOME and data in
+# /var/lib/rabbitmq, and python3 for the chart's password-hash init container (its
+# `rabbitmq_init` image: one image serves the whole chart). The chart's scripts need bash, awk,
+# timeout, seq, find (coreutils, findutils, mawk).
+inputs_rabbitmq() { echo "rabbitmq-server python3"; }
+build_rabbitmq() {
+  local w=$1
+  debian_rootfs "$w/rootfs.tar" minbase rabbitmq-server,python3,mawk,findutils,procps \
+    --essential-hook="$(add_user_hook rabbitmq 999 /var/lib/rabbitmq)" \
+    --customize-hook='install -d -o 999 -g 999 "$1/var/lib/rabbitmq" "$1/var/log/rabbitmq" "$1/etc/rabbitmq"'
+  mkimage rabbitmq --layer "$w/rootfs.tar" --cmd '["rabbitmq-server"]' \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env LANG=C.UTF-8 \
+    --env HOME=/var/lib/rabbitmq --user 999:999 --port 5672/tcp --port 15672/tcp
 }
 
 # mariadb: Debian's MariaDB 10.11 + Galera 4 laid out as MariaDB/mariadb-docker's 10.11
@@ -442,10 +506,14 @@ build_one() {
   log "$name: built $(ref_of "$name") ($(du -h "$a" | cut -f1)) in $took s"
 }
 
-expand_names() { # all -> every name
+expand_names() { # all -> every name of NAMES, openstack -> OPENSTACK's
   local n
   for n in "$@"; do
-    if [[ $n == all ]]; then printf '%s\n' "${NAMES[@]}"; else printf '%s\n' "$n"; fi
+    case $n in
+      all) printf '%s\n' "${NAMES[@]}" ;;
+      openstack) printf '%s\n' "${OPENSTACK[@]}" ;;
+      *) printf '%s\n' "$n" ;;
+    esac
   done
 }
 
@@ -490,7 +558,7 @@ cmd_import() {
 cmd_list() {
   local n a
   printf '%-17s %-44s %8s %s\n' NAME REF SIZE STATE
-  for n in "${NAMES[@]}" "${BASES[@]}"; do
+  for n in "${NAMES[@]}" "${BASES[@]}" "${OPENSTACK[@]}"; do
     a=$(archive_of "$n")
     if [[ -s $a ]]; then
       printf '%-17s %-44s %8s %s\n' "$n" "$(ref_of "$n")" "$(du -h "$a" | cut -f1)" cached
@@ -509,6 +577,9 @@ main() {
       # keys once per run (hashing a source tree takes a moment)
       for n in "${BASES[@]}" "${NAMES[@]}"; do
         if [[ $cmd == list || " $* " == *" $n "* || " $* " == *" all "* ]]; then ensure_key "$n"; fi
+      done
+      for n in "${OPENSTACK[@]}"; do
+        if [[ $cmd == list || " $* " == *" $n "* || " $* " == *" openstack "* ]]; then ensure_key "$n"; fi
       done ;;
   esac
   case $cmd in

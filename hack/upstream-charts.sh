@@ -2,6 +2,7 @@
 # Upstream Helm charts, ready to install, from the mirrored sources ($WANWIDE_UPSTREAM_DIR
 # when set) or fetched from upstream at the pinned commits (as a user would):
 #   keystone               openstack-helm keystone, tag 2026.1.0, with its helm-toolkit
+#   rabbitmq placement glance nova neutron   the same tag's charts of issue 45's control plane, each with helm-toolkit
 #   mariadb-operator       mariadb-operator v26.6.0's chart, with its CRD chart
 #   mariadb-operator-crds  that CRD chart alone
 # A chart's `file://../<sibling>` dependencies are packaged with `helm dependency build`
@@ -56,21 +57,21 @@ chart_copy() { # DIR CHART [SIBLING...]: CHART (under DIR) with its siblings' ch
 cmd_path() {
   local src
   case ${1:-} in
-    keystone)
+    keystone|rabbitmq|placement|glance|nova|neutron)
       src=$(upstream_dir UP_OSH)
-      chart_copy "$src" keystone helm-toolkit ;;
+      chart_copy "$src" "$1" helm-toolkit ;;
     mariadb-operator)
       src=$(upstream_dir UP_MARIADB_OPERATOR)
       chart_copy "$src/deploy/charts" mariadb-operator mariadb-operator-crds ;;
     mariadb-operator-crds)
       src=$(upstream_dir UP_MARIADB_OPERATOR)
       echo "$src/deploy/charts/mariadb-operator-crds" ;;
-    *) log "ERROR: path NAME: keystone | mariadb-operator | mariadb-operator-crds"; return 2 ;;
+    *) log "ERROR: path NAME: keystone | rabbitmq | placement | glance | nova | neutron | mariadb-operator | mariadb-operator-crds"; return 2 ;;
   esac
 }
 
 case "${1:-}" in
   path) shift; cmd_path "$@" ;;
-  -h|--help|"") sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; [[ -n ${1:-} ]] ;;
+  -h|--help|"") sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; [[ -n ${1:-} ]] ;;
   *) log "ERROR: unknown command $1 (path)"; exit 2 ;;
 esac

@@ -9,7 +9,7 @@ but not stored), their bundles in the fake store. Chaos Mesh is played from the 
 (:meth:`FakeKube.links_in_force`: each netem object's delay, jitter, loss and rate between the regions its
 selectors name, each partition's cut), injected at once, a partition ``late_s`` late, or refused
 (``chaos_refused``: a record failed, as on a node without netem). ``bug``: the Rally Job's apply raises a
-TypeError, as a bug in a step would. ``FakeRenders`` renders the fixture keystone chart for any region (its
+TypeError, as a bug in a step would. ``FakeRenders`` renders the fixture keystone chart for any keystone release (issue 45's services: ``service_chart``) (its
 recorded ``helm template`` output, re-addressed); ``FakeS3`` holds objects by key. Nothing here decides: the
 operator's own handlers run on top (:func:`drive`).
 """
@@ -35,6 +35,7 @@ from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.controller.deploy import DB_KINDS
 from wanwide.providers.kubernetes.render.chart import documents, stages
 from wanwide.providers.kubernetes.render.database import members
+from wanwide.providers.kubernetes.render.secrets import KEY_FIELDS
 
 T0 = datetime(2026, 11, 26, 12, 0, 0, tzinfo=UTC)
 FIXTURE_NS = release().namespace  # the namespace the fixture chart was rendered for
@@ -92,6 +93,8 @@ class FakeRenders:
 
     def get(self, rel: Any, labels: dict[str, str], also: tuple[str, ...] = ()) -> Any:
         key = (rel.namespace, repr(sorted(labels.items())))
+        if key not in self.done and rel.name != "keystone":  # issue 45's services: a chart of their shape
+            self.done[key] = stages(service_chart(rel), rel.name, rel.namespace, labels, also)
         if key not in self.done:
             db = next(iter(also), None)
             swap = [(FIXTURE_NS, rel.namespace), *([(FIXTURE_DB_NS, db)] if db else [])]
@@ -104,6 +107,28 @@ class FakeRenders:
                     docs.append(d)
             self.done[key] = stages(docs, rel.name, rel.namespace, labels, also)
         return self.done[key]
+
+
+SCHEMA_OWNERS = ("placement", "glance", "nova", "neutron")  # releases whose chart has a db-sync hook
+
+
+def service_chart(rel: Any) -> list[dict[str, Any]]:
+    """``helm template`` of one of issue 45's service releases as wanwide's renders shape it (the unit tier has no
+    helm, and keeps no copy of upstream charts; tests/cluster/test_nova_charts.py renders the real ones): the bus
+    and the fake computes a StatefulSet of ``replicas`` from the values, a service an API Deployment behind its
+    ``db-sync`` hook Job."""
+    values = rel.values
+    if rel.name in ("rabbitmq", "nova-compute"):
+        replicas = (values["pod"]["replicas"].get("server") if rel.name == "rabbitmq"
+                    else values["pod"]["replicas"]["compute_ironic"])
+        return [{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": f"{rel.name}-server"},
+                 "spec": {"replicas": replicas}}]
+    out: list[dict[str, Any]] = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"{rel.name}-api"},
+                                  "spec": {"replicas": 1}}]
+    if rel.name in SCHEMA_OWNERS:
+        out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": f"{rel.name}-db-sync", "annotations": {"helm.sh/hook": "post-install", "helm.sh/hook-weight": "-5"}}})
+    return out
 
 
 def _readdressed(o: Any, swap: list[tuple[str, str]]) -> Any:
@@ -204,7 +229,8 @@ class FakeKube:
         if kind == "Secret" and name.endswith("-keys") and _key(kind, namespace, name) not in self.objects:
             pw = base64.b64encode(b"pw").decode()
             return {"data": {k: pw for k in ("admin-password", "db-root-password", "keystone-db-password",
-                                             "db-password", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}}
+                                             "db-password", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                             *KEY_FIELDS["service-passwords"])}}
         o = self.objects.get(_key(kind, namespace, name))
         return _copy(o) if o is not None else None
 
@@ -318,14 +344,17 @@ class FakeKube:
         now = self.clock.now()
         start = status.get("loadStartAt")
         for (kind, ns, name), o in list(self.objects.items()):
-            if kind not in ("Deployment", "NetworkChaos", "Job") and kind not in DB_KINDS:
+            if kind not in ("Deployment", "StatefulSet", "NetworkChaos", "Job") and kind not in DB_KINDS:
                 continue
             st = o.setdefault("status", {})
-            if st.get("conditions") and kind != "Job":
+            if (st.get("conditions") or st.get("readyReplicas") is not None) and kind != "Job":
                 continue  # settled
             labels = o["metadata"].get("labels") or {}
             if kind == "Deployment":
                 o["status"] = {"availableReplicas": 1, **_cond("Available")}
+            elif kind == "StatefulSet":
+                n = (o.get("spec") or {}).get("replicas", 1)
+                o["status"] = {"replicas": n, "readyReplicas": n, "currentRevision": "r1", "updateRevision": "r1"}
             elif kind in DB_KINDS:
                 o["status"] = _cond("Ready")
             elif kind == "NetworkChaos" and not st:

@@ -29,7 +29,7 @@ DEFAULT = chartsource.DEFAULT_ALLOWED
     (OSH, "../keystone", "1.0", "chart", "a chart name in it"),
     ("", "keystone", "1.0", "chart", "an absolute path"),
     ("", "/etc/../root/chart", "1.0", "chart", "/root/chart is not a chart source"),
-    (OSH, "nova", "1.0", "chart", f"{OSH}/nova is not a chart source"),
+    (OSH, "heat", "1.0", "chart", f"{OSH}/heat is not a chart source"),
     ("", "oci://ghcr.io/evil/keystone", "1.0", "chart", "not a chart source"),
 ])
 def test_a_chart_source_the_operator_does_not_allow_is_refused_naming_the_field(repo, chart, version, field, said):

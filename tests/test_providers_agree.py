@@ -127,12 +127,7 @@ def _plans(docs: list[dict[str, Any]]) -> list[TrialPlan]:
     return plan(b, loaded.topology_for(b))
 
 
-NOT_YET = {name for name, docs in DOCUMENTS if any(p.control_plane and p.control_plane.services for p in _plans(docs))}
-"""Examples with services beyond Keystone (issue 45: Nova, its bus…): neither provider deploys their stages yet
-(issue 45 item 3). Strict: once both do, these cases pass and the mark must go."""
-CASES = [pytest.param(name, world, i, id=f"{name}/t{i:03d}-{world}",
-                      marks=[pytest.mark.xfail(strict=True, reason="the providers do not deploy Nova's stages yet "
-                                               "(issue 45 item 3)")] if name in NOT_YET else [])
+CASES = [pytest.param(name, world, i, id=f"{name}/t{i:03d}-{world}")
          for name, docs in DOCUMENTS for n in [min(3, len(_plans(docs)))] for world in WORLDS
          for i in range(n if WORLDS[world].every_trial else 1)]
 

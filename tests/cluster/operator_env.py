@@ -100,9 +100,11 @@ class Operator:
 
     def allowed_charts(self) -> list[str]:
         """What this tier's Benchmarks name (docs/security.md: the admin's list): the fixture chart, the real
-        keystone chart, a path that does not exist (a chart helm cannot render) and the in-cluster mirror."""
+        keystone chart, a path that does not exist (a chart helm cannot render), the in-cluster mirror and the real
+        charts of issue 45's control plane."""
         return [str(FIXTURE_CHART), str(keystone_chart(self.tc)[0]), "/nonexistent/",
-                f"http://charts.{SYSTEM_NS}.svc:8080/", *self.extra_charts]
+                f"http://charts.{SYSTEM_NS}.svc:8080/", *(str(openstack_chart(self.tc, n)) for n in OPENSTACK_CHARTS),
+                *self.extra_charts]
 
     def start(self) -> None:
         env = dict(self.tc.env)
@@ -267,6 +269,26 @@ def _keystone_chart(helm: str) -> tuple[Path, str]:
     warnings.warn("no upstream mirror and openstack-helm unreachable: the kwok tier deploys the fixture "
                   f"keystone chart instead of the real one ({p.stderr.strip()[-300:]})", stacklevel=2)
     return FIXTURE_CHART, "0.1.0"
+
+
+@functools.cache
+def _openstack_chart(helm: str, name: str) -> Path:
+    p = subprocess.run([str(REPO / "hack" / "upstream-charts.sh"), "path", name], capture_output=True, text=True,
+                       env={**upstream_env(), "HELM": helm}, timeout=600)
+    if p.returncode != 0:
+        raise AssertionError(f"hack/upstream-charts.sh path {name} failed:\n{p.stderr[-3000:]}")
+    return Path(p.stdout.strip().splitlines()[-1])
+
+
+OPENSTACK_CHARTS = ("rabbitmq", "placement", "glance", "nova", "neutron")
+"""The charts of issue 45's control plane besides keystone (spec.openstack.messaging, placement, glance, nova,
+neutron)."""
+
+
+def openstack_chart(tc, name: str) -> Path:
+    """The real openstack-helm chart ``name`` (one of :data:`OPENSTACK_CHARTS`) with its helm-toolkit, as
+    :func:`keystone_chart` (hack/upstream-charts.sh; no fixture stands in for them)."""
+    return _openstack_chart(str(tc.bin_dir / "helm"), name)
 
 
 def keystone_chart(tc) -> tuple[Path, str]:

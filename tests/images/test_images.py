@@ -7,6 +7,7 @@ longer on a cold cache (Debian packages, PyPI, the Go proxy).
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import tarfile
@@ -323,3 +324,102 @@ def test_wanwide(containerd: Containerd) -> None:
     r = containerd.run("wanwide", "wanwide", "runner", "run", "--config", "/etc/wanwide/runner.json", check=False)
     assert r.returncode == 2 and "/etc/wanwide/runner.json" in r.stderr, r.stderr
     assert "needs the Python module" not in r.stderr, r.stderr
+
+
+# ---- issue 45's control plane: nova, placement, glance (LOCI's layout, as keystone's) and rabbitmq ----------------
+
+SERVICE_VERSIONS = {"nova": ("nova-manage", "34.0.0"), "placement": ("placement-manage", "16.0.0"),
+                    "glance": ("glance-manage", "33.0.0")}
+WSGI_MODULES = {"nova": "nova.wsgi.osapi_compute", "placement": "placement.wsgi.api", "glance": "glance.wsgi.api"}
+"""The ``module:`` of each chart's uwsgi ini (openstack-helm 2026.1.0 values: conf.<service>_api_uwsgi)."""
+
+
+@pytest.mark.parametrize("name", sorted(SERVICE_VERSIONS))
+def test_openstack_service_versions_and_layout(containerd: Containerd, name: str) -> None:
+    manage, version = SERVICE_VERSIONS[name]
+    r = containerd.run(name, manage, "--version")
+    assert (r.stdout + r.stderr).strip().splitlines()[-1] == version, r.stdout + r.stderr
+    assert containerd.run(name, "id", "-u", name).stdout.strip() == "42424"
+    r = containerd.run(name, "uwsgi", "--version")
+    assert re.fullmatch(r"2\.0\.\d+(\.post\d+)?", r.stdout.strip()), r.stdout
+    r = containerd.run(name, "python", "-c", f"import importlib.util as u; print(u.find_spec('{WSGI_MODULES[name]}') "
+                       "is not None); import pymysql, memcache; print('drivers ok')")
+    assert r.stdout.split() == ["True", "drivers", "ok"], r.stdout + r.stderr
+    for d in (f"/etc/{name}", f"/var/lib/{name}"):
+        assert containerd.run(name, "stat", "-c", "%u", d).stdout.strip() == "42424", d
+
+
+def test_nova_has_the_fake_driver_the_computes_run(containerd: Containerd) -> None:
+    r = containerd.run("nova", "python", "-c", "from nova.virt import fake; print(fake.FakeDriver.__name__)")
+    assert r.stdout.strip() == "FakeDriver", r.stdout + r.stderr
+    for b in ("nova-compute", "nova-conductor", "nova-scheduler", "nova-manage"):
+        assert containerd.run("nova", "bash", "-c", f"command -v {b}").stdout.strip() == \
+            f"/var/lib/openstack/bin/{b}", b
+
+
+PLACEMENT_TEST = """set -e
+cat > /etc/placement/placement.conf <<'EOC'
+[DEFAULT]
+[api]
+auth_strategy = noauth2
+[placement_database]
+connection = sqlite:////tmp/placement.db
+EOC
+placement-manage db sync
+uwsgi --http-socket 127.0.0.1:8778 --module placement.wsgi.api:application --master --processes 1 \
+  --enable-threads --lazy-apps --die-on-term >/tmp/uwsgi.log 2>&1 &
+for i in $(seq 60); do
+  python -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:8778/').read().decode())" 2>/dev/null \
+    && exit 0
+  sleep 1
+done
+cat /tmp/uwsgi.log; exit 1
+"""
+
+
+def test_placement_serves_its_api_under_uwsgi_as_the_chart_starts_it(containerd: Containerd, tmp_path: Path) -> None:
+    """placement-api.sh's `uwsgi --ini` with the chart's module, as user 42424 (SQLite instead of MariaDB: the
+    database is the mariadb image's test)."""
+    (tmp_path / "test.sh").write_text(PLACEMENT_TEST)
+    readable_by_all(tmp_path)
+    mounts = [f"type=bind,src={tmp_path},dst=/t,options=rbind:ro",
+              "type=tmpfs,src=tmpfs,dst=/tmp,options=rw:mode=1777",
+              "type=tmpfs,src=tmpfs,dst=/etc/placement,options=rw:mode=1777"]
+    r = containerd.run("placement", "setpriv", "--reuid", "42424", "--regid", "42424", "--clear-groups",
+                       "bash", "/t/test.sh", mounts=mounts, timeout=240, check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert '"versions"' in r.stdout and '"id": "v1.0"' in r.stdout, r.stdout
+
+
+RABBITMQ_TEST = """set -e
+export HOME=/var/lib/rabbitmq RABBITMQ_LOG_BASE=/tmp/log RABBITMQ_MNESIA_BASE=/var/lib/rabbitmq/mnesia
+echo '[rabbitmq_management,rabbitmq_peer_discovery_k8s,rabbitmq_prometheus].' > /tmp/enabled_plugins
+export RABBITMQ_ENABLED_PLUGINS_FILE=/tmp/enabled_plugins
+rabbitmq-server >/tmp/server.log 2>&1 &
+rabbitmqctl await_startup --timeout 150 || { cat /tmp/server.log; exit 1; }
+rabbitmqctl ping
+rabbitmqctl add_vhost nova
+rabbitmqctl list_vhosts --silent
+rabbitmq-plugins list --enabled --minimal --silent
+rabbitmqctl shutdown
+"""
+
+
+def test_rabbitmq_serves_as_the_charts_user_with_the_charts_plugins(containerd: Containerd, tmp_path: Path) -> None:
+    cfg = image_config("rabbitmq")
+    assert cfg["User"] == "999:999" and cfg["Cmd"] == ["rabbitmq-server"]
+    assert containerd.run("rabbitmq", "id", "-un").stdout.strip() == "rabbitmq"
+    # the chart's password-hash init container (its rabbitmq_init image is this one) needs python3's stdlib
+    r = containerd.run("rabbitmq", "python3", "-c", "import base64, hashlib, json, os, re; print('ok')")
+    assert r.stdout.strip() == "ok"
+    data = tmp_path / "rabbitmq"  # the chart's data volume (an emptyDir), the user's as its chown init leaves it
+    data.mkdir()
+    os.chown(data, 999, 999)
+    mounts = ["type=tmpfs,src=tmpfs,dst=/tmp,options=rw:mode=1777",
+              f"type=bind,src={data},dst=/var/lib/rabbitmq,options=rbind:rw"]
+    r = containerd.run("rabbitmq", "bash", "-c", RABBITMQ_TEST, mounts=mounts, timeout=300, check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "pong" in r.stdout.lower() or "Ping succeeded" in r.stdout, r.stdout
+    assert re.search(r"^nova$", r.stdout, re.M), r.stdout
+    for plugin in ("rabbitmq_management", "rabbitmq_peer_discovery_k8s", "rabbitmq_prometheus"):
+        assert plugin in r.stdout, (plugin, r.stdout)

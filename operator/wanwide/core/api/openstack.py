@@ -12,11 +12,11 @@ its database is (``database``) are resolved by the planner (core/plan/controlpla
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from wanwide.core.api.base import Bool, FieldProblem, Int, Model, RegionName, cel
+from wanwide.core.api.base import WHOLE_NUMBER, Bool, FieldProblem, Int, Model, RegionName, cel
 from wanwide.core.api.freeform import FreeForm
 from wanwide.core.api.refs import CHART_RULES, Chart, ChartRepo, ChartVersion, Image, chart_problem
 
@@ -256,8 +256,8 @@ class Messaging(Model):
     chart_version: ChartVersion = _version()
     images: MessagingImages = Field(default_factory=MessagingImages)
     replicas: Int = Field(1, ge=1, le=3, description="Broker nodes per bus (clustered when more than 1). 1 to 3.")
-    file_descriptors: Int | None = Field(
-        None, ge=64, le=1048576, description="The broker's open-file limit (each client connection takes one): a "
+    file_descriptors: Annotated[int, Field(ge=64, le=1048576), WHOLE_NUMBER] | None = Field(
+        None, description="The broker's open-file limit (each client connection takes one): a "
         "low one reproduces a broker running out of sockets as computes grow. 64 to 1048576; default: the "
         "platform's.")
     region: RegionName | None = _region("the bus")

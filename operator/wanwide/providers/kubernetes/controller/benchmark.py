@@ -67,10 +67,12 @@ def validate(kube: Kube, bench: dict[str, Any],
         model = Benchmark.model_validate({**bench, "status": None})
     except ValidationError as e:
         raise PlanError(validation_problems(e)) from None
-    ks = model.spec.openstack.keystone
-    bad = chartsource.problem(ks.chart_repo, ks.chart, ks.chart_version, allowed_charts)
-    if bad is not None:
-        raise PlanError([Problem(f"spec.openstack.keystone.{bad[0]}", bad[1])])
+    os_ = model.spec.openstack
+    for service in ("keystone", *(s for s in ("messaging", "placement", "glance", "nova", "neutron") if os_.enabled(s))):
+        c = getattr(os_, service)
+        bad = chartsource.problem(c.chart_repo, c.chart, c.chart_version, allowed_charts)
+        if bad is not None:
+            raise PlanError([Problem(f"spec.openstack.{service}.{bad[0]}", bad[1])])
     topo = topology_of(kube, bench, model)
     plan(model, topo)  # raises PlanError
     s3 = model.spec.results.s3
@@ -101,8 +103,11 @@ def validate(kube: Kube, bench: dict[str, Any],
 
 def ensure_keys(kube: Kube, bench: dict[str, Any]) -> None:
     name = keys_secret_name(bench["metadata"]["name"])
-    if kube.get("v1", "Secret", name, bench["metadata"]["namespace"]) is None:
+    have = kube.get("v1", "Secret", name, bench["metadata"]["namespace"])
+    if have is None:
         kube.apply(keys.secret(bench, keys.generate()))
+    elif (data := keys.completed(have.get("data") or {})) is not None:
+        kube.apply(keys.secret(bench, data))
 
 
 def trials(kube: Kube, bench: dict[str, Any]) -> list[dict[str, Any]]:

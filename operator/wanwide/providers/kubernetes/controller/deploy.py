@@ -5,9 +5,11 @@ and how far it got. Pure.
   NetworkPolicies, Secrets, the database's objects, memcached, monitors, applied once (``status.applied``); a
   namespace named like the trial's that someone else made refuses it (``NamespaceTaken``) before anything is
   applied;
-- ``database``: its objects (applied with the place) Ready;
+- ``database``, ``openstack-db`` (render.OBJECTS: the trial's database; the control planes' own MariaDBs): its
+  objects (applied with the place) Ready;
 - a service deployed as a chart (``render.CHARTS``): the stage's releases, each stage by stage in hook order
-  (render/chart.py); done when every hook Job is Complete and the Deployments of its regions are Available.
+  (render/chart.py); done when every hook Job is Complete, the Deployments of its regions are Available and its
+  StatefulSets (the bus, the fake computes) have every replica ready.
   Every release of the trial is rendered and confined before any chart object is applied; a release wanwide
   does not apply refuses the trial (``ChartRefused``), nothing of it applied. A failed render or hook Job is
   the stage's failure: the lifecycle retries the stage (its failed Jobs deleted, to run again) or fails the
@@ -23,11 +25,13 @@ from wanwide.core import lifecycle as lc
 from wanwide.core.plan import monitoring
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.controller.actions import Action, Apply, Delete, Emit
-from wanwide.providers.kubernetes.render import CHARTS, Rendered
+from wanwide.providers.kubernetes.render import CHARTS, OBJECTS, Rendered
 from wanwide.providers.kubernetes.render.chart import Chart, next_step
 
 Obs = dict[str, Any]
 DB_KINDS = {"MariaDB", "Database", "User", "Grant", "CrdbCluster"}
+READY = {"database": "database_ready", "openstack-db": "openstack_db_ready"}  # stage service → what observe reads
+assert READY.keys() == OBJECTS.keys()
 AHEAD_CHUNK = 50  # releases whose objects go ahead per step (a step must stay short: the stage before waits for it)
 
 
@@ -66,11 +70,12 @@ def progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, sta
             return lc.Progress(refused=(lc.NAMESPACE_TAKEN, f"namespace(s) {', '.join(taken[:5])} exist and are not "
                                         "this trial's (wanwide changes only namespaces it made): delete or rename them"))
         return lc.Progress(done=stage.name in applied(status), waiting="applying the trial's namespaces")
-    if stage.service == "database":
-        ready = obs.get("database_ready")
+    if stage.service in READY:
+        ready = obs.get(READY[stage.service])
         waiting = [k for k, ok in (ready or {}).items() if not ok]
         if ready is None or waiting:  # no watch on the database operators' kinds: look again soon
-            return lc.Progress(waiting="waiting for the database's objects: " + ", ".join(waiting[:5]), wake_s=5)
+            what = "the database's" if stage.service == "database" else "the control planes' databases'"
+            return lc.Progress(waiting=f"waiting for {what} objects: " + ", ".join(waiting[:5]), wake_s=5)
         return lc.Progress(done=True)
     return _chart_progress(plan, status, obs, r, stage)
 
@@ -102,19 +107,21 @@ def _chart_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Render
     if waiting:
         where = ", ".join(f"{n} {s}" for s, n in sorted(waiting.items()))
         return lc.Progress(waiting=f"{len(mine)} release(s); waiting: {where}", wake_s=poll_s(plan))
-    unavailable = [k for k in awaited(plan, stage, r, charts) if not (obs.get("deployments") or {}).get(k)]
+    ready = {**(obs.get("deployments") or {}), **(obs.get("statefulsets") or {})}
+    unavailable = [k for k in awaited(plan, stage, r, charts) if not ready.get(k)]
     if unavailable:
-        return lc.Progress(waiting=f"waiting for {len(unavailable)} Deployment(s): " + ", ".join(unavailable[:5])
-                                   + (" …" if len(unavailable) > 5 else ""))
+        return lc.Progress(waiting=f"waiting for {len(unavailable)} Deployment(s)/StatefulSet(s): "
+                                   + ", ".join(unavailable[:5]) + (" …" if len(unavailable) > 5 else ""))
     return lc.Progress(done=True)
 
 
 def awaited(plan: TrialPlan, stage: lc.Stage, r: Rendered, charts: dict[tuple[str, str], Chart]) -> list[str]:
-    """The Deployments (``namespace/name``) a chart stage waits for: its releases' and the trial's own in its regions
-    (memcached)."""
+    """The Deployments and StatefulSets (``namespace/name``) a chart stage waits for: its releases' and the trial's own
+    Deployments in its regions (memcached)."""
     spaces = {plan.namespace(r) for r in stage.regions}
     own = [o for o in r.base if o["kind"] == "Deployment" and o["metadata"].get("namespace") in spaces]
-    ours = [o for r in stage.regions for o in charts[(stage.service, r)].objects if o["kind"] == "Deployment"]
+    ours = [o for r in stage.regions for o in charts[(stage.service, r)].objects
+            if o["kind"] in ("Deployment", "StatefulSet")]
     return sorted({f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in [*ours, *own]})
 
 

@@ -18,13 +18,13 @@ from wanwide.providers.kubernetes.controller import deploy, ownership, results
 from wanwide.providers.kubernetes.controller.deploy import DB_KINDS, Obs
 from wanwide.providers.kubernetes.kube import helm, readiness
 from wanwide.providers.kubernetes.kube.client import Kube, MissingSource
-from wanwide.providers.kubernetes.render import chart_releases, database, netpol
+from wanwide.providers.kubernetes.render import OBJECTS, chart_releases, database, netpol
 from wanwide.providers.kubernetes.render.chaos import CHAOS_API
 from wanwide.providers.kubernetes.render.chart import ChartError
 from wanwide.providers.kubernetes.render.keystone import HelmRelease
 from wanwide.providers.kubernetes.render.monitors import MON_API
 from wanwide.providers.kubernetes.render.rally import JOB, PROBE
-from wanwide.providers.kubernetes.render.secrets import KEY_FIELDS, keys_secret_name
+from wanwide.providers.kubernetes.render.secrets import keys_secret_name, password_keys
 
 
 @dataclass
@@ -44,7 +44,7 @@ def passwords(w: Where, plan: TrialPlan) -> dict[str, str]:
     name = keys_secret_name(plan.benchmark)
     data = (w.kube.get("v1", "Secret", name, plan.bench_namespace) or {}).get("data") or {}
     out = {}
-    for k in KEY_FIELDS["passwords"]:
+    for k in password_keys(plan):
         if k not in data:
             raise MissingSource(f"Secret {plan.bench_namespace}/{name} lacks {k}: "
                                 "the operator creates it with the Benchmark; do not edit it")
@@ -103,7 +103,7 @@ def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     for key in deploy.charted(plan, status):
         rel = releases[key]
         try:
-            charts[key] = helm.RENDERS.get(rel, plan.labels(rel.region, key[0]), (plan.db_namespace,))
+            charts[key] = helm.RENDERS.get(rel, plan.labels(rel.region, key[0]), also(plan, rel.namespace))
         except ChartError as e:  # its source or what it renders is not allowed: permanent
             refused[key] = f"{rel.namespace}: {e}"
         except helm.HelmError as e:  # counted in wanwide_chart_errors_total
@@ -118,15 +118,31 @@ def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     obs["deployments"] = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": readiness.deployment_available(d)
                           for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}, cached=True)
                           if d["metadata"]["namespace"] in mine}
+    if any(o["kind"] == "StatefulSet" for c in charts.values() for o in c.objects):
+        obs["statefulsets"] = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": readiness.statefulset_ready(d)
+                               for d in w.kube.list("apps/v1", "StatefulSet", {names.L_TRIAL: plan.name}, cached=True)
+                               if d["metadata"]["namespace"] in mine}
 
 
-def database_ready(w: Where, plan: TrialPlan) -> dict[str, bool]:
-    """Each database object (MariaDB, Database, User, Grant, CrdbCluster) by ``Kind/name``: Ready or not."""
+def also(plan: TrialPlan, namespace: str) -> tuple[str, ...]:
+    """Where a release in ``namespace`` may put its dependency-check Roles besides its own namespace: the database's,
+    and the trial's other namespaces (a region's fake computes wait for the bus and APIs of their control plane,
+    which runs in another region in shape stretched; Keystone alone needs only the database's)."""
+    others = () if plan.control_plane is None or not plan.control_plane.services else \
+        tuple(ns for ns in plan.namespaces if ns not in (namespace, plan.db_namespace))
+    return (plan.db_namespace, *others)
+
+
+def database_ready(w: Where, plan: TrialPlan, service: str = "database") -> dict[str, bool]:
+    """Each object of a database stage (render.OBJECTS: MariaDB, Database, User, Grant, CrdbCluster) by ``Kind/name``
+    (``Kind/namespace/name`` outside the database's namespace): Ready or not."""
     ready: dict[str, bool] = {}
-    for o in database.render(plan):
+    for o in OBJECTS[service](plan):
         if o["kind"] in DB_KINDS:
-            live = w.kube.get(o["apiVersion"], o["kind"], o["metadata"]["name"], o["metadata"]["namespace"])
-            ready[f"{o['kind']}/{o['metadata']['name']}"] = readiness.dependency_ready(live)
+            m = o["metadata"]
+            live = w.kube.get(o["apiVersion"], o["kind"], m["name"], m["namespace"])
+            where = "" if m["namespace"] == plan.db_namespace else f"{m['namespace']}/"
+            ready[f"{o['kind']}/{where}{m['name']}"] = readiness.dependency_ready(live)
     return ready
 
 
@@ -142,8 +158,9 @@ def provisioning(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) ->
             obs["monitoring_crds"] = w.kube.serves(MON_API, *MONITOR_KINDS)
         return
     finished = lc.done(status)
-    if "database" not in finished:
-        obs["database_ready"] = database_ready(w, plan)
+    for stage in lc.stages(plan):
+        if stage.service in deploy.READY and stage.name not in finished:
+            obs[deploy.READY[stage.service]] = database_ready(w, plan, stage.service)
     if not deploy.charted(plan, status):
         return
     try:

@@ -32,6 +32,7 @@ from wanwide.providers.kubernetes.render.chart import (
     ChartError,
     ChartRefused,
     documents,
+    patched,
     stages,
 )
 from wanwide.providers.kubernetes.render.keystone import HelmRelease
@@ -150,7 +151,7 @@ class Renders:
         try:
             text = _run(command(rel, self.chart_path(rel)), f"helm template {rel.name} in {rel.namespace}",
                         stdin=yaml.safe_dump(rel.values))
-            return stages(documents(text), rel.name, rel.namespace, labels, also)
+            return stages(patched(documents(text), rel.patches), rel.name, rel.namespace, labels, also)
         except ChartError:
             CHART_ERRORS.labels("refused").inc()
             raise
@@ -163,11 +164,11 @@ class Renders:
         Refused (ChartRefused) unless the policy allows its source; a local path once its links are resolved."""
         bad = chartsource.problem(rel.repo, rel.chart, rel.version, self.policy.allowed)
         if bad is not None:
-            raise ChartRefused(f"spec.openstack.keystone.{bad[0]}: {bad[1]}")
+            raise ChartRefused(f"{rel.field}.{bad[0]}: {bad[1]}")
         if not rel.repo and not rel.chart.startswith("oci://"):
             real = os.path.realpath(rel.chart)
             if not chartsource.allowed(real, self.policy.allowed):
-                raise ChartRefused(f"spec.openstack.keystone.chart: {rel.chart} resolves to {real}, not a chart "
+                raise ChartRefused(f"{rel.field}.chart: {rel.chart} resolves to {real}, not a chart "
                                    f"source this operator renders: {chartsource.FIX}")
             return real
         digest = hashlib.sha256(f"{rel.repo} {rel.chart} {rel.version} {self.policy.keyring}".encode()).hexdigest()[:16]

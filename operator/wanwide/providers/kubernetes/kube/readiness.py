@@ -20,6 +20,17 @@ def deployment_available(d: dict[str, Any] | None) -> bool:
     return (st.get("availableReplicas") or 0) >= want and condition(d, "Available") == "True"
 
 
+def statefulset_ready(d: dict[str, Any] | None) -> bool:
+    """Every replica of the current revision ready (a StatefulSet has no Available condition)."""
+    if not d:
+        return False
+    want = (d.get("spec") or {}).get("replicas", 1)
+    st = d.get("status") or {}
+    current = not st.get("updateRevision") or st.get("currentRevision") == st.get("updateRevision")
+    return (st.get("readyReplicas") or 0) >= want and (st.get("replicas") or 0) >= want and current \
+        and (st.get("observedGeneration") or 0) >= ((d.get("metadata") or {}).get("generation") or 0)
+
+
 def job_state(j: dict[str, Any] | None) -> str:
     """missing | running | complete | failed | stopped (failed by a rule of its ``podFailurePolicy``:
     a runner that measured but could not store its results)."""

@@ -12,18 +12,29 @@ from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.render import (
     chaos,
     database,
+    glance,
     keystone,
     monitors,
     netpol,
+    neutron,
+    nova,
+    osdb,
+    placement,
+    rabbitmq,
     rally,
     secrets,
 )
 from wanwide.providers.kubernetes.render.common import meta, obj
 from wanwide.providers.kubernetes.render.keystone import HelmRelease
 
-CHARTS = {"keystone": keystone.releases}
+CHARTS = {"keystone": keystone.releases, "messaging": rabbitmq.releases, "placement": placement.releases,
+          "glance": glance.releases, "neutron": neutron.releases, "nova": nova.releases,
+          "nova-compute": nova.compute_releases}
 """The services deployed as chart releases (one per region of a deployment stage, core/lifecycle/deploy.py), each with
 its renderer: a new service's chart is its renderer here and its stages there."""
+OBJECTS = {"database": lambda p: [*database.render(p), *osdb.shared(p)], "openstack-db": osdb.local}
+"""The stages whose objects are applied with the trial's place and are done once every one is Ready (the database
+operators' kinds), each with its renderer."""
 
 # Apply order; deletion goes the other way.
 KIND_ORDER = [
@@ -49,7 +60,7 @@ class Rendered:
         """Provisioning: namespaces, secrets, database, memcached, monitors."""
         p = self.plan
         out = [*namespaces(p, self.owner), *netpol.render(p, self.network_policy), trial_object(p, self.plan_generation), *secrets.render(p), *database.render(p),
-               *keystone.memcached(p), *monitors.render(p)]
+               *osdb.render(p), *keystone.memcached(p), *monitors.render(p)]
         out.sort(key=lambda o: KIND_ORDER.index(o["kind"]))
         return out
 

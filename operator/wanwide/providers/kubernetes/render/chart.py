@@ -25,6 +25,7 @@ repeats at most the applies of one stage, which are idempotent).
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -53,11 +54,12 @@ CLUSTER_SCOPED = {"PriorityClass", "Namespace", "StorageClass", "PersistentVolum
                   "ClusterRole", "ClusterRoleBinding", "IngressClass", "APIService", "PodSecurityPolicy"}
 WAITED = {"Job"}  # kinds whose completion a stage waits for (Helm also waits for hook Pods: refused below)
 RBAC = "rbac.authorization.k8s.io/v1"
-# The kinds a chart may render: what the keystone chart needs, and what the trial ClusterRole lets the
+# The kinds a chart may render: what the keystone, rabbitmq, placement, glance and nova charts need (the bus and the
+# fake computes are StatefulSets), and what the trial ClusterRole lets the
 # operator write (charts/wanwide/templates/rbac.yaml), each under its one API version.
 ALLOWED = frozenset({
     ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service"), ("v1", "ServiceAccount"),
-    ("apps/v1", "Deployment"), ("batch/v1", "Job"), ("policy/v1", "PodDisruptionBudget"),
+    ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("batch/v1", "Job"), ("policy/v1", "PodDisruptionBudget"),
     (RBAC, "Role"), (RBAC, "RoleBinding"),
 })
 # What a chart's Role may grant: openstack-helm's dependency checks (helm-toolkit's kubernetes_pod_rbac_roles)
@@ -240,7 +242,7 @@ def stages(docs: Iterable[dict[str, Any]], release: str, namespace: str, labels:
             continue
         if o["kind"] == "Pod":
             raise ChartError(f"{ref} is a {phases[0]} hook Pod: wanwide waits for hook Jobs only; "
-                             "switch it off in spec.openstack.keystone.values")
+                             "switch it off in the service's values (spec.openstack.<service>.values)")
         for p in phases:
             hooks.setdefault((PHASES.index(p), _weight(o)), []).append(o)
     out = [Stage(f"{PHASES[p]} {w}", tuple(sorted(objs, key=_order)))
@@ -259,6 +261,71 @@ def stages(docs: Iterable[dict[str, Any]], release: str, namespace: str, labels:
                            f"applied: {'; '.join(refused[:4])}{' …' if len(refused) > 4 else ''} (docs/security.md: "
                            "what a chart may render)")
     return Chart(release, namespace, tuple(out), tuple(skipped))
+
+
+def _pointer(path: str) -> list[str]:
+    if not path.startswith("/"):
+        raise ChartError(f"patch path {path!r}: a JSON pointer starts with /")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _step(node: Any, key: str, path: str) -> Any:
+    if isinstance(node, list):
+        if not key.isdigit() or int(key) >= len(node):
+            raise ChartError(f"patch path {path}: no item {key}")
+        return node[int(key)]
+    if not isinstance(node, dict) or key not in node:
+        raise ChartError(f"patch path {path}: no {key!r}")
+    return node[key]
+
+
+def _apply(doc: dict[str, Any], op: Mapping[str, Any]) -> None:
+    """One RFC 6902 operation (test, add, replace, remove) on ``doc``, in place."""
+    kind, path = op.get("op"), str(op.get("path", ""))
+    *parents, last = _pointer(path)
+    node: Any = doc
+    for k in parents:
+        node = _step(node, k, path)
+    if kind == "test":
+        if _step(node, last, path) != op.get("value"):
+            raise ChartError(f"patch test {path}: the chart renders {_step(node, last, path)!r}, not "
+                             f"{op.get('value')!r} (a newer chart? review the patch)")
+    elif kind == "remove":
+        _step(node, last, path)
+        del node[int(last) if isinstance(node, list) else last]
+    elif kind in ("add", "replace"):
+        if isinstance(node, list):
+            if last == "-" and kind == "add":
+                node.append(op.get("value"))
+                return
+            _step(node, last, path)
+            i = int(last)
+            if kind == "add":
+                node.insert(i, op.get("value"))
+            else:
+                node[i] = op.get("value")
+        else:
+            if kind == "replace":
+                _step(node, last, path)
+            node[last] = op.get("value")
+    else:
+        raise ChartError(f"patch op {kind!r}: only test, add, replace and remove")
+
+
+def patched(docs: list[dict[str, Any]], patches: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``docs`` with each patch's operations applied to the object of its ``kind`` and ``name`` (copies; the object
+    must be there, and each ``test`` must hold: a chart that renders otherwise is an error naming the patch)."""
+    out = list(docs)
+    for p in patches:
+        i = next((i for i, d in enumerate(out) if d.get("kind") == p["kind"]
+                  and (d.get("metadata") or {}).get("name") == p["name"]), None)
+        if i is None:
+            raise ChartError(f"the chart renders no {p['kind']} {p['name']} to patch")
+        doc = copy.deepcopy(out[i])
+        for op in p["ops"]:
+            _apply(doc, op)
+        out[i] = doc
+    return out
 
 
 @dataclass(frozen=True)
@@ -301,5 +368,5 @@ def next_step(chart: Chart, jobs: Mapping[str, str], *, hooks: bool = True, ahea
     return Next(apply=tuple(apply), done=True)
 
 
-__all__ = ["ALLOWED", "Chart", "ChartError", "ChartRefused", "Next", "Stage", "documents", "next_step", "refusals",
-           "stages"]
+__all__ = ["ALLOWED", "Chart", "ChartError", "ChartRefused", "Next", "Stage", "documents", "next_step", "patched",
+           "refusals", "stages"]

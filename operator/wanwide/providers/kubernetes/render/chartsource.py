@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 OPENSTACK_HELM = "https://tarballs.opendev.org/openstack/openstack-helm"
-DEFAULT_ALLOWED: tuple[str, ...] = (f"{OPENSTACK_HELM}/keystone",)
+DEFAULT_ALLOWED: tuple[str, ...] = tuple(f"{OPENSTACK_HELM}/{c}" for c in ("keystone", "rabbitmq", "placement", "glance",
+                                                                           "nova", "neutron"))
 FIX = "use an allowed source, or ask the cluster admin to add it (the wanwide chart's charts.allowed value)"
 
 

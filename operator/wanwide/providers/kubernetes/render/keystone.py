@@ -41,12 +41,18 @@ class HelmRelease:
     version: str
     values: dict[str, Any]
     wave: int  # releases of wave 0 are applied, and their hook Jobs (db-sync) awaited, before wave 1
+    field: str = "spec.openstack.keystone"  # where the Benchmark names this chart (messages name it)
+    # JSON patches (RFC 6902: test, add, replace, remove) of rendered objects, each {"kind", "name", "ops"}: what no
+    # value of the chart can change (render/chart.py ``patched``)
+    patches: tuple[dict[str, Any], ...] = ()
 
     @cached_property
     def digest(self) -> str:
         """What the rendering depends on, hashed (the release's identity, chart and values)."""
-        text = json.dumps([self.name, self.namespace, self.repo, self.chart, self.version, self.values], sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
+        what: list[Any] = [self.name, self.namespace, self.repo, self.chart, self.version, self.values]
+        if self.patches:
+            what.append(list(self.patches))
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     def document(self) -> dict[str, Any]:
         """How ``wanwide plan`` shows it: clearly not a Kubernetes object."""
@@ -63,6 +69,7 @@ class HelmRelease:
                 + (f" --repo {self.repo} --version {self.version}" if self.repo else "")
                 + f" --namespace {self.namespace} -f values.yaml (then applied server-side, hooks in order)",
                 "values": self.values,
+                **({"patches": list(self.patches)} if self.patches else {}),
             }
         }
 

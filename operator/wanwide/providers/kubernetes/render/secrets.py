@@ -23,7 +23,20 @@ KEY_FIELDS = {
     "fernet": ("fernet-0", "fernet-1"),
     "credential": ("credential-0", "credential-1"),
     "passwords": ("admin-password", "db-root-password", "keystone-db-password"),
+    # each service's Keystone, database and bus user (the bus's admin user and Erlang cookie: rabbitmq-password);
+    # read only by trials that deploy the service (a Benchmark made before them has none and needs none)
+    "service-passwords": ("nova-password", "placement-password", "glance-password", "neutron-password",
+                          "rabbitmq-password"),
 }
+SERVICE_PASSWORD = {"nova": "nova-password", "placement": "placement-password", "glance": "glance-password",
+                    "neutron": "neutron-password", "messaging": "rabbitmq-password"}
+
+
+def password_keys(plan: TrialPlan) -> tuple[str, ...]:
+    """The passwords a trial's objects and values use: Keystone's and those of the services it deploys."""
+    cp = plan.control_plane
+    extra = tuple(SERVICE_PASSWORD[s] for s in SERVICE_PASSWORD if cp is not None and s in cp.services)
+    return KEY_FIELDS["passwords"] + extra
 
 
 def keys_secret_name(benchmark: str) -> str:
@@ -63,7 +76,7 @@ def render(plan: TrialPlan) -> list[dict[str, Any]]:
     region_of_ns = {plan.namespace(r): r for r in plan.region_names}
     for ns in plan.namespaces:
         region = region_of_ns.get(ns)
-        out.append(_copy(plan, CREDENTIALS, ns, region, src, {k: k for k in KEY_FIELDS["passwords"]}))
+        out.append(_copy(plan, CREDENTIALS, ns, region, src, {k: k for k in password_keys(plan)}))
         if region is None:
             continue
         out.append(_copy(plan, FERNET, ns, region, src, {"fernet-0": "0", "fernet-1": "1"}))
