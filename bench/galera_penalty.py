@@ -228,6 +228,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
     rtts = [float(x) for x in a.rtts.split(",")]
     shapers = a.shapers.split(",")
     cfg = study_database(max(rtts))
+    t_start = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="ww-galera-penalty-", dir="/var/tmp"))
     os.chmod(work, 0o755)
     arms: dict[str, Arm] = {}
@@ -243,7 +244,17 @@ def cmd_measure(a: argparse.Namespace) -> int:
                 print(json.dumps({"event": "cluster", "arm": arm_.name, "start_s": round(arm_.start_s, 1),
                                   "link_kind": sorted({lk.kind for lk in arm_.net.pairs.values()}),
                                   "guest_load": _loadavg(), **meta}), flush=True)
+        block_s: list[float] = []
+        t_block = time.monotonic()
         for i, (block, arm, rtt, pos) in enumerate(schedule(a.blocks, shapers, rtts)):
+            if pos == "first":
+                if block:
+                    block_s.append(time.monotonic() - t_block)
+                t_block = time.monotonic()
+                if a.max_minutes and (t_block - t_start + max(block_s, default=0.0)) / 60 > a.max_minutes:
+                    print(json.dumps({"event": "stopped", "blocks_done": block, "reason":
+                                      f"another block would end after --max-minutes {a.max_minutes:g}"}), flush=True)
+                    break
             shape_s = arms[arm].shape(rtt)
             time.sleep(a.settle)
             rec = {"event": "cell", "seq": i, "block": block, "arm": arm, "rtt_ms": rtt, "position": pos,
@@ -267,7 +278,8 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     cmd = [str(ROOT / "hack" / "vm.sh"), "exec", a.vm, "--cd", str(ROOT), "--", "env",
            f"PYTHONPATH={ROOT / 'operator'}", a.python, "bench/galera_penalty.py", "measure",
            "--blocks", str(a.blocks), "--writes", str(a.writes), "--warmup", str(a.warmup), "--rtts", a.rtts,
-           "--shapers", a.shapers, "--settle", str(a.settle), "--start-timeout", str(a.start_timeout)]
+           "--shapers", a.shapers, "--settle", str(a.settle), "--start-timeout", str(a.start_timeout),
+           "--max-minutes", str(a.max_minutes)]
     samples: list[float] = []
     stop = threading.Event()
 
@@ -323,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("--shapers", default="netem,linkemu")
         s.add_argument("--settle", type=float, default=1.0, help="s after re-shaping, before the pings")
         s.add_argument("--start-timeout", type=float, default=1200, help="s for each Galera member to be Synced")
+        s.add_argument("--max-minutes", type=float, default=0,
+                       help="start no block that would end after this (the longest block so far as its estimate); 0: all")
     c = sub.choices["campaign"]
     c.add_argument("--vm", required=True)
     c.add_argument("--vm-spec", default="", help="recorded with each line (e.g. 'tcg 2 vCPU 4096 MiB')")
