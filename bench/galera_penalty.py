@@ -270,10 +270,15 @@ def cmd_measure(a: argparse.Namespace) -> int:
                     print(json.dumps({"event": "stopped", "blocks_done": block, "reason":
                                       f"another block would end after --max-minutes {a.max_minutes:g}"}), flush=True)
                     break
-            shape_s = arms[arm].shape(rtt)
-            time.sleep(a.settle)
-            rec = {"event": "cell", "seq": i, "block": block, "arm": arm, "rtt_ms": rtt, "position": pos,
-                   "shape_seconds": round(shape_s, 2), **meta, **arms[arm].cell(a.writes, a.warmup)}
+            where = {"seq": i, "block": block, "arm": arm, "rtt_ms": rtt, "position": pos}
+            try:
+                shape_s = arms[arm].shape(rtt)
+                time.sleep(a.settle)
+                rec = {"event": "cell", **where, "shape_seconds": round(shape_s, 2), **meta,
+                       **arms[arm].cell(a.writes, a.warmup)}
+            except Exception as e:  # recorded (the page counts them); the run goes on
+                rec = {"event": "cell-failed", **where, "error": str(e)[-2000:],
+                       "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             print(json.dumps(rec), flush=True)
         for name, arm_ in arms.items():
             print(json.dumps({"event": "rows", "arm": name, "inserted": arm_.inserted,

@@ -490,7 +490,8 @@ def galera_setup(recs: list[dict]) -> str:
         f"{', '.join(f'{x:g}' for x in rtts)} ms, ascending or descending), none again |",
         f"| writes per cell | {cs[0]['warmup']} not counted, then {cs[0]['writes']} timed (INSERT and UPDATE of one row, "
         "alternately, autocommit, one connection from r1 to r1's member) |",
-        f"| measurements | {len(cs)} cells, {times[0]} – {times[-1]} (UTC) |",
+        f"| measurements | {len(cs)} cells, {times[0]} – {times[-1]} (UTC); "
+        f"{sum(r.get('event') == 'cell-failed' for r in recs)} failed |",
         f"| host load (1-min average, sampled every 5 s) | median {np.median([r['host_load1_median'] for r in cs]):.1f}, "
         f"range {min(r['host_load1_min'] for r in cs):.1f}–{max(r['host_load1_max'] for r in cs):.1f} |",
         f"| guest load (1-min average after each cell) | median {np.median(guest):.2f}, range {min(guest):.2f}–{max(guest):.2f} |",
