@@ -28,7 +28,7 @@ def test_every_block_of_the_page_is_regenerated_from_the_data():
     assert {r["shaper"] for r in recs} >= {"netem", "linkemu", "wirefilter", "none"}
     rendered = em.render()
     on_page = em.page_blocks((DOCS / "emulation.md").read_text())
-    assert set(on_page) == set(rendered) == set(em.BLOCKS), (sorted(on_page), sorted(rendered))
+    assert set(on_page) == set(rendered) == set(em.BLOCKS) | set(em.GALERA_BLOCKS), (sorted(on_page), sorted(rendered))
     for name, body in rendered.items():
         assert on_page[name] == body, (f"docs/emulation.md block {name!r} differs from its data: "
                                        f"run docs/data/emulation.py --write\n{body}")
@@ -105,3 +105,75 @@ def test_the_vm_tiers_delay_verdict_on_the_recorded_runs():
         over = quantile(floor, 0.9) - quantile(floor, 0.1) + PING_STEP + 3
         assert not delay_verdict(floor, [x + over for x in d["rtt100"]], 100.0, PING_STEP)[0], key
     assert quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0 and quantile([1.0], 0.1) == 1.0
+
+
+# ---------------------------------------------------------------- Galera's write penalty (bench/galera_penalty.py)
+def _bench():
+    spec = importlib.util.spec_from_file_location("galera_penalty", DOCS.parent / "bench" / "galera_penalty.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_galera_cells_are_three_member_clusters_each_write_replicated_through_its_shaper():
+    """Every cell of the penalty's data ran on a Primary 3-member cluster, Synced, whose replication counter grew by
+    exactly the cell's writes, with the send windows the page states; its links were the shaper's (netem's qdiscs
+    with half the RTT each way, linkemu's process passing frames, plain veth for none), and the RTT in force (pings)
+    was at least the one requested; at the end every member held every inserted row."""
+    em = _emulation()
+    recs = em.galera_records()
+    cs = em.cells(recs)
+    assert cs, "docs/data/emulation/ holds no Galera penalty cells"
+    assert {c["arm"] for c in cs} == {"none", "netem", "linkemu"}
+    for c in cs:
+        where = (c["block"], c["arm"], c["rtt_ms"])
+        st0, st1 = c["status_before"], c["status_after"]
+        assert (st1["wsrep_cluster_size"], st1["wsrep_cluster_status"], st1["wsrep_local_state_comment"]) == \
+            ("3", "Primary", "Synced"), where
+        assert int(st1["wsrep_replicated"]) - int(st0["wsrep_replicated"]) == c["warmup"] + c["writes"], where
+        assert len(c["commit_ms"]) == c["writes"] and c["provider_options"] == {
+            "evs.send_window": "512", "evs.user_send_window": "256"}, where
+        assert c["link_kind"] == [{"none": "veth"}.get(c["arm"], c["arm"])], where
+        assert min(c["ping_r2_ms"] + c["ping_r3_ms"]) >= c["rtt_ms"] - 1, where
+        if c["arm"] == "netem" and c["rtt_ms"]:
+            tc = c["shaper_after"]["tc_r1"]
+            assert tc.count("qdisc netem") == 2 and tc.count(f"delay {c['rtt_ms'] / 2:g}ms") == 2, (where, tc)
+        if c["arm"] == "linkemu":
+            b, a = c["shaper_before"]["linkemu"], c["shaper_after"]["linkemu"]
+            assert all(a[k]["frames_ab"] > b[k]["frames_ab"] and a[k]["frames_ba"] > b[k]["frames_ba"] for k in a), where
+    rows = [r for r in recs if r.get("event") == "rows"]
+    assert {r["arm"] for r in rows} == {"none", "netem", "linkemu"}
+    assert all(set(r["rows"].values()) == {r["inserted"]} and r["inserted"] > 0 for r in rows), rows
+
+
+def test_the_penalty_is_the_difference_of_medians_over_the_rtt():
+    """A cell whose every commit is 1.5 × its RTT above the RTT-0 cell of its block reads 1.5 round trips, per the
+    requested and per the measured RTT; blocks pair with their own base; the verdict takes the page's bound."""
+    em = _emulation()
+
+    def cell(block, rtt, commit, ping):
+        return {"event": "cell", "seq": block * 10 + int(rtt), "block": block, "arm": "netem", "rtt_ms": float(rtt),
+                "commit_ms": [commit - 1, commit, commit + 1], "ping_r2_ms": [ping], "ping_r3_ms": [ping]}
+
+    recs = [cell(0, 0, 10, 0.5), cell(0, 100, 160, 102.5), cell(1, 0, 20, 1.0), cell(1, 100, 170, 101.0)]
+    assert em.penalties(recs, "netem", 100.0) == {0: 1.5, 1: 1.5}
+    assert em.penalties(recs, "netem", 100.0, per="measured") == {0: 150 / 102.0, 1: 1.5}
+    assert em.paired({0: 2.0, 1: 1.0, 2: 5.0}, {0: 1.5, 1: 1.5}) == [0.5, -0.5]
+    assert em.GALERA_BOUND == 0.5 and em.verdict(-0.3, 0.4, em.GALERA_BOUND) == "agrees"
+
+
+def test_the_penalty_design_alternates_shapers_abba_and_rtt_orders():
+    """bench/galera_penalty.py's schedule, as the page states it: each block opens and closes with the unshaped
+    cluster; the shapers go first in turn (ABBA across blocks); each shaper meets its RTTs ascending in one block and
+    descending in the next, and every cell once per block."""
+    sched = _bench().schedule(4, ["netem", "linkemu"], [0, 50, 100])
+    for k in range(4):
+        block = [c for c in sched if c[0] == k]
+        assert block[0][1:] == ("none", 0.0, "first") and block[-1][1:] == ("none", 0.0, "last")
+        assert sorted(c[1:3] for c in block[1:-1]) == sorted((s, r) for s in ("netem", "linkemu") for r in (0.0, 50.0, 100.0))
+    firsts = [[c for c in sched if c[0] == k][1][1] for k in range(4)]
+    assert firsts == ["netem", "linkemu", "netem", "linkemu"]
+    for s in ("netem", "linkemu"):
+        orders = [tuple(c[2] for c in sched if c[0] == k and c[1] == s) for k in range(4)]
+        assert set(orders) == {(0.0, 50.0, 100.0), (100.0, 50.0, 0.0)} and orders[0] != orders[1], (s, orders)

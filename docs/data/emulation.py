@@ -46,8 +46,9 @@ JITTER_SD = 10 * math.sqrt(2 / 3)  # RTT = two uniform ±10 ms delays: triangula
 
 
 def records() -> list[dict]:
+    """The link shapes' lines (bench/emulation.py)."""
     out: list[dict] = []
-    for f in sorted(DATA.glob("*.jsonl")):
+    for f in sorted(DATA.glob("measurements*.jsonl")):
         out += [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
     return out
 
@@ -407,13 +408,173 @@ def partition(recs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- Galera's write penalty (bench/galera_penalty.py)
+GALERA_BOUND = 0.5  # round trips: the project's bound for "no effect" and for agreement (docs/results-study.md)
+GALERA_SHAPERS = ("netem", "linkemu")
+GALERA_ARMS = (("none", "none (veth, nothing shaped)"), ("netem", "netem"), ("linkemu", "linkemu"))
+
+
+def galera_records() -> list[dict]:
+    """bench/galera_penalty.py's lines: clusters, cells (one cluster at one RTT), rows at the end."""
+    out: list[dict] = []
+    for f in sorted(DATA.glob("galera-penalty*.jsonl")):
+        out += [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+    return out
+
+
+def cells(recs: list[dict], arm: str | None = None, rtt: float | None = None) -> list[dict]:
+    return sorted((r for r in recs if r.get("event") == "cell" and arm in (None, r["arm"]) and rtt in (None, r["rtt_ms"])),
+                  key=lambda r: r["seq"])
+
+
+def cell_median(r: dict) -> float:
+    return float(np.median(r["commit_ms"]))
+
+
+def cell_ping(r: dict) -> float:
+    """The RTT in force during a cell: the median of its pings r1→r2 and r1→r3."""
+    return float(np.median(r["ping_r2_ms"] + r["ping_r3_ms"]))
+
+
+def penalties(recs: list[dict], arm: str, rtt: float, per: str = "requested") -> dict[int, float]:
+    """Per block: (median commit at ``rtt`` − median commit at 0, same arm and block) in round trips of the requested
+    RTT (``per="requested"``: ÷ rtt) or of the RTT measured in the two cells (``per="measured"``: ÷ (ping at rtt −
+    ping at 0))."""
+    base = {r["block"]: r for r in cells(recs, arm, 0.0)}
+    out: dict[int, float] = {}
+    for r in cells(recs, arm, rtt):
+        b = base.get(r["block"])
+        if b is None:
+            continue
+        d = cell_median(r) - cell_median(b)
+        out[r["block"]] = d / rtt if per == "requested" else d / (cell_ping(r) - cell_ping(b))
+    return out
+
+
+def paired(a: dict[int, float], b: dict[int, float]) -> list[float]:
+    """a − b for the blocks both have."""
+    return [a[k] - b[k] for k in sorted(a) if k in b]
+
+
+def _t(x: list[float]) -> str:
+    m, lo, hi = t_interval(x)
+    return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) else f"{m:+.2f} (one block)"
+
+
+def _gload(rs: list[dict]) -> str:
+    return _load(rs) if rs else "–"
+
+
+def galera_setup(recs: list[dict]) -> str:
+    cs = cells(recs)
+    if not cs:
+        return "No measurements yet."
+    clusters = {r["arm"]: r for r in recs if r.get("event") == "cluster"}
+    times = sorted(r["time"] for r in cs)
+    guest = [float(r["guest_load_after"].split()[0]) for r in cs]
+    opts = cs[0]["galera_options"]
+    windows = sorted({tuple(sorted(r["provider_options"].items())) for r in cs})
+    read = "; ".join(", ".join(f"{k} {v}" for k, v in w) for w in windows)
+    others = ", ".join(f"{k} {v}" for k, v in sorted(opts.items()) if k not in ("evs.send_window", "evs.user_send_window"))
+    blocks = sorted({r["block"] for r in cs})
+    rtts = sorted({r["rtt_ms"] for r in cs})
+    return "\n".join([
+        "| what | value |", "|---|---|",
+        f"| VM | {'; '.join(sorted({r.get('vm_spec', '') for r in cs}))}; guest {', '.join(sorted({r['kernel'] for r in cs}))} |",
+        "| clusters | " + "; ".join(f"{a}: links {', '.join(c['link_kind'])}, 3 members Synced in {c['start_s']:.0f} s"
+                                    for a, c in clusters.items()) + " |",
+        f"| Galera's send windows, read back in every cell | {read} (the study's plan asks evs.send_window "
+        f"{opts['evs.send_window']}, evs.user_send_window {opts['evs.user_send_window']}) |",
+        f"| its other provider options (the study's 3-region plan at RTT {max(rtts):g} ms) | {others} |",
+        f"| blocks | {len(blocks)}, each: none, the two shapers in ABBA order across blocks (each at RTT "
+        f"{', '.join(f'{x:g}' for x in rtts)} ms, ascending or descending), none again |",
+        f"| writes per cell | {cs[0]['warmup']} not counted, then {cs[0]['writes']} timed (INSERT and UPDATE of one row, "
+        "alternately, autocommit, one connection from r1 to r1's member) |",
+        f"| measurements | {len(cs)} cells, {times[0]} – {times[-1]} (UTC); "
+        f"{sum(r.get('event') == 'cell-failed' for r in recs)} failed |",
+        f"| host load (1-min average, sampled every 5 s) | median {np.median([r['host_load1_median'] for r in cs]):.1f}, "
+        f"range {min(r['host_load1_min'] for r in cs):.1f}–{max(r['host_load1_max'] for r in cs):.1f} |",
+        f"| guest load (1-min average after each cell) | median {np.median(guest):.2f}, range {min(guest):.2f}–{max(guest):.2f} |",
+    ])
+
+
+def galera_commit(recs: list[dict]) -> str:
+    lines = ["| requested RTT | shaper | RTT measured (pings r1→r2, r1→r3): median, ms | commit median [95 % CI], ms "
+             "| commit p95, ms | penalty, round trips: mean [95 % CI] over blocks | per block | "
+             "per measured RTT [95 % CI] | host load |", "|---|---|---|---|---|---|---|---|---|"]
+    rtts = sorted({r["rtt_ms"] for r in cells(recs)})
+    for rtt in rtts:
+        for arm, label in GALERA_ARMS:
+            rs = cells(recs, arm, rtt)
+            if not rs:
+                continue
+            rounds = [np.asarray(r["commit_ms"], dtype=float) for r in rs]
+            pooled = np.concatenate(rounds)
+            lo, hi = interval(boot_medians(rounds, _stable_rng("galera", arm, rtt)))
+            ping = float(np.median([x for r in rs for x in r["ping_r2_ms"] + r["ping_r3_ms"]]))
+            if rtt == 0:
+                pen = per = meas = "—"
+            else:
+                p = penalties(recs, arm, rtt)
+                pen = _t(list(p.values()))
+                per = ", ".join(f"{p[k]:+.2f}" for k in sorted(p))
+                meas = _t(list(penalties(recs, arm, rtt, per="measured").values()))
+            lines.append(f"| {rtt:g} ms | {label} | {_ms(ping)} | {_ci_ms(float(np.median(pooled)), lo, hi)} "
+                         f"| {_ms(float(np.quantile(pooled, 0.95)))} | {pen} | {per} | {meas} | {_gload(rs)} |")
+    return "\n".join(lines)
+
+
+def galera_verdict(recs: list[dict]) -> str:
+    lines = [f"| requested RTT | netem: round trips | linkemu: round trips | linkemu − netem, paired by block [95 % CI] "
+             f"| verdict (±{GALERA_BOUND:g} round trips) |", "|---|---|---|---|---|"]
+    for rtt in sorted({r["rtt_ms"] for r in cells(recs)} - {0.0}):
+        pn, pl = penalties(recs, "netem", rtt), penalties(recs, "linkemu", rtt)
+        d = paired(pl, pn)
+        m, lo, hi = t_interval(d)
+        v = {"unclear": "cannot tell", "too few": "too few blocks"}.get(verdict(lo, hi, GALERA_BOUND),
+                                                                      verdict(lo, hi, GALERA_BOUND))
+        lines.append(f"| {rtt:g} ms | {_t(list(pn.values()))} | {_t(list(pl.values()))} | {_t(d)} ({len(d)} blocks) "
+                     f"| {v} |")
+    return "\n".join(lines)
+
+
+def galera_noise(recs: list[dict]) -> str:
+    """Nothing shaped: what the VM alone does to a commit, and what each shaper adds with nothing set."""
+    first = {r["block"]: r for r in cells(recs, "none", 0.0) if r["position"] == "first"}
+    last = {r["block"]: r for r in cells(recs, "none", 0.0) if r["position"] == "last"}
+    if not first:
+        return "No measurements yet."
+    aa = [cell_median(last[k]) - cell_median(first[k]) for k in sorted(first) if k in last]
+    meds = [cell_median(r) for r in cells(recs, "none", 0.0)]
+    lines = ["| what | value |", "|---|---|",
+             "| commit median of each none cell (block by block, first/last), ms | "
+             + "; ".join(f"{cell_median(first[k]):.1f}/{cell_median(last[k]):.1f}" for k in sorted(first) if k in last) + " |",
+             f"| none: sd of those medians, ms | {sd(np.asarray(meds)):.2f} (n = {len(meds)}) |",
+             f"| none: last − first in a block, ms [95 % CI] | {_t(aa)} |"]
+    for rtt in sorted({r["rtt_ms"] for r in cells(recs)} - {0.0}):
+        lines.append(f"| the same, read as a penalty at {rtt:g} ms (÷ {rtt:g} ms), round trips | "
+                     f"{_t([x / rtt for x in aa])} |")
+    for arm in GALERA_SHAPERS:
+        at0 = {r["block"]: cell_median(r) for r in cells(recs, arm, 0.0)}
+        base = {k: (cell_median(first[k]) + cell_median(last[k])) / 2 for k in first if k in last}
+        lines.append(f"| {arm} at RTT 0 − none (the block's mean of first and last), ms | {_t(paired(at0, base))} |")
+    rows = [r for r in recs if r.get("event") == "rows"]
+    ok = all(set(r["rows"].values()) == {r["inserted"]} for r in rows)
+    lines.append("| rows at the end, per cluster: inserted / on r1, r2, r3 | "
+                 + "; ".join(f"{r['arm']}: {r['inserted']} / {', '.join(str(r['rows'][m]) for m in sorted(r['rows']))}"
+                             for r in rows) + (" (every write reached every member)" if rows and ok else "") + " |")
+    return "\n".join(lines)
+
+
 BLOCKS = {"setup": setup, "floor": floor, "delay": delay, "jitter": jitter, "loss": loss, "rate": rate,
           "partition": partition}
+GALERA_BLOCKS = {"galera_setup": galera_setup, "galera_commit": galera_commit, "galera_verdict": galera_verdict,
+                 "galera_noise": galera_noise}
 
 
 def render() -> dict[str, str]:
-    recs = records()
-    return {name: fn(recs) for name, fn in BLOCKS.items()}
+    recs, grecs = records(), galera_records()
+    return {**{name: fn(recs) for name, fn in BLOCKS.items()}, **{name: fn(grecs) for name, fn in GALERA_BLOCKS.items()}}
 
 
 def page_blocks(text: str) -> dict[str, str]:
