@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the embedded "lab" provider runs for real on this machine:
-#   - Debian packages: MariaDB + Galera (+ rsync for state transfer), memcached, rabbitmq-server,
+#   - Debian packages: MariaDB + Galera (+ rsync for state transfer), memcached,
 #     a C compiler (the linkemu WAN shaper, built on first use when the kernel has
 #     no netem), VDE (wirefilter, the shaper when linkemu cannot be built),
 #     iproute2, ping, socat, iptables (faults through the WAN's hubs), iperf3 (bench/emulation.py's
@@ -8,8 +8,10 @@
 #   - venv "keystone": requirements/keystone.txt (Keystone, PyMySQL, memcache
 #     clients, gunicorn, openstackclient), constrained by requirements/keystone.lock;
 #   - venv "rally": requirements/rally.txt (rally-openstack, rally), with rally.lock;
-#   - venv "openstack": requirements/openstack.txt (Nova, Placement, Glance, Neutron's server, gunicorn),
-#     with openstack.lock; RabbitMQ (Debian's rabbitmq-server) is their message bus;
+#   - with --openstack (or WANWIDE_LAB_OPENSTACK=1) the rest of a control plane (spec.openstack beyond
+#     Keystone, docs/lab-openstack.md): Debian's rabbitmq-server (their message bus) and venv "openstack":
+#     requirements/openstack.txt (Nova, Placement, Glance, Neutron's server, gunicorn), with openstack.lock.
+#     Not by default: a Keystone Benchmark (the quickstart, CI's lab tier) needs neither;
 #   - the S3 server versitygw (built with `go install`, cached by version).
 # Debian and PyPI (and the Go module proxy) only. Works when nothing is installed
 # and when everything is. Idempotent: each step leaves a stamp file named after its
@@ -17,7 +19,8 @@
 # A failing step is named with the command and the log to read.
 #
 # Environment: WANWIDE_CACHE (default ~/.cache/wanwide), PYTHON (default python3),
-#   WANWIDE_LAB_SKIP_S3=1 to skip the versitygw build, WANWIDE_LAB_FORCE=1 to redo all.
+#   WANWIDE_LAB_SKIP_S3=1 to skip the versitygw build, WANWIDE_LAB_FORCE=1 to redo all,
+#   WANWIDE_LAB_OPENSTACK=1 as --openstack.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +29,12 @@ LOG_TAG=install-lab
 source "$root/hack/lib.sh"
 trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
 
+openstack=${WANWIDE_LAB_OPENSTACK:-0}
+case ${1:-} in
+  --openstack) openstack=1 ;;
+  "") ;;
+  *) log "ERROR: unknown argument $1 (the only one is --openstack)"; exit 2 ;;
+esac
 cache=${WANWIDE_CACHE:-$HOME/.cache/wanwide}
 py=${PYTHON:-python3}
 stamps="$cache/stamps"
@@ -33,7 +42,8 @@ logs="$cache/logs"
 mkdir -p "$stamps" "$logs" "$cache/venvs" "$cache/bin"
 export APT_LOG="$logs/apt.log"
 
-APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached rabbitmq-server vde2 gcc libc6-dev iproute2 iputils-ping socat procps psmisc iptables iperf3)
+APT_PKGS=(mariadb-server mariadb-client galera-4 rsync memcached vde2 gcc libc6-dev iproute2 iputils-ping socat procps psmisc iptables iperf3)
+[[ $openstack == 1 ]] && APT_PKGS+=(rabbitmq-server)
 VERSITYGW_VERSION=v1.8.0
 
 # stamp NAME SPEC...: path of the stamp for this exact spec
@@ -68,7 +78,7 @@ make_venv() { # make_venv NAME: requirements/NAME.txt constrained by requirement
 }
 make_venv keystone
 make_venv rally
-make_venv openstack
+[[ $openstack == 1 ]] && make_venv openstack
 
 # ---------------------------------------------------------------- versitygw
 gw="$cache/bin/versitygw-$VERSITYGW_VERSION"

@@ -7,9 +7,9 @@
 # its images and binaries are built (hack/e2e-real.sh --gate --if-warm;
 # WANWIDE_REALNODE=1 builds them, =skip skips).
 #   hack/test.sh            # everything CI gates on
-#   hack/test.sh --extended # and the cluster tests marked extended (the slowest fault and scale
-#                           # cases: ~25 min more; they do not fit CI's 90 minutes beside the VM and
-#                           # real-node tiers)
+#   hack/test.sh --extended # and the cluster and lab tests marked extended (the slowest fault and
+#                           # scale cases, ~25 min, and the Nova lab runs, ~30 min, with install-lab's
+#                           # --openstack; they do not fit CI's 90 minutes beside the VM and real-node tiers)
 #   hack/test.sh -k golden  # extra arguments go to pytest
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,8 +19,12 @@ LOG_TAG=hack/test.sh
 source "$root/hack/lib.sh"
 trap 'on_error_report $? "$BASH_COMMAND" $LINENO' ERR
 cluster_marks="cluster and not extended"
+lab_marks="lab and not extended"
+lab_install=()
 if [[ ${1:-} == --extended ]]; then
   cluster_marks="cluster"
+  lab_marks="lab"
+  lab_install=(--openstack)  # the Nova lab tests (tests/lab/test_lab_nova.py) need the rest of a control plane
   shift
 fi
 log_dir=${WANWIDE_TEST_LOGS:-$root/.testlogs}
@@ -58,7 +62,7 @@ trap stop_cluster_tier EXIT
 
 step "lab packages (Debian + PyPI)" "$log_dir/install-lab.log"
 # versitygw comes from the control-plane build above (same cache path)
-WANWIDE_LAB_SKIP_S3=1 hack/install-lab.sh >"$log_dir/install-lab.log" 2>&1
+WANWIDE_LAB_SKIP_S3=1 hack/install-lab.sh "${lab_install[@]}" >"$log_dir/install-lab.log" 2>&1
 sed 's/^/  /' "$log_dir/install-lab.log" >&2
 step_end
 
@@ -107,7 +111,7 @@ log "cluster tests (real kube-apiserver, kwok nodes): exit $cluster; their outpu
 cat "$cluster_log"
 hack/testcluster.sh down >/dev/null 2>&1 || true  # the lab tier measures time: nothing else running
 log "lab tests (real MariaDB/Galera/Keystone/Rally in network namespaces)"
-"$py" -m pytest -m "lab" -q -p no:cacheprovider --durations=10 "$@"
+"$py" -m pytest -m "$lab_marks" -q -p no:cacheprovider --durations=10 "$@"
 lab=$?
 log "VM tests: exit $vm; their output:"
 cat "$vm_log"

@@ -23,7 +23,7 @@ import yaml
 
 from wanwide.providers.lab import paths
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.extended]  # 12-15 min each: not in CI's 90
 WANWIDE = str(Path(sys.executable).with_name("wanwide"))
 QUICK_GATE = ["--quiet-settle", "5", "--quiet-max-wait", "120"]
 TIMES = 4
@@ -47,7 +47,7 @@ def _spec(tmp: Path, shape: str) -> Path:
 def test_nova_benchmark_boots_and_deletes_servers(tmp_path, lab_state_dir, shape):
     missing = paths.missing() + paths.missing_openstack()
     if missing:
-        pytest.skip(f"not installed (hack/install-lab.sh): {', '.join(missing)}")
+        pytest.skip(f"not installed (hack/install-lab.sh --openstack): {', '.join(missing)}")
     out = tmp_path / "out"
     env = dict(os.environ, WANWIDE_LAB_WORK=str(Path("/var/tmp") / f"wanwide-test-{os.getpid()}"))
     p = subprocess.run([WANWIDE, "lab", "run", "-f", str(_spec(tmp_path, shape)), "-o", str(out), *QUICK_GATE],

@@ -170,10 +170,13 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     missing = [m for m in paths.missing() if "versitygw" not in m]  # S3 is optional here
+    more = ""
     if any(p.control_plane and p.control_plane.services for p in trials):  # spec.openstack beyond Keystone
-        missing += paths.missing_openstack()
+        openstack = paths.missing_openstack()
+        missing += openstack
+        more = " --openstack" if openstack else ""
     if missing:
-        print("error: the lab needs: " + ", ".join(missing) + " — run hack/install-lab.sh", file=sys.stderr)
+        print("error: the lab needs: " + ", ".join(missing) + f" — run hack/install-lab.sh{more}", file=sys.stderr)
         return 2
     problems = check_results(trials)
     try:
