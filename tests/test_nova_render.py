@@ -354,3 +354,28 @@ def test_a_benchmark_naming_a_service_chart_the_operator_does_not_render_is_refu
     with pytest.raises(PlanError) as e:
         validate(None, bench)  # type: ignore[arg-type]  # refused before the API server is asked
     assert e.value.problems[0].field == "spec.openstack.placement.chart"
+
+
+def test_the_charts_observed_while_helm_still_renders_some_are_waited_for_not_a_crash(monkeypatch):
+    """The operator's helm renders in the background (kube/helm.py ``Renders.get``: None until done): a step that
+    looks while some releases are rendered and others not (one with a StatefulSet among the rendered) waits."""
+    from tests.fakekube import FakeKube, FakeRenders, FakeS3
+    from tests.fakelab import Clock
+    from wanwide.providers.kubernetes.controller import observe
+    from wanwide.providers.kubernetes.kube import helm
+
+    p = _plan(STRETCHED)
+    fake = FakeRenders()
+
+    class Halfway:
+        def get(self, rel, labels, also=()):
+            return fake.get(rel, labels, also) if rel.name == "nova-compute" else None
+
+    monkeypatch.setattr(helm, "RENDERS", Halfway())
+    status = {"applied": ["namespaces"], "done": ["namespaces", "database", "openstack-db"]}
+    obs = {"passwords": PW}
+    observe._charts(observe.Where(FakeKube(Clock(), p, FakeS3())), p, status, obs)
+    assert [k for k, c in obs["charts"].items() if c is not None] == [("nova-compute", "r1"), ("nova-compute", "r3")]
+    stage = next(s for s in lc.stages(p) if s.service == "messaging")
+    prog = deploy.progress(p, status, obs, render_trial(p, passwords=PW), stage)
+    assert not prog.done and not prog.failed and "rendering the charts" in prog.waiting

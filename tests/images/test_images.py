@@ -357,14 +357,13 @@ def test_nova_has_the_fake_driver_the_computes_run(containerd: Containerd) -> No
             f"/var/lib/openstack/bin/{b}", b
 
 
-PLACEMENT_TEST = """set -e
-cat > /etc/placement/placement.conf <<'EOC'
-[DEFAULT]
+PLACEMENT_CONF = """[DEFAULT]
 [api]
 auth_strategy = noauth2
 [placement_database]
 connection = sqlite:////tmp/placement.db
-EOC
+"""
+PLACEMENT_TEST = """set -e
 placement-manage db sync
 uwsgi --http-socket 127.0.0.1:8778 --module placement.wsgi.api:application --master --processes 1 \
   --enable-threads --lazy-apps --die-on-term >/tmp/uwsgi.log 2>&1 &
@@ -381,10 +380,12 @@ def test_placement_serves_its_api_under_uwsgi_as_the_chart_starts_it(containerd:
     """placement-api.sh's `uwsgi --ini` with the chart's module, as user 42424 (SQLite instead of MariaDB: the
     database is the mariadb image's test)."""
     (tmp_path / "test.sh").write_text(PLACEMENT_TEST)
+    (tmp_path / "placement.conf").write_text(PLACEMENT_CONF)
     readable_by_all(tmp_path)
     mounts = [f"type=bind,src={tmp_path},dst=/t,options=rbind:ro",
-              "type=tmpfs,src=tmpfs,dst=/tmp,options=rw:mode=1777",
-              "type=tmpfs,src=tmpfs,dst=/etc/placement,options=rw:mode=1777"]
+              "type=tmpfs,src=tmpfs,dst=/tmp,options=rw:mode=1777",  # the chart's pod-tmp
+              # the chart mounts its placement.conf (placement-etc) as this one file
+              f"type=bind,src={tmp_path}/placement.conf,dst=/etc/placement/placement.conf,options=rbind:ro"]
     r = containerd.run("placement", "setpriv", "--reuid", "42424", "--regid", "42424", "--clear-groups",
                        "bash", "/t/test.sh", mounts=mounts, timeout=240, check=False)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

@@ -118,7 +118,7 @@ def _charts(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
     obs["deployments"] = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": readiness.deployment_available(d)
                           for d in w.kube.list("apps/v1", "Deployment", {names.L_TRIAL: plan.name}, cached=True)
                           if d["metadata"]["namespace"] in mine}
-    if any(o["kind"] == "StatefulSet" for c in charts.values() for o in c.objects):
+    if any(o["kind"] == "StatefulSet" for c in charts.values() if c is not None for o in c.objects):
         obs["statefulsets"] = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": readiness.statefulset_ready(d)
                                for d in w.kube.list("apps/v1", "StatefulSet", {names.L_TRIAL: plan.name}, cached=True)
                                if d["metadata"]["namespace"] in mine}
