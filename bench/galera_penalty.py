@@ -56,20 +56,23 @@ STATUS = ("wsrep_cluster_size", "wsrep_cluster_status", "wsrep_local_state_comme
 WINDOWS = ("evs.send_window", "evs.user_send_window")
 
 
-def schedule(blocks: int, shapers: list[str], rtts: list[float]) -> list[tuple[int, str, float, str]]:
+def schedule(blocks: int, shapers: list[str], rtts: list[float], none: bool = True) -> list[tuple[int, str, float, str]]:
     """The cells in the order they run: (block, arm, rtt_ms, position). Per block: ``none`` (first), the shapers in
     ABBA order across blocks, each shaper's RTTs ascending in its even halves and descending in its odd ones (so each
     shaper sees both orders), then ``none`` (last)."""
     out: list[tuple[int, str, float, str]] = []
     up = sorted(rtts)
     for k in range(blocks):
-        out.append((k, "none", 0.0, "first"))
+        if none:
+            out.append((k, "none", 0.0, "first"))
         order = list(shapers) if k % 2 == 0 else list(reversed(shapers))
         for j, s in enumerate(order):
             half = 2 * k + j
             for r in (up if half % 2 == 0 else list(reversed(up))):
-                out.append((k, s, float(r), "shaped"))
-        out.append((k, "none", 0.0, "last"))
+                out.append((k, s, float(r), "first" if not none and j == 0 and not out or
+                            (not none and out and out[-1][0] != k) else "shaped"))
+        if none:
+            out.append((k, "none", 0.0, "last"))
     return out
 
 
@@ -248,7 +251,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
     meta = {"kernel": os.uname().release, "vm": os.uname().nodename, "writes": a.writes, "warmup": a.warmup,
             "galera_options": cfg.galera, "server_options": cfg.server, "in_memory": cfg.in_memory}
     try:
-        for name in ["none", *shapers]:
+        for name in (["none"] if a.none else []) + shapers:
             arms[name] = Arm(name, work)
         # the three clusters start at once: under TCG a joiner's state transfer (the rsync SST script) takes minutes,
         # most of it waiting
@@ -261,7 +264,7 @@ def cmd_measure(a: argparse.Namespace) -> int:
                                   "guest_load": _loadavg(), **meta}), flush=True)
         block_s: list[float] = []
         t_block = time.monotonic()
-        for i, (block, arm, rtt, pos) in enumerate(schedule(a.blocks, shapers, rtts)):
+        for i, (block, arm, rtt, pos) in enumerate(schedule(a.blocks, shapers, rtts, a.none)):
             if pos == "first":
                 if block:
                     block_s.append(time.monotonic() - t_block)
@@ -299,7 +302,7 @@ def cmd_campaign(a: argparse.Namespace) -> int:
            f"PYTHONPATH={ROOT / 'operator'}", a.python, "bench/galera_penalty.py", "measure",
            "--blocks", str(a.blocks), "--writes", str(a.writes), "--warmup", str(a.warmup), "--rtts", a.rtts,
            "--shapers", a.shapers, "--settle", str(a.settle), "--start-timeout", str(a.start_timeout),
-           "--max-minutes", str(a.max_minutes)]
+           "--max-minutes", str(a.max_minutes), *([] if a.none else ["--no-none"])]
     samples: list[float] = []
     stop = threading.Event()
 
@@ -355,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("--shapers", default="netem,linkemu")
         s.add_argument("--settle", type=float, default=1.0, help="s after re-shaping, before the pings")
         s.add_argument("--start-timeout", type=float, default=1200, help="s for each Galera member to be Synced")
+        s.add_argument("--no-none", dest="none", action="store_false",
+                       help="no unshaped cluster (netem at RTT 0 is a plain veth pair already): a third less memory")
         s.add_argument("--max-minutes", type=float, default=0,
                        help="start no block that would end after this (the longest block so far as its estimate); 0: all")
     c = sub.choices["campaign"]

@@ -412,6 +412,7 @@ def partition(recs: list[dict]) -> str:
 GALERA_BOUND = 0.5  # round trips: the project's bound for "no effect" and for agreement (docs/results-study.md)
 GALERA_SHAPERS = ("netem", "linkemu")
 GALERA_ARMS = (("none", "none (veth, nothing shaped)"), ("netem", "netem"), ("linkemu", "linkemu"))
+"""The arms and their labels; netem at RTT 0 is a plain veth pair (the lab's NetemShaper sets no qdisc for nothing)."""
 
 
 def galera_records() -> list[dict]:
@@ -457,6 +458,8 @@ def paired(a: dict[int, float], b: dict[int, float]) -> list[float]:
 
 
 def _t(x: list[float]) -> str:
+    if not x:
+        return "–"
     m, lo, hi = t_interval(x)
     return f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) else f"{m:+.2f} (one block)"
 
@@ -486,8 +489,9 @@ def galera_setup(recs: list[dict]) -> str:
         f"| Galera's send windows, read back in every cell | {read} (the study's plan asks evs.send_window "
         f"{opts['evs.send_window']}, evs.user_send_window {opts['evs.user_send_window']}) |",
         f"| its other provider options (the study's 3-region plan at RTT {max(rtts):g} ms) | {others} |",
-        f"| blocks | {len(blocks)}, each: none, the two shapers in ABBA order across blocks (each at RTT "
-        f"{', '.join(f'{x:g}' for x in rtts)} ms, ascending or descending), none again |",
+        f"| blocks | {len(blocks)}, each: {'the unshaped cluster, ' if cells(recs, 'none') else ''}the two shapers in "
+        f"ABBA order across blocks (each at RTT {', '.join(f'{x:g}' for x in rtts)} ms, ascending or descending)"
+        f"{', the unshaped cluster again' if cells(recs, 'none') else ''} |",
         f"| writes per cell | {cs[0]['warmup']} not counted, then {cs[0]['writes']} timed (INSERT and UPDATE of one row, "
         "alternately, autocommit, one connection from r1 to r1's member) |",
         f"| measurements | {len(cs)} cells, {times[0]} – {times[-1]} (UTC); "
@@ -539,32 +543,27 @@ def galera_verdict(recs: list[dict]) -> str:
 
 
 def galera_noise(recs: list[dict]) -> str:
-    """Nothing shaped: what the VM alone does to a commit, and what each shaper adds with nothing set."""
-    first = {r["block"]: r for r in cells(recs, "none", 0.0) if r["position"] == "first"}
-    last = {r["block"]: r for r in cells(recs, "none", 0.0) if r["position"] == "last"}
-    if not first:
+    """Nothing shaped: what the VM alone does to a commit (netem at RTT 0 is a plain veth pair, no qdisc; the
+    unshaped cluster where there is one), and what linkemu's process adds with nothing set."""
+    if not cells(recs):
         return "No measurements yet."
-    aa = [cell_median(last[k]) - cell_median(first[k]) for k in sorted(first) if k in last]
-    meds = [cell_median(r) for r in cells(recs, "none", 0.0)]
-    lines = ["| what | value |", "|---|---|",
-             "| commit median of each none cell (block by block, first/last), ms | "
-             + "; ".join(f"{cell_median(first[k]):.1f}/{cell_median(last[k]):.1f}" for k in sorted(first) if k in last) + " |",
-             f"| none: sd of those medians, ms | {sd(np.asarray(meds)):.2f} (n = {len(meds)}) |",
-             f"| none: last − first in a block, ms [95 % CI] | {_t(aa)} |"]
-    for rtt in sorted({r["rtt_ms"] for r in cells(recs)} - {0.0}):
-        lines.append(f"| the same, read as a penalty at {rtt:g} ms (÷ {rtt:g} ms), round trips | "
-                     f"{_t([x / rtt for x in aa])} |")
-    for arm in GALERA_SHAPERS:
-        at0 = {r["block"]: cell_median(r) for r in cells(recs, arm, 0.0)}
-        base = {k: (cell_median(first[k]) + cell_median(last[k])) / 2 for k in first if k in last}
-        lines.append(f"| {arm} at RTT 0 − none (the block's mean of first and last), ms | {_t(paired(at0, base))} |")
+    lines = ["| what | value |", "|---|---|"]
+    rtts = sorted({r["rtt_ms"] for r in cells(recs)} - {0.0})
+    for arm, label in GALERA_ARMS:
+        meds = [cell_median(r) for r in cells(recs, arm, 0.0)]
+        if len(meds) < 2:
+            continue
+        lines.append(f"| {label} at RTT 0: commit median per cell, ms | " + ", ".join(f"{x:.1f}" for x in meds)
+                     + f" (sd {sd(np.asarray(meds)):.2f}; as round trips of {', '.join(f'{x:g}' for x in rtts)} ms: "
+                     + ", ".join(f"{sd(np.asarray(meds)) / x:.3f}" for x in rtts) + ") |")
+    at0 = {a: {r["block"]: cell_median(r) for r in cells(recs, a, 0.0)} for a in GALERA_SHAPERS}
+    lines.append(f"| linkemu − netem at RTT 0 (nothing set; paired by block), ms [95 % CI] | {_t(paired(at0['linkemu'], at0['netem']))} |")
     rows = [r for r in recs if r.get("event") == "rows"]
     ok = all(set(r["rows"].values()) == {r["inserted"]} for r in rows)
     lines.append("| rows at the end, per cluster: inserted / on r1, r2, r3 | "
                  + "; ".join(f"{r['arm']}: {r['inserted']} / {', '.join(str(r['rows'][m]) for m in sorted(r['rows']))}"
                              for r in rows) + (" (every write reached every member)" if rows and ok else "") + " |")
     return "\n".join(lines)
-
 
 BLOCKS = {"setup": setup, "floor": floor, "delay": delay, "jitter": jitter, "loss": loss, "rate": rate,
           "partition": partition}
