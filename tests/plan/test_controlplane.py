@@ -115,6 +115,14 @@ def test_regions_sharing_the_database_name_their_schemas():
         (lk.src, lk.src_region, lk.dst, lk.dst_region) for lk in cp.links}
 
 
+def test_cockroachdb_shared_with_the_services_is_refused_local_is_not():
+    lines = refused({"spec.database.backend": "cockroachdb", "spec.openstack": {"nova": {**NOVA, "database": "shared"}}})
+    assert len(lines) == 1 and "spec.openstack.nova.database: " in lines[0], lines
+    assert "not rendered on CockroachDB" in lines[0] and "database: local" in lines[0]
+    p = trial({"spec.database.backend": "cockroachdb", "spec.openstack": {"nova": NOVA}})
+    assert p.control_plane is not None and p.control_plane.plane_of("paris").databases["nova"].place == "local"
+
+
 def test_stages_bring_the_services_up_in_order():
     p = trial({"spec.openstack": {"shape": "stretched", "nova": NOVA, "neutron": {"enabled": True}}})
     got = {s.name: s for s in stages(p)}

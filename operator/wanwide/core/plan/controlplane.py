@@ -222,6 +222,12 @@ def control_plane(spec: BenchmarkSpec, names: Sequence[str], backend: str, prima
                          f"{nova.computes} fake computes in each of {len(compute_regions)} regions is {total:,}, "
                          f"more than {COMPUTES_PER_TRIAL_MAX:,} in a trial: lower computes or list fewer "
                          "computeRegions")
+    if backend == "cockroachdb":  # nothing renders the services' schemas on CockroachDB (only Keystone's)
+        for s in services:
+            if s in SCHEMAS and getattr(os_, s).database == "shared":
+                problems.add(f"spec.openstack.{s}.database", f"{s}'s schemas are not rendered on CockroachDB: set "
+                             "database: local (a MariaDB of its control plane's own) or spec.database.backend "
+                             "mariadb or galera")
     if problems.items:
         return None
 
