@@ -51,11 +51,7 @@ def values(plan: TrialPlan, region: str, plane_name: str, pw: dict[str, str] | N
 
 
 def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[HelmRelease]:
-    s = plan.spec.openstack.glance
-    return [HelmRelease(name=RELEASE, namespace=plan.namespace(r), region=r, repo=s.chart_repo, chart=s.chart,
-                        version=s.chart_version, values=values(plan, r, p.name, passwords), wave=0,
-                        field="spec.openstack.glance")
-            for r, p in osr.planes_at(plan, SERVICE)]
+    return osr.plane_releases(plan, SERVICE, "glance", RELEASE, lambda r, p: values(plan, r, p.name, passwords))
 
 
 __all__ = ["RELEASE", "SERVICE", "STORAGE", "releases", "values"]

@@ -148,11 +148,7 @@ def compute_patches(region: str) -> tuple[dict[str, Any], ...]:
 
 def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[HelmRelease]:
     """The nova release of each plane, where its Nova runs."""
-    n = plan.spec.openstack.nova
-    return [HelmRelease(name=RELEASE, namespace=plan.namespace(r), region=r, repo=n.chart_repo, chart=n.chart,
-                        version=n.chart_version, values=values(plan, r, p, passwords), wave=0,
-                        field="spec.openstack.nova")
-            for r, p in osr.planes_at(plan, SERVICE)]
+    return osr.plane_releases(plan, SERVICE, "nova", RELEASE, lambda r, p: values(plan, r, p, passwords))
 
 
 def compute_releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[HelmRelease]:

@@ -10,6 +10,7 @@ and bus user share one generated password (``<service>-password`` in the Benchma
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from wanwide.core.plan.controlplane import ControlPlane, DatabaseAt, Plane
@@ -18,7 +19,7 @@ from wanwide.providers.kubernetes.render.common import PLACEHOLDER
 from wanwide.providers.kubernetes.render.database import endpoint as trial_database
 from wanwide.providers.kubernetes.render.keystone import API_PORT as KEYSTONE_PORT
 from wanwide.providers.kubernetes.render.keystone import API_SERVICE as KEYSTONE_SERVICE
-from wanwide.providers.kubernetes.render.keystone import MEMCACHED
+from wanwide.providers.kubernetes.render.keystone import MEMCACHED, HelmRelease
 from wanwide.providers.kubernetes.render.secrets import SERVICE_PASSWORD
 
 OSDB = "osdb"  # a control plane's own MariaDB (database: local), in the region it runs in
@@ -55,6 +56,17 @@ def planes_at(plan: TrialPlan, service: str) -> list[tuple[str, Plane]]:
     if service not in cp.services:
         return []
     return [(p.where[service], p) for p in cp.planes]
+
+
+def plane_releases(plan: TrialPlan, service: str, key: str, release: str,
+                   values_of: Callable[[str, Plane], dict[str, Any]],
+                   patches: tuple[dict[str, Any], ...] = ()) -> list[HelmRelease]:
+    """One release of ``spec.openstack.<key>``'s chart per plane, in the region where ``service`` runs in it."""
+    s = getattr(plan.spec.openstack, key)
+    return [HelmRelease(name=release, namespace=plan.namespace(r), region=r, repo=s.chart_repo, chart=s.chart,
+                        version=s.chart_version, values=values_of(r, p), wave=0, field=f"spec.openstack.{key}",
+                        patches=patches)
+            for r, p in planes_at(plan, service)]
 
 
 def node_labels(plan: TrialPlan, region: str, components: tuple[str, ...]) -> dict[str, Any]:

@@ -67,12 +67,8 @@ START = "/tmp/rabbitmq-start.sh"  # the chart's rabbitmq container command
 
 
 def releases(plan: TrialPlan, passwords: dict[str, str] | None = None) -> list[HelmRelease]:
-    m = plan.spec.openstack.messaging
-    patches = fd_patches(osr.control(plan).messaging_file_descriptors)
-    return [HelmRelease(name=osr.BUS_RELEASE, namespace=plan.namespace(r), region=r, repo=m.chart_repo, chart=m.chart,
-                        version=m.chart_version, values=values(plan, r, passwords), wave=0,
-                        field="spec.openstack.messaging", patches=patches)
-            for r, _ in osr.planes_at(plan, SERVICE)]
+    return osr.plane_releases(plan, SERVICE, "messaging", osr.BUS_RELEASE, lambda r, _: values(plan, r, passwords),
+                              fd_patches(osr.control(plan).messaging_file_descriptors))
 
 
 __all__ = ["SERVICE", "START", "fd_patches", "releases", "values"]
