@@ -96,7 +96,10 @@ def test_admission_policies_scope_trials_to_the_watched_namespaces_and_the_opera
     assert "system:serviceaccount:wanwide-system:wanwide" in scope["spec"]["matchConditions"][0]["expression"]
     args = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--probe-image=ghcr.io/wanwide/wanwide@sha256:{'a' * 64}" in args
-    assert "--allowed-charts=https://tarballs.opendev.org/openstack/openstack-helm/keystone" in args
+    allowed = next(a for a in args if a.startswith("--allowed-charts="))
+    charts = allowed.removeprefix("--allowed-charts=").split(",")
+    assert charts == [f"https://tarballs.opendev.org/openstack/openstack-helm/{c}"
+                      for c in ("keystone", "rabbitmq", "placement", "glance", "nova", "neutron")]
     wide = _template(testcluster, "--set", "clusterWide=true")
     b = next(d for d in wide if d["kind"] == "ValidatingAdmissionPolicyBinding" and d["metadata"]["name"].endswith("-trials"))
     assert "matchResources" not in b["spec"]

@@ -37,6 +37,12 @@ UNEXERCISED: list[tuple[str, list[str], list[str], list[str], str]] = [
      "a pod Chaos Mesh cannot sync blocks the recovery of deleted chaos (a node without netem); only real Chaos "
      "Mesh on the real node does that (tests/cluster/test_e2e_real.py::test_a_delay_the_node_cannot_inject_fails_"
      "the_trial_saying_why; decisions in tests/test_phase_decisions.py)"),
+    ("main", ["apps"], ["statefulsets"], ["list"],
+     "a trial's StatefulSets (the bus, Nova's fake computes) are listed only when its plan deploys one: a Benchmark "
+     "with Nova (issue 45; tests/cluster/test_nova_deploy.py, marked extended)"),
+    ("trial", ["apps"], ["statefulsets"], ["create", "patch"],
+     "RabbitMQ's and Nova's fake-compute StatefulSets, applied only by a Benchmark with Nova (issue 45; "
+     "tests/cluster/test_nova_deploy.py, marked extended)"),
     ("watch", [""], ["configmaps"], ["get"],
      "results.objectBucketClaim: the bucket's ConfigMap (providers/kubernetes/controller/results.py); the tests use results.s3"),
 ]

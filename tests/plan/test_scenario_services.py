@@ -174,3 +174,16 @@ def test_the_arguments_wanwide_fills_are_the_scenarios_own(rally_scenarios: dict
             assert "to_flavor" in params, n
     for n in uploading:
         assert {"image_location", "container_format", "disk_format"} <= set(rally_scenarios[n]["params"]), n
+
+
+def test_the_admission_rules_say_what_needs_says(rally_scenarios: dict[str, Any]):
+    """The API server's rules (core/api/scenarios.py ADMISSION_PATTERNS, the same patterns in CEL) name, for every
+    scenario of rally-openstack and of wanwide's own tables, exactly the Nova, Neutron and Glance the planner's
+    ``needs`` names: never more (the API server would refuse what the planner plans), never fewer."""
+    from wanwide.core.api.scenarios import _GROUPS, _NAMES, CHECKED_AT_ADMISSION, needs_at_admission
+    names = set(rally_scenarios) | set(_NAMES) | {f"{g}.x" for g in _GROUPS} | {"get_entities", "Dummy.boot_it"}
+    wrong = [(n, sorted(needs_at_admission(n)), needs(n)) for n in sorted(names)
+             if needs_at_admission(n) != set(needs(n)) & set(CHECKED_AT_ADMISSION)]
+    assert not wrong, wrong
+    assert needs_at_admission("NovaServers.list_servers") == {"nova"}
+    assert needs_at_admission("NovaServers.snapshot_server") == {"nova", "neutron", "glance"}

@@ -37,7 +37,7 @@ from wanwide.core.api.refs import (
     galera_options_problem,
     url,
 )
-from wanwide.core.api.scenarios import FULL_NAME_RE, SHORT_NAMES
+from wanwide.core.api.scenarios import FULL_NAME_RE, SHORT_NAMES, admission_rules
 from wanwide.core.api.topology import Condition, NodeSelector, TopologySpec, conditions_field
 from wanwide.core.api.units import (
     TIMEOUT_MAX,
@@ -568,6 +568,7 @@ class BenchmarkSpec(Model):
                 cel(limits.LOSS_START_RULE, limits.START_MSG, ".faults.lossWindows"),
                 cel(limits.EVERY_RULE, limits.EVERY_MSG, ".faults.dropouts"),
                 cel(limits.CUTS_RULE, limits.CUTS_MSG, ".faults.dropouts"),
+                *(cel(rule, msg) for rule, msg in admission_rules()),
             ]
         }
     )

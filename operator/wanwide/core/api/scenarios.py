@@ -3,6 +3,7 @@ scenario needs (a Nova scenario without Nova is refused at plan time: core/plan/
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,3 +125,76 @@ def uploads(name: str) -> bool:
     """Whether the scenario uploads an image of its own (its ``image_location``, formats arguments)."""
     group, _, method = name.partition(".")
     return group == "GlanceImages" and method.startswith("create_")
+
+
+# ---- the same needs, as admission rules --------------------------------------------------------------------
+
+CHECKED_AT_ADMISSION = ("nova", "neutron", "glance")
+"""The deployed services whose scenarios the API server checks (CEL on spec): the planner checks every service."""
+
+
+def _alternatives(*parts: str) -> str:
+    return "|".join(p for p in parts if p)
+
+
+def _groups(service: str) -> str:
+    gs = sorted(g for g, s in _GROUPS.items() if service in s)
+    return r"^(" + "|".join(gs) + r")\." if gs else ""
+
+
+def _names(service: str, extra: tuple[str, ...] = ()) -> str:
+    ns = sorted({n for n, s in _NAMES.items() if service in s} | set(extra))
+    return r"^(" + "|".join(re.escape(n) for n in ns) + r")$" if ns else ""
+
+
+def _own(service: str) -> str:
+    return rf"^Authenticate\.validate_{service}|^Quotas\.{service}_"
+
+
+ADMISSION_PATTERNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "nova": (_alternatives(_groups("nova"), r"^[A-Za-z0-9]+\.[a-z0-9_]*boot", _names("nova"), _own("nova")), ()),
+    "neutron": (_alternatives(_groups("neutron"), r"^NovaServers\.",
+                              _names("neutron", ("NovaKeypair.boot_and_delete_server_with_keypair",
+                                                 "GlanceImages.create_image_and_boot_instances")),
+                              _own("neutron")),
+                ("NovaServers.list_servers",)),
+    "glance": (_alternatives(_groups("glance"), _names("glance"), _own("glance")), ()),
+}
+"""Per service: an RE2 pattern over a full scenario name and the names it must not match. A name matching is one
+:func:`needs` says needs the service (tests/plan/test_scenario_services.py holds them equal over rally-openstack's
+scenarios); the API server reads the same pattern (:func:`admission_rules`)."""
+
+
+def needs_at_admission(name: str) -> set[str]:
+    """What the admission rules say ``name`` needs: the same patterns, read by Python's ``re``."""
+    return {s for s, (rx, unless) in ADMISSION_PATTERNS.items() if re.search(rx, name) and name not in unless}
+
+
+_ON = {"nova": "(has(self.openstack) && has(self.openstack.nova) && has(self.openstack.nova.enabled) "
+               "&& self.openstack.nova.enabled)",
+       "neutron": "(has(self.openstack) && has(self.openstack.neutron) && has(self.openstack.neutron.enabled) "
+                  "&& self.openstack.neutron.enabled)"}
+_ON["glance"] = ("((has(self.openstack) && has(self.openstack.glance) && has(self.openstack.glance.enabled)) "
+                 f"? self.openstack.glance.enabled : {_ON['nova']})")
+_FIX = {"nova": "set spec.openstack.nova.enabled: true",
+        "neutron": "set spec.openstack.neutron.enabled: true (a server's networks: Nova asks Neutron at every boot)",
+        "glance": "set spec.openstack.glance.enabled: true (or enable Nova, which brings it)"}
+_WHAT = {"nova": "a Nova scenario or one that boots servers", "neutron": "a Neutron scenario or one that boots servers",
+         "glance": "a Glance scenario or a snapshot"}
+
+
+def admission_rules() -> list[tuple[str, str]]:
+    """(CEL rule on a Benchmark's spec, message) per service of :data:`CHECKED_AT_ADMISSION`: the scenarios run
+    (``spec.matrix.scenario`` when set, as the planner reads it, else ``spec.workload.scenarios``) need it on."""
+    out = []
+    for svc in CHECKED_AT_ADMISSION:
+        rx, unless = ADMISSION_PATTERNS[svc]
+        lit = rx.replace("\\", "\\\\").replace("'", "\\'")
+        bad = f"(n.matches('{lit}')" + "".join(f" && n != '{u}'" for u in unless) + ")"
+        ok = f"(!{bad} || {_ON[svc]})"
+        rule = ("(has(self.matrix) && has(self.matrix.scenario)) ? self.matrix.scenario.all(n, " + ok + ") : "
+                "(!has(self.workload.scenarios) || self.workload.scenarios.all(s, "
+                + ok.replace("n.matches", "s.name.matches").replace("n != ", "s.name != ") + "))")
+        out.append((rule, f"spec.workload.scenarios (or spec.matrix.scenario): {_WHAT[svc]} needs "
+                          f"{svc.capitalize() if svc != 'neutron' else 'Neutron'}: {_FIX[svc]}"))
+    return out
