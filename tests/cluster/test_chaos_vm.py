@@ -139,7 +139,7 @@ class VmNodes:
 
 
 @pytest.fixture(scope="module")
-def vmnodes(testcluster):
+def vmnodes(testcluster, realnode):
     tc = testcluster
     timings: dict[str, float] = {}
     t0 = time.monotonic()

@@ -439,7 +439,8 @@ case("neutron-chart-repo-metadata", _doc({f"{OS}.neutron": {"chartRepo": "https:
 case("glance-values-101-keys", _doc({f"{OS}.glance": {"values": {f"k{i}": i for i in range(101)}}}), "glance.values",
      "more than 100", True, api_says="values")
 case("nova-scenario-without-nova", _doc({"spec.workload.scenarios": [{"name": "NovaServers.boot_and_delete_server"}]}),
-     "spec.workload.scenarios[0].name", "set spec.openstack.nova.enabled: true", False)
+     "spec.workload.scenarios[0].name", "set spec.openstack.nova.enabled: true", True,
+     api_says="needs Nova: set spec.openstack.nova.enabled: true")
 
 # ---- images and tags: references, not command lines ---------------------------------------------------------
 
