@@ -63,7 +63,9 @@ is_ours() { # component pid: runs a cached <component>-<version> on this state d
   local exe; exe=$(readlink "/proc/$2/exe" 2>/dev/null) || return 1
   case $1 in
     containerd) [[ $exe == /usr/bin/containerd ]] || return 1 ;;  # Debian's, not its shims
-    s3-forward|api-forward) [[ $exe == /usr/bin/socat ]] || return 1 ;;
+    s3-forward|api-forward) # both are socat: told apart by the log each names (run/<component>.socat.log)
+      [[ $exe == /usr/bin/socat ]] || return 1
+      tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null | grep -qF -- "$STATE/run/$1.socat.log"; return ;;
     *) [[ ${exe##*/} == "$1"-* ]] || return 1 ;;
   esac
   tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null | grep -qF -- "$STATE/"

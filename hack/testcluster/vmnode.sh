@@ -93,7 +93,8 @@ vn_up() { # NAME CPUS MEM
   local name=$1 cpus=$2 mem=$3 t0=$SECONDS vmip hostip
   rn_enabled || die "the VM node needs the real node (CoreDNS, the S3 forward): hack/testcluster.sh up --real-node"
   [[ $name != "$RN_NODE" ]] || die "--vm-node $name: that is the real node's name; pick another"
-  "$VN_VM" up "$name" --cpus "$cpus" --mem "$mem" --timeout 1200
+  # 8>&- 9>&-: qemu outlives this command and must not hold hack/testcluster.sh's locks (a later down waited on it)
+  "$VN_VM" up "$name" --cpus "$cpus" --mem "$mem" --timeout 1200 8>&- 9>&-
   vmip=$("$VN_VM" addr "$name")
   hostip=$("$VN_VM" addr --host)
   vn_write_config "$name" "$vmip" "$hostip"
