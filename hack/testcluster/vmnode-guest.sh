@@ -59,6 +59,11 @@ network() {
   mkdir -p "$SOCK_DIR"
   mountpoint -q "$SOCK_DIR" || mount -t tmpfs -o mode=0755 wwnode-sock "$SOCK_DIR"
   modprobe -a br_netfilter overlay
+  # what chaos-daemon's tools need and cannot load from its container (it has no /lib/modules): iptables-legacy
+  # asks for ip_tables itself (the kernel autoloads tables and matches only once it is there); ipset and tc's
+  # ematch filters and qdiscs (targeted delay: prio bands, basic filters matching an ipset, netem, tbf)
+  modprobe -a ip_tables iptable_filter iptable_mangle ip6_tables ip6table_filter ip6table_mangle \
+    ip_set ip_set_hash_net ip_set_hash_netport xt_set sch_netem sch_prio sch_tbf cls_basic em_ipset
   # a node of its own: forwarding for the pods, and bridged traffic through iptables (kube-proxy
   # without masqueradeAll: peers keep their addresses, which Chaos Mesh's ipset filters match)
   sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
