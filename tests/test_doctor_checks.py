@@ -79,6 +79,20 @@ def test_a_region_no_node_carries_the_label_of_names_the_label():
     assert "kubectl label node NODE wanwide.io/region=r4" in c.fix
 
 
+def test_regions_pinned_to_nodes_their_pods_cannot_use_fail_naming_the_taint():
+    """A region whose only nodes carry a taint the region pods do not tolerate is not placed (it would stay
+    Pending): the check fails naming the node and the taint, and passes once the pods tolerate it."""
+    o = ready()
+    o.nodes[2]["spec"]["taints"] = [{"key": "wanwide.io/vm-node", "value": "true", "effect": "NoSchedule"}]
+    c = _by_what(o)["nodes for the placement"]
+    assert c.state == FAIL, c
+    assert "r3 on n3 (taint wanwide.io/vm-node=true:NoSchedule)" in c.detail and "spec.runner.pod.tolerations" in c.fix
+    o.tolerations = [{"key": "wanwide.io/vm-node", "operator": "Exists"}]
+    assert _by_what(o)["nodes for the placement"].state == OK
+    o.tolerations, o.nodes[2]["spec"] = [], {"unschedulable": True}
+    assert "(cordoned)" in _by_what(o)["nodes for the placement"].detail
+
+
 def test_chaos_daemon_must_run_on_every_node_that_hosts_a_region():
     o = ready()
     o.chaos_daemons = o.chaos_daemons[:2]

@@ -526,7 +526,8 @@ def test_the_netem_probe_is_green_on_the_vm_nodes(vmnodes, tmp_path):
 
     tc = vmnodes.tc
     docs = [{"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": "vmprobe"},
-             "spec": {"generate": {"count": len(vmnodes.names)}, "network": {"default": {"rtt": "100ms"}},
+             # two regions at least (one shapes no link: nothing to probe), in turn on the VM nodes
+             "spec": {"generate": {"count": max(2, len(vmnodes.names))}, "network": {"default": {"rtt": "100ms"}},
                       "placement": {"mode": "nodes", "nodes": vmnodes.names}}},
             {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "vmprobe"},
              "spec": {"topologyRef": "vmprobe", "workload": {"scenarios": [{"name": "get_entities"}]},

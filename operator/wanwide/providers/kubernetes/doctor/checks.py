@@ -127,6 +127,18 @@ def placement(o: Observed) -> Check:
                      f"{len(nowhere)} of {len(o.regions)} region(s) have no node: {sample}",
                      f"label nodes (kubectl label node NODE {key}={value}) or change the Topology's spec.placement "
                      "(mode: none runs anywhere; mode: nodes names the nodes)")
+    usable = hosts(replace(o, regions={}))
+    blocked = {r: s for r, s in o.regions.items() if s and not any(_matches(n, s) for n in usable)}
+    if blocked:
+        r, s = next(iter(blocked.items()))
+        node = next(n for n in o.nodes if _matches(n, s))
+        why = [f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in (node.get("spec") or {}).get("taints") or []
+               if t.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(t, o.tolerations)]
+        return Check("nodes for the placement", FAIL,
+                     f"{len(blocked)} of {len(o.regions)} region(s) only on nodes their pods cannot use: {r} on "
+                     f"{node['metadata']['name']} ({'taint ' + ', '.join(why) if why else 'cordoned'})",
+                     "give the region pods a toleration (spec.runner.pod.tolerations), or untaint or uncordon the "
+                     "node, or change the Topology's spec.placement")
     pinned = sum(1 for s in o.regions.values() if s)
     return Check("nodes for the placement", OK,
                  f"{len(o.regions)} region(s) on {len(hosts(o))} node(s)" + (f", {pinned} pinned" if pinned else ""))

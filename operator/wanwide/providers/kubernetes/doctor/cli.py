@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
         first = plan(bench, docs.topology_for(bench))[0]
         o.backend = first.backend
         o.regions = {r.name: r.node_selector for r in first.regions}
+        o.tolerations = [t.wire() for t in bench.spec.runner.pod.tolerations or []]  # as the preflight reads them
         bench_doc = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark",
                      "metadata": {"name": bench.metadata.name, "namespace": args.namespace},
                      "spec": bench.spec.model_dump(by_alias=True, exclude_none=True)}
