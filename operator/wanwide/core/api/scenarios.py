@@ -176,25 +176,27 @@ _ON = {"nova": "(has(self.openstack) && has(self.openstack.nova) && has(self.ope
                   "&& self.openstack.neutron.enabled)"}
 _ON["glance"] = ("((has(self.openstack) && has(self.openstack.glance) && has(self.openstack.glance.enabled)) "
                  f"? self.openstack.glance.enabled : {_ON['nova']})")
-_FIX = {"nova": "set spec.openstack.nova.enabled: true",
-        "neutron": "set spec.openstack.neutron.enabled: true (a server's networks: Nova asks Neutron at every boot)",
-        "glance": "set spec.openstack.glance.enabled: true (or enable Nova, which brings it)"}
+FIX = {"nova": "set spec.openstack.nova.enabled: true",
+       "placement": "set spec.openstack.placement.enabled: true (or enable Nova, which brings it)",
+       "glance": "set spec.openstack.glance.enabled: true (or enable Nova, which brings it)",
+       "neutron": "set spec.openstack.neutron.enabled: true"}
+"""How to turn on a deployed service a scenario needs: the planner's and the API server's refusals say the same."""
 _WHAT = {"nova": "a Nova scenario or one that boots servers", "neutron": "a Neutron scenario or one that boots servers",
          "glance": "a Glance scenario or a snapshot"}
 
 
+def _needs_off(svc: str, name: str) -> str:
+    """CEL: the scenario name ``name`` (an expression) needs ``svc`` and the spec leaves it off."""
+    rx, unless = ADMISSION_PATTERNS[svc]
+    lit = rx.replace("\\", "\\\\").replace("'", "\\'")
+    return f"{name}.matches('{lit}')" + "".join(f" && {name} != '{u}'" for u in unless) + f" && !{_ON[svc]}"
+
+
 def admission_rules() -> list[tuple[str, str]]:
-    """(CEL rule on a Benchmark's spec, message) per service of :data:`CHECKED_AT_ADMISSION`: the scenarios run
-    (``spec.matrix.scenario`` when set, as the planner reads it, else ``spec.workload.scenarios``) need it on."""
-    out = []
-    for svc in CHECKED_AT_ADMISSION:
-        rx, unless = ADMISSION_PATTERNS[svc]
-        lit = rx.replace("\\", "\\\\").replace("'", "\\'")
-        bad = f"(n.matches('{lit}')" + "".join(f" && n != '{u}'" for u in unless) + ")"
-        ok = f"(!{bad} || {_ON[svc]})"
-        rule = ("(has(self.matrix) && has(self.matrix.scenario)) ? self.matrix.scenario.all(n, " + ok + ") : "
-                "(!has(self.workload.scenarios) || self.workload.scenarios.all(s, "
-                + ok.replace("n.matches", "s.name.matches").replace("n != ", "s.name != ") + "))")
-        out.append((rule, f"spec.workload.scenarios (or spec.matrix.scenario): {_WHAT[svc]} needs "
-                          f"{svc.capitalize() if svc != 'neutron' else 'Neutron'}: {_FIX[svc]}"))
-    return out
+    """(CEL rule on a Benchmark's spec, message) per service of :data:`CHECKED_AT_ADMISSION`: no scenario run
+    (``spec.matrix.scenario`` when set, as the planner reads it, else ``spec.workload.scenarios``) needs it off."""
+    return [("(has(self.matrix) && has(self.matrix.scenario)) "
+             f"? !self.matrix.scenario.exists(n, {_needs_off(svc, 'n')}) "
+             f": (!has(self.workload.scenarios) || !self.workload.scenarios.exists(s, {_needs_off(svc, 's.name')}))",
+             f"spec.workload.scenarios (or spec.matrix.scenario): {_WHAT[svc]} needs {svc.capitalize()}: {FIX[svc]}")
+            for svc in CHECKED_AT_ADMISSION]

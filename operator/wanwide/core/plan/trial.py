@@ -9,7 +9,7 @@ from wanwide import DEFAULT_IMAGE
 from wanwide.core.api import limits
 from wanwide.core.api.benchmark import Benchmark, BenchmarkSpec, Scenario, Slo
 from wanwide.core.api.openstack import OpenStack
-from wanwide.core.api.scenarios import KEYSTONE_SCENARIOS, NOT_DEPLOYED, needs, resolve
+from wanwide.core.api.scenarios import FIX, KEYSTONE_SCENARIOS, NOT_DEPLOYED, needs, resolve
 from wanwide.core.api.topology import Link, Network, TopologySpec
 from wanwide.core.plan import latency, names
 from wanwide.core.plan import topology as topo
@@ -173,10 +173,6 @@ def _scenarios(spec: BenchmarkSpec, point: Point, problems: Problems) -> list[Re
     return out
 
 
-_HOW = {"nova": "set spec.openstack.nova.enabled: true",
-        "placement": "set spec.openstack.placement.enabled: true (or enable Nova, which brings it)",
-        "glance": "set spec.openstack.glance.enabled: true (or enable Nova, which brings it)",
-        "neutron": "set spec.openstack.neutron.enabled: true"}
 _NAMES = {"nova": "Nova", "placement": "Placement", "glance": "Glance", "neutron": "Neutron",
           "messaging": "the message bus", **NOT_DEPLOYED}
 
@@ -192,7 +188,7 @@ def service_problem(name: str, openstack: OpenStack) -> str | None:
     off = [s for s in wanted if not openstack.enabled(s)]
     if off:
         return (f"{name} needs {' and '.join(_NAMES[s] for s in off)}: "
-                + "; ".join(_HOW.get(s, f"enable spec.openstack.{s}") for s in off))
+                + "; ".join(FIX.get(s, f"enable spec.openstack.{s}") for s in off))
     return None
 
 

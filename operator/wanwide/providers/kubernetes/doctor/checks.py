@@ -85,12 +85,16 @@ def operator(o: Observed) -> Check:
                  "helm install wanwide charts/wanwide -n wanwide-system --create-namespace")
 
 
+def _usable(o: Observed) -> list[dict[str, Any]]:
+    """The schedulable nodes the region pods may use: not cordoned, every NoSchedule/NoExecute taint tolerated."""
+    return [n for n in o.nodes if not (n.get("spec") or {}).get("unschedulable")
+            and all(_tolerated(t, o.tolerations) for t in (n.get("spec") or {}).get("taints") or []
+                    if t.get("effect") in ("NoSchedule", "NoExecute"))]
+
+
 def hosts(o: Observed) -> list[dict[str, Any]]:
-    """The nodes that will host a region: those the placement selects, else every schedulable node
-    (cordoned ones and those with a NoSchedule/NoExecute taint the region pods do not tolerate are not)."""
-    usable = [n for n in o.nodes if not (n.get("spec") or {}).get("unschedulable")
-              and all(_tolerated(t, o.tolerations) for t in (n.get("spec") or {}).get("taints") or []
-                      if t.get("effect") in ("NoSchedule", "NoExecute"))]
+    """The nodes that will host a region: those the placement selects among :func:`_usable`, else all of them."""
+    usable = _usable(o)
     selectors = [s for s in o.regions.values() if s]
     if not selectors:
         return usable
@@ -127,7 +131,7 @@ def placement(o: Observed) -> Check:
                      f"{len(nowhere)} of {len(o.regions)} region(s) have no node: {sample}",
                      f"label nodes (kubectl label node NODE {key}={value}) or change the Topology's spec.placement "
                      "(mode: none runs anywhere; mode: nodes names the nodes)")
-    usable = hosts(replace(o, regions={}))
+    usable = _usable(o)
     blocked = {r: s for r, s in o.regions.items() if s and not any(_matches(n, s) for n in usable)}
     if blocked:
         r, s = next(iter(blocked.items()))
