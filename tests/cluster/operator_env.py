@@ -12,7 +12,6 @@ import functools
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -27,6 +26,7 @@ import boto3
 import yaml
 from botocore.config import Config
 
+from tests.ports import free_port
 from tests.upstream import upstream_dir, upstream_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,12 +45,6 @@ def fullname(release: str) -> str:
 SA = fullname(RELEASE)
 USER = f"system:serviceaccount:{SYSTEM_NS}:{SA}"  # the operator, as the API server logs it
 BUCKET = "wanwide-e2e"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def install_crds(tc) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.ports import free_port
 from wanwide.providers.lab import paths, services, shaping
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
@@ -67,7 +68,7 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     out = tmp_path / "out"
     s3dir = Path("/var/tmp") / f"wanwide-test-s3-{os.getpid()}"  # traversable (tmp_path is 0700)
     s3svc = services.Services(None, s3dir)
-    s3 = s3svc.start_s3(port=17073)
+    s3 = s3svc.start_s3(port=free_port())
     client = boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=s3.info["access_key"],
                           aws_secret_access_key=s3.info["secret_key"], region_name="us-east-1",
                           config=boto3.session.Config(s3={"addressing_style": "path"}))

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab.test_lab_run import QUICK_GATE, WANWIDE, _spec
+from tests.ports import free_port
 from tests.secrets_scan import needles, scan, scan_tree
 from wanwide.providers.lab import paths, services
 from wanwide.providers.lab.bringup import ADMIN_PASSWORD, DB_PASSWORD, ROOT_PASSWORD
@@ -52,7 +53,7 @@ def test_lab_run_leaves_no_secret_behind(tmp_path, lab_state_dir, need_services)
     access, secret = f"ak{secrets.token_hex(8)}", secrets.token_urlsafe(24)
     s3dir = Path("/var/tmp") / f"wanwide-secrets-s3-{os.getpid()}"
     s3svc = services.Services(None, s3dir)
-    s3 = s3svc.start_s3(port=17074, access_key=access, secret_key=secret)
+    s3 = s3svc.start_s3(port=free_port(), access_key=access, secret_key=secret)
     client = boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=access, aws_secret_access_key=secret,
                           region_name="us-east-1", config=boto3.session.Config(s3={"addressing_style": "path"}))
     client.create_bucket(Bucket="lab-secrets")

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from wanwide.core.plan.links import OneWay
 from wanwide.core.plan.services import GALERA_DYNAMIC_OPTIONS
 from wanwide.core.plan.services import galera_wan_options as galera_provider_options
 from wanwide.providers.lab import netns, paths, procs, services
+from wanwide.providers.lab.procs import LabError
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("need_services")]
 
@@ -113,7 +115,7 @@ def test_s3_server_put_get(tmp_path_factory) -> None:
     run_dir = Path("/tmp") / f"ww-run-s3-{int(time.time())}"
     svc = services.Services(None, run_dir)
     try:
-        s3 = svc.start_s3(port=17071)
+        s3 = svc.start_s3(port=free_port())
         c = boto3.client("s3", endpoint_url=s3.info["url"],
                          aws_access_key_id=s3.info["access_key"],
                          aws_secret_access_key=s3.info["secret_key"],
@@ -126,4 +128,25 @@ def test_s3_server_put_get(tmp_path_factory) -> None:
         svc.stop_all()
         import shutil
 
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@pytest.mark.timeout(60)
+def test_s3_server_refuses_a_port_another_process_holds() -> None:
+    """A leftover server on the port: refused in one line naming it, not taken for ours by the readiness wait."""
+    if not paths.versitygw().exists():
+        pytest.skip("versitygw not built (hack/install-lab.sh)")
+    import socket
+
+    import shutil
+
+    run_dir = Path("/tmp") / f"ww-run-s3-held-{int(time.time())}"
+    svc = services.Services(None, run_dir)
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as other:
+            port = other.getsockname()[1]
+            with pytest.raises(LabError, match=f"127.0.0.1:{port} is already in use by another process"):
+                svc.start_s3(port=port)
+        assert svc.started == []
+    finally:
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.results.conftest import DATA, make_bundle
 from wanwide.providers.lab import paths
 
@@ -30,12 +31,6 @@ URI = f"s3://{BUCKET}/{PREFIX}"
 pytestmark = pytest.mark.lab
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory) -> Iterator[dict[str, str]]:
     """versitygw on a loopback port with one bucket holding two bundles."""
@@ -45,7 +40,7 @@ def s3(tmp_path_factory) -> Iterator[dict[str, str]]:
     d = tmp_path_factory.mktemp("s3")
     (d / "data").mkdir()
     (d / "meta").mkdir()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([str(gw), "--port", f"127.0.0.1:{port}", "--region", "us-east-1", "--health", "/health",
                              "--quiet", "posix", "--sidecar", str(d / "meta"), str(d / "data")],
@@ -230,7 +225,7 @@ def test_retries_through_a_flaky_connection(s3, aws_home, tmp_path):
 
 def test_stopped_server(aws_home, tmp_path):
     t0 = time.monotonic()
-    r = wanwide("results", "fetch", URI, "-o", str(tmp_path / "got"), "--endpoint", f"http://127.0.0.1:{_free_port()}",
+    r = wanwide("results", "fetch", URI, "-o", str(tmp_path / "got"), "--endpoint", f"http://127.0.0.1:{free_port()}",
                 "--profile", "lab", "--retries", "3", env=aws_home)
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
     assert "unreachable after 3 attempts" in r.stderr and "--endpoint" in r.stderr

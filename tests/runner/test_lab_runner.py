@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,17 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.runner.test_host_info import lscpu_model
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1500)]
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +40,7 @@ def lab():
         mc = svc.start_memcached("r1")
         ks = svc.start_keystone("r1", db_host=db.host, db_password="ks-db-secret", memcached=mc,
                                 admin_password="admin-secret", db_sync=True, workers=2)
-        s3 = svc.start_s3(port=_free_port(), data_dir=run_dir / "s3data")
+        s3 = svc.start_s3(port=free_port(), data_dir=run_dir / "s3data")
         yield {"net": net, "db": db, "ks": ks, "s3": s3, "dir": run_dir}
     finally:
         svc.stop_all()

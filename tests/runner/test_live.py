@@ -4,24 +4,18 @@ of ``wanwide runner run --metrics-port`` reads while Rally runs, against what Ra
 from __future__ import annotations
 
 import json
-import socket
 import urllib.request
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.ports import free_port
 from wanwide.core.contracts import FaultSpan
 from wanwide.pipeline.runner import live
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "bundles" / "runner-real"
 LABELS = {"bench_namespace": "lab", "benchmark": "lab-quickstart", "trial": "t000", "region": "r3"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _scrape(port: int) -> dict[tuple[str, tuple], float]:
@@ -39,7 +33,7 @@ def _get(samples: dict, name: str, **labels: str) -> float:
 def scraped():
     task = json.loads((REAL / "task.json").read_text())
     lv = live.Live(LABELS, task)
-    port = _free_port()
+    port = free_port()
     server = live.serve(lv.reg, port, addr="127.0.0.1")
     for line in (REAL / "logs" / "04-task-start.log").read_text().splitlines():
         lv(line)
@@ -72,7 +66,7 @@ def test_fault_windows_in_force_from_the_common_start():
     assert lv.faults_at(35) == {("dropout0", "dropout"): False, ("loss0", "loss"): True}
     now = [1000.0 + 41.5]  # the second cut of the dropout: 40 s – 45 s
     lv.run(start_epoch=1000.0, clock=lambda: now[0], period_s=0.05).join(0.2)
-    port = _free_port()
+    port = free_port()
     server = live.serve(lv.reg, port, addr="127.0.0.1")
     s = _scrape(port)
     assert _get(s, "wanwide_fault_window_active", fault="dropout0", kind="dropout") == 1

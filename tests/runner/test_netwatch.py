@@ -4,8 +4,10 @@ sockets: a listener answers, a closed port answers (RST), a listener whose accep
 
 from __future__ import annotations
 
+import json
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +78,26 @@ def test_the_shapers_counters_over_the_load_are_what_grew():
     assert netwatch.counters_delta(before, after) == {
         "r1→r2": {"frames": 1000, "lost": 11, "overflow": 3},
         "r2→r1": {"packets": 900, "drops": 9}}  # backlog is a gauge, not a counter; r3→r1 has no earlier reading
+
+
+def test_the_probe_measures_at_the_real_time_priority_it_is_given(ports):
+    """``python -m wanwide.pipeline.runner.probe … RT``: the probe raises itself to SCHED_FIFO RT once started (a
+    ``chrt`` prefix would make its start compete with the probes already measuring); without RT it stays as it
+    was. Read from the running probe's /proc (root only: unprivileged, the raise is refused and ignored)."""
+    import os
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:
+        pytest.skip("SCHED_FIFO needs root")
+    up = ports[0]
+    policy = {}
+    for rt in ("20", "0"):
+        p = subprocess.Popen([sys.executable, "-m", "wanwide.pipeline.runner.probe", "127.0.0.1", str(up), "40", "0.05",
+                              "0.5", rt], stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # started, measuring (40 probes 50 ms apart: 2 s)
+        stat = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        policy[rt] = (int(stat[38]), int(stat[37]))  # (policy, rt_priority): fields 41 and 40 of proc(5)
+        out, _ = p.communicate(timeout=30)
+        assert p.returncode == 0 and len(json.loads(out)) == 40
+    assert policy == {"20": (os.SCHED_FIFO, 20), "0": (os.SCHED_OTHER, 0)}, policy

@@ -4,13 +4,14 @@ A handshake answered by SYN/ACK or by RST (a closed port: ``connection refused``
 trip either way, so both count; a probe unanswered within ``timeout`` is lost (``answers_ms``: None in its
 place, so that the network check counts the loss; ``samples_ms`` leaves it out). The runner's
 gauges, the lab's network check (run inside a region's namespace: ``python -m
-wanwide.pipeline.runner.probe HOST PORT N INTERVAL TIMEOUT``) and the Kubernetes provider's probe Jobs
+wanwide.pipeline.runner.probe HOST PORT N INTERVAL TIMEOUT [RT]``) and the Kubernetes provider's probe Jobs
 (``wanwide runner probe``) all measure with it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 import time
@@ -48,9 +49,25 @@ def samples_ms(host: str, port: int, n: int, interval: float = 0.05, timeout: fl
     return [x for x in answers_ms(host, port, n, interval, timeout) if x is not None]
 
 
+def realtime(priority: int) -> bool:
+    """This process at ``SCHED_FIFO`` ``priority`` from now on (True), if permitted (False: left as it was).
+
+    Taken once started, not by a ``chrt`` prefix: a Python starting at real-time priority keeps the CPU from the
+    probes already measuring at the same priority (FIFO does not preempt its equal), and a start takes seconds on an
+    emulated CPU — there, concurrent probes read several ms long (docs/emulation.md, "The probe's own start")."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
 def main(argv: list[str]) -> int:
-    """Prints every probe's time, null for one lost."""
+    """Prints every probe's time, null for one lost; an optional sixth argument: the real-time priority to measure
+    at (:func:`realtime`)."""
     host, port, n, interval, timeout = argv[0], int(argv[1]), int(argv[2]), float(argv[3]), float(argv[4])
+    if len(argv) > 5 and int(argv[5]) > 0:
+        realtime(int(argv[5]))
     print(json.dumps(answers_ms(host, port, n, interval, timeout)))
     return 0
 

@@ -182,8 +182,9 @@ class Network:
             return got + [None] * (samples - len(got)) if with_lost else got
         if method != "tcp":
             raise LabError(f"measure_rtt: unknown method {method!r}")
-        r = self.exec_in(src, [*rt_prefix(), sys.executable, "-m", "wanwide.pipeline.runner.probe", target, str(port),
-                               str(samples), str(interval), str(timeout)],
+        rt = RT_PRIORITY if rt_prefix() else 0  # taken by the probe once started (probe.realtime says why)
+        r = self.exec_in(src, [sys.executable, "-m", "wanwide.pipeline.runner.probe", target, str(port),
+                               str(samples), str(interval), str(timeout), str(rt)],
                          timeout=samples * (interval + timeout) + 30)
         answers = [None if x is None else float(x) for x in json.loads(r.stdout)]
         return answers if with_lost else [x for x in answers if x is not None]
@@ -347,12 +348,15 @@ class Network:
             atexit.unregister(self.destroy)
 
 
+RT_PRIORITY = 20
+
+
 def rt_prefix() -> list[str]:
     """``chrt -f 20`` when permitted: a probe woken late on a busy machine inflates RTTs."""
     import shutil
 
     if shutil.which("chrt") and os.geteuid() == 0:
-        return ["chrt", "-f", "20"]
+        return ["chrt", "-f", str(RT_PRIORITY)]
     return []
 
 

@@ -487,6 +487,8 @@ class Services:
         data = Path(data_dir) if data_dir else d / "data"
         data.mkdir(parents=True, exist_ok=True)
         h = host or (self._addr(region) if region else "127.0.0.1")
+        if self.tcp_open(region, h, port):  # else the readiness wait below would take another server for ours
+            raise LabError(f"S3: {h}:{port} is already in use by another process; stop it or give another port")
         proc = self._start(region, "versitygw", [str(gw), "--port", f"{h}:{port}", "posix",
                                                  str(data)], d / "versitygw.log",
                            env={"ROOT_ACCESS_KEY": access_key, "ROOT_SECRET_KEY": secret_key})
