@@ -549,12 +549,14 @@ stop_one() { # component
   local c=$1 p
   p=$(pid_of "$c") || { rm -f "$STATE/run/$c.pid"; return 0; }
   log "stopping $c (pid $p)"
-  kill -TERM "$p" 2>/dev/null || true
+  # its whole process group (start_bg's setsid made it the leader): a socat forward's forked children hold its
+  # listening socket, so a forward started again would fail to bind while they wait on a dead VM's connections
+  kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
   local end=$((SECONDS + 20))
-  while kill -0 "$p" 2>/dev/null && ((SECONDS < end)); do sleep 0.3; done
-  if kill -0 "$p" 2>/dev/null; then
+  while { kill -0 "$p" || pgrep -g "$p"; } >/dev/null 2>&1 && ((SECONDS < end)); do sleep 0.3; done
+  if { kill -0 "$p" || pgrep -g "$p"; } >/dev/null 2>&1; then
     log "$c did not exit in 20 s; SIGKILL"
-    kill -KILL "$p" 2>/dev/null || true
+    kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
     sleep 0.5
   fi
   rm -f "$STATE/run/$c.pid"
