@@ -82,7 +82,8 @@ def reconcile_chaos(want: list[dict[str, Any]], live: list[dict[str, Any]]) -> t
 
 FAULT_CHECK = "check Chaos Mesh: kubectl get networkchaos -A, chaos-daemon's log"
 NETEM_HINT = ("chaos-daemon could not set the tc rules on that pod's node: its kernel may lack netem "
-              "(modprobe sch_netem); chaos-daemon's log has tc's own words")
+              "(modprobe sch_netem), or the pod's container restarted while it was injected (its RESTARTS); "
+              "chaos-daemon's log has tc's own words")
 
 
 def wan_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered) -> tuple[lc.Progress, list[Any]]:
