@@ -136,9 +136,8 @@ def test_s3_server_refuses_a_port_another_process_holds() -> None:
     """A leftover server on the port: refused in one line naming it, not taken for ours by the readiness wait."""
     if not paths.versitygw().exists():
         pytest.skip("versitygw not built (hack/install-lab.sh)")
-    import socket
-
     import shutil
+    import socket
 
     run_dir = Path("/tmp") / f"ww-run-s3-held-{int(time.time())}"
     svc = services.Services(None, run_dir)
