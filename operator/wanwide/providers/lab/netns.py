@@ -182,9 +182,9 @@ class Network:
             return got + [None] * (samples - len(got)) if with_lost else got
         if method != "tcp":
             raise LabError(f"measure_rtt: unknown method {method!r}")
-        rt = RT_PRIORITY if rt_prefix() else 0  # taken by the probe once started (probe.realtime says why)
+        # the real-time priority is taken by the probe once started, where permitted (probe.realtime says why)
         r = self.exec_in(src, [sys.executable, "-m", "wanwide.pipeline.runner.probe", target, str(port),
-                               str(samples), str(interval), str(timeout), str(rt)],
+                               str(samples), str(interval), str(timeout), str(RT_PRIORITY)],
                          timeout=samples * (interval + timeout) + 30)
         answers = [None if x is None else float(x) for x in json.loads(r.stdout)]
         return answers if with_lost else [x for x in answers if x is not None]
