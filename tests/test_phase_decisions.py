@@ -276,6 +276,40 @@ def test_a_wan_chaos_mesh_cannot_inject_fails_the_trial_saying_where_and_why():
     assert why in d.step.message and "netem" in d.step.message and f"{len(wan)} of {len(wan)}" in d.step.message
 
 
+def test_a_failed_injection_chaos_mesh_is_retrying_waits_and_fails_only_when_it_keeps_failing():
+    """VM node, try 4: MariaDB's liveness probe restarted db-0 in the second chaos-daemon entered its network
+    namespace (PID gone: /proc/0/ns/net). Chaos Mesh retries such an apply; the trial waits for it, saying so,
+    and fails only when the same pod's injection still fails CHAOS_RETRY_S after its first failure."""
+    wan = render_trial(P).wan
+    why = "unable to set tcs for pod db/db-0: open /proc/0/ns/net: no such file or directory"
+    first = T0 - dt.timedelta(seconds=10)
+
+    def failing(o: dict, events: list[dict], injected: bool = False) -> dict:
+        return {**o, "status": {"conditions": [{"type": "AllInjected", "status": "True" if injected else "False"}],
+                                "experiment": {"containerRecords": [{"id": "db/db-0", "events": events}]}}}
+
+    def ev(kind: str, at: dt.datetime, msg: str = "") -> dict:
+        return {"type": kind, "operation": "Apply", "message": msg, "timestamp": at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+    st = _status("Injecting", "wan")
+    retrying = [failing(wan[0], [ev("Failed", first, why), ev("Failed", T0, why)]), *_injected(wan[1:])]
+    d = phases.decide(P, st, {"chaos_installed": True, "chaos": retrying}, T0)
+    assert d.step.phase is None and not d.actions, d.step
+    assert "retries 1" in d.step.message and why in d.step.message and wan[0]["metadata"]["name"] in d.step.message
+    late = first + dt.timedelta(seconds=readiness.CHAOS_RETRY_S)
+    d = phases.decide(P, st, {"chaos_installed": True, "chaos": retrying}, late)
+    assert (d.step.phase, d.step.reason) == ("CleaningUp", "ChaosFailed") and why in d.step.message
+    # the retry took: the failures before it are history
+    took = [failing(wan[0], [ev("Failed", first, why), ev("Succeeded", T0)], injected=True), *_injected(wan[1:])]
+    d = phases.decide(P, st, {"chaos_installed": True, "chaos": took}, late)
+    assert d.step.phase == "VerifyingNetwork", d.step
+    # a new run of failures after a success is timed from its own start
+    again = [failing(wan[0], [ev("Failed", first - dt.timedelta(hours=1), why), ev("Succeeded", first),
+                              ev("Failed", T0, why)]), *_injected(wan[1:])]
+    d = phases.decide(P, st, {"chaos_installed": True, "chaos": again}, T0 + dt.timedelta(seconds=60))
+    assert d.step.phase is None and "retries" in d.step.message
+
+
 def test_a_plan_that_shapes_nothing_needs_no_chaos_mesh():
     flat = _plan()
     flat = dataclasses.replace(flat, classes={r: [] for r in flat.region_names}, faults=[])

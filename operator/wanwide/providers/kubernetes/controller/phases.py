@@ -86,8 +86,11 @@ NETEM_HINT = ("chaos-daemon could not set the tc rules on that pod's node: its k
               "chaos-daemon's log has tc's own words")
 
 
-def wan_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered) -> tuple[lc.Progress, list[Any]]:
-    """Injecting: how far the plan's WAN is (Chaos Mesh's word on each object), and the objects to change."""
+def wan_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered,
+                 now: dt.datetime) -> tuple[lc.Progress, list[Any]]:
+    """Injecting: how far the plan's WAN is (Chaos Mesh's word on each object), and the objects to change. An
+    object whose injection keeps failing past ``readiness.CHAOS_RETRY_S`` fails the trial; before that Chaos
+    Mesh is retrying it and the trial waits, saying so (the Injecting timeout still bounds it)."""
     first = "wan" not in done(status)
     if first:
         empty = [x for x in plan.region_names if not obs.get("running_pods", {}).get(x)]
@@ -100,12 +103,18 @@ def wan_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered)
         return lc.Progress(waiting=f"applying the WAN ({len(acts)} change(s))", wake_s=2), [*acts, *said]
     live = {c["metadata"]["name"]: c for c in obs.get("chaos", [])}
     failed = [(o["metadata"]["name"], why) for o in wan
-              if (why := readiness.chaos_failed(live.get(o["metadata"]["name"])))]
+              if (why := readiness.chaos_failed(live.get(o["metadata"]["name"]), now))]
     if failed:
         name, why = failed[0]
         return lc.Progress(failed=f"Chaos Mesh could not inject {len(failed)} of {len(wan)} WAN objects; {name}: {why}"
                                   + (f" ({NETEM_HINT})" if "tc" in why else "")), []
     pending = [o["metadata"]["name"] for o in wan if not readiness.chaos_injected(live.get(o["metadata"]["name"]))]
+    retrying = [(n, got) for n in pending if (got := readiness.chaos_failing(live.get(n)))]
+    if retrying:
+        name, (why, since) = retrying[0]
+        left = f" (a failure after {readiness.CHAOS_RETRY_S:.0f} s fails the trial)"
+        return lc.Progress(waiting=f"Chaos Mesh retries {len(retrying)} WAN object(s) it could not inject yet; "
+                                   f"{name}: {why}{left}", wake_s=5), []
     if pending:
         return lc.Progress(waiting=f"waiting for AllInjected on {len(pending)}: {', '.join(pending[:4])}", wake_s=2), []
     return lc.Progress(done=True, waiting=f"Chaos Mesh reports AllInjected on {len(wan)} objects"), []
@@ -130,7 +139,7 @@ def faults_in_force(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Render
         if all(g is not None and readiness.chaos_injected(g) for g in got):
             out[n] = max(((readiness.injected_at(g) or now) - start).total_seconds() for g in got if g is not None)
         elif why is None:
-            why = next((f"Chaos Mesh: {w}" for g in got if g is not None and (w := readiness.chaos_failed(g))), None)
+            why = next((f"Chaos Mesh: {w}" for g in got if g is not None and (w := readiness.chaos_failed(g, now))), None)
     return out, (f"{why}; " if why else "") + FAULT_CHECK
 
 
@@ -214,7 +223,7 @@ def _wan(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt
          prepared: Prepared) -> dict[str, Any]:
     out = _shaper(status, obs)
     if lc.needs_shaping(plan) and not out:
-        out["wan"], prepared["wan"] = wan_progress(plan, status, obs, r)
+        out["wan"], prepared["wan"] = wan_progress(plan, status, obs, r, now)
     return out
 
 

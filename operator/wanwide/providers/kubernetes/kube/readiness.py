@@ -154,14 +154,41 @@ def blocked_recovery(chaos: list[dict[str, Any]], pod_chaos: dict[str, dict[str,
     return [out[k] for k in sorted(out)]
 
 
-def chaos_failed(obj: dict[str, Any] | None) -> str | None:
-    """Why Chaos Mesh could not inject ``obj`` (a Failed event of one of its pods' records), or None."""
-    records = (((obj or {}).get("status") or {}).get("experiment") or {}).get("containerRecords") or []
-    for rec in records:
-        for ev in rec.get("events") or []:
-            if ev.get("type") == "Failed" and ev.get("message"):
-                return f"{rec.get('id', 'a pod')}: {ev['message']}"
+CHAOS_RETRY_S = 120.0  # how long a pod's injection may keep failing while Chaos Mesh retries it
+
+
+def chaos_failing(obj: dict[str, Any] | None) -> tuple[str, Any] | None:
+    """The first of ``obj``'s pod records whose latest event is a Failed one: ``id: message``, and when that run
+    of failures began (its first Failed event after the record's last Succeeded one; None: not stamped).
+    Chaos Mesh retries a failed apply or recover (with a growing backoff) and appends a Succeeded event once
+    it takes: a Failed event followed by a Succeeded one is history, not a failure."""
+    from wanwide.core.timestamps import parse
+
+    for rec in _records(obj or {}):
+        events = rec.get("events") or []
+        if not events or events[-1].get("type") != "Failed":
+            continue
+        run = []
+        for ev in reversed(events):
+            if ev.get("type") != "Failed":
+                break
+            run.append(ev)
+        msg = next((ev["message"] for ev in run if ev.get("message")), "failed (no message)")
+        stamp = run[-1].get("timestamp")
+        return f"{rec.get('id', 'a pod')}: {msg}", (parse(stamp) if stamp else None)
     return None
+
+
+def chaos_failed(obj: dict[str, Any] | None, now: Any, retry_s: float = CHAOS_RETRY_S) -> str | None:
+    """Why Chaos Mesh could not inject ``obj``: one of its pods' injection has failed for ``retry_s`` or longer
+    (or without a time stamp to tell), or None. A shorter run of failures is Chaos Mesh retrying — e.g. a pod
+    whose container restarted in the second chaos-daemon entered its network namespace (its PID was gone:
+    ``/proc/0/ns/net``); the next apply finds the new one."""
+    got = chaos_failing(obj)
+    if got is None:
+        return None
+    why, since = got
+    return why if since is None or (now - since).total_seconds() >= retry_s else None
 
 
 def terminating_why(ns: dict[str, Any]) -> str:
