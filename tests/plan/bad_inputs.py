@@ -87,6 +87,8 @@ CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
                                                      {"from": "rennes", "to": "paris", "rtt": "7ms"}]}),
      "spec.topology.network.overrides[1]", "already set", False),
     ("unknown-backend", _b(database={"backend": "postgres"}), "database.backend", "mariadb", True),
+    ("probe-timeout-too-long", _b(database={"backend": "mariadb", "probeTimeout": "20m"}), "database.probeTimeout",
+     "must be from 1s to 10m", True),
     ("unknown-rally-users", _b(runner={"rallyUsers": "Sometimes"}), "runner.rallyUsers", "PerSubtask", True),
     ("unknown-load", _b(workload__load="medium"), "workload.load", "light", True),
     ("load-region-with-high", _b(workload__loadRegion="paris", workload__load="high"), "workload",

@@ -47,3 +47,23 @@ def test_chaos_selects_only_running_pods():
     for d in chaos:
         for sel in (d["spec"]["selector"], d["spec"]["target"]["selector"]):
             assert sel["podPhaseSelectors"] == ["Running"], d["metadata"]["name"]
+
+
+def _mariadb_spec(b: dict) -> dict:
+    docs = [d for d in yaml.safe_load_all(plan_stream([yaml.safe_dump(b)], 0, False, False)) if d]
+    return next(d for d in docs if d.get("kind") == "MariaDB")["spec"]
+
+
+def test_a_probe_timeout_reaches_both_probes_and_keeps_the_cut_thresholds():
+    """spec.database.probeTimeout (a VM node under TCG: the 5 s default restarted db-0 five times in 50 min)
+    sets the liveness and readiness probes' timeout only; mariadb-operator keeps its probe command."""
+    b = benchmark("mariadb", "uniform")
+    b["spec"]["database"]["probeTimeout"] = "90s"
+    spec = _mariadb_spec(b)
+    assert spec["livenessProbe"] == {"timeoutSeconds": 90} and spec["readinessProbe"] == {"timeoutSeconds": 90}
+    b = benchmark("galera", "uniform", faults={"partitions": [{"regions": ["r2"], "start": "1m", "duration": "40s"}]})
+    b["spec"]["database"]["probeTimeout"] = "2.5s"  # whole seconds, rounded up
+    spec = _mariadb_spec(b)
+    assert spec["livenessProbe"]["timeoutSeconds"] == 3 and spec["readinessProbe"] == {"timeoutSeconds": 3}
+    assert spec["livenessProbe"]["periodSeconds"] * spec["livenessProbe"]["failureThreshold"] >= 40 + 120
+    assert "readinessProbe" not in _mariadb_spec(benchmark("mariadb", "uniform"))

@@ -50,6 +50,7 @@ from wanwide.core.api.units import (
 )
 
 Backend = Literal["mariadb", "galera", "cockroachdb"]
+ProbeTimeout = duration("1s", "10m")
 Load = Literal["light", "high"]
 CleanupPolicy = Literal["Always", "OnSuccess", "Never"]
 
@@ -107,6 +108,10 @@ class Database(Model):
     image: Image | None = Field(None, description="Database image override.")
     galera: GaleraTuning = Field(default_factory=GaleraTuning)
     cockroachdb: CockroachTuning = Field(default_factory=CockroachTuning)
+    probe_timeout: ProbeTimeout | None = Field(
+        None, description="mariadb and galera: how long the database pods' liveness and readiness probes may take "
+        "(1s to 10m, whole seconds; mariadb-operator's default 5s). Raise it on slow or emulated nodes, where a "
+        "busy server misses 5s and its liveness probe restarts it.")
 
 
 class UsersContext(Model):

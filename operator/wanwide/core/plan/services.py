@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wanwide.core.api.benchmark import BenchmarkSpec
+from wanwide.core.api.units import seconds
 
 KEYSTONE_DB = "keystone"
 KEYSTONE_DB_USER = "keystone"
@@ -98,6 +99,8 @@ class DatabaseConfig:
     cluster_healthy_timeout: str = "30s"
     # a member's liveness probe (every LIVENESS_PERIOD_S): how many failures restart it
     liveness_failure_threshold: int = 3
+    # the probes' timeout (spec.database.probeTimeout); None: the database operator's default
+    probe_timeout_s: int | None = None
 
     @property
     def galera_dynamic(self) -> dict[str, str]:
@@ -136,6 +139,7 @@ def database_config(spec: BenchmarkSpec, backend: str, max_rtt_ms: float, longes
         cluster_healthy_timeout=g.cluster_healthy_timeout or f"{healthy_s}s",
         liveness_failure_threshold=max(3, math.ceil((longest_cut_s + REJOIN_MARGIN_S) / LIVENESS_PERIOD_S))
         if longest_cut_s else 3,
+        probe_timeout_s=math.ceil(seconds(spec.database.probe_timeout)) if spec.database.probe_timeout else None,
     )
 
 

@@ -97,6 +97,9 @@ def _mariadb_common(plan: TrialPlan, name: str, region: str | None, replicas: in
     }
     if plan.spec.database.image:
         spec["image"] = plan.spec.database.image
+    if plan.database.probe_timeout_s:  # mariadb-operator keeps its probe and takes the timings given
+        spec["livenessProbe"] = {"timeoutSeconds": plan.database.probe_timeout_s}
+        spec["readinessProbe"] = {"timeoutSeconds": plan.database.probe_timeout_s}
     sel = plan.node_selector(region) if region else None
     if sel:
         spec["nodeSelector"] = sel
@@ -174,7 +177,7 @@ def _galera(plan: TrialPlan) -> list[dict[str, Any]]:
     }
     spec["podMetadata"]["annotations"] = {"wanwide.io/wsrep-provider-options": opts}
     if db.liveness_failure_threshold != 3:  # cuts planned: a cut-off member is not restarted by its probe
-        spec["livenessProbe"] = {"periodSeconds": LIVENESS_PERIOD_S, "timeoutSeconds": 5,
+        spec["livenessProbe"] = {"periodSeconds": LIVENESS_PERIOD_S, "timeoutSeconds": db.probe_timeout_s or 5,
                                  "failureThreshold": db.liveness_failure_threshold}
     # One member per region: spread over the placement's label (or nodes) where nodes carry it.
     spec["topologySpreadConstraints"] = [
