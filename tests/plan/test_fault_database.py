@@ -55,7 +55,7 @@ def _mariadb_spec(b: dict) -> dict:
 
 
 def test_a_probe_timeout_reaches_both_probes_and_keeps_the_cut_thresholds():
-    """spec.database.probeTimeout (a VM node under TCG: the 5 s default restarted db-0 five times in 50 min)
+    """spec.database.probeTimeout (a VM node under TCG: the 5 s default restarted db-0 7 times in 63 min)
     sets the liveness and readiness probes' timeout only; mariadb-operator keeps its probe command."""
     b = benchmark("mariadb", "uniform")
     b["spec"]["database"]["probeTimeout"] = "90s"

@@ -111,7 +111,7 @@ def wan_progress(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered,
     pending = [o["metadata"]["name"] for o in wan if not readiness.chaos_injected(live.get(o["metadata"]["name"]))]
     retrying = [(n, got) for n in pending if (got := readiness.chaos_failing(live.get(n)))]
     if retrying:
-        name, (why, since) = retrying[0]
+        name, (why, _) = retrying[0]
         left = f" (a failure after {readiness.CHAOS_RETRY_S:.0f} s fails the trial)"
         return lc.Progress(waiting=f"Chaos Mesh retries {len(retrying)} WAN object(s) it could not inject yet; "
                                    f"{name}: {why}{left}", wake_s=5), []
