@@ -88,7 +88,14 @@ cmd_install() {
   step "helm upgrade --install $CRDS_RELEASE"
   helm upgrade --install "$CRDS_RELEASE" "$crds_chart" -n "$NAMESPACE" \
     --create-namespace --wait --timeout 3m >&2
-  kubectl wait --for condition=established --timeout=60s crd/mariadbs.k8s.mariadb.com >&2
+  # (a loop, not `kubectl wait --for condition`: that fails at once on a CRD whose status is not written yet)
+  local i
+  for ((i = 0; i < 60; i++)); do
+    [[ $(kubectl get crd mariadbs.k8s.mariadb.com \
+           -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) == True ]] && break
+    sleep 1
+  done
+  ((i < 60)) || { log "ERROR: CRD mariadbs.k8s.mariadb.com not Established after 60 s"; exit 1; }
   step_end
   mkdir -p "$STATE"
   values "$op" "$db" >"$STATE/mariadb-operator-values.yaml"
