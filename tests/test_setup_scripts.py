@@ -339,3 +339,37 @@ def test_the_image_builds_the_same_helm_as_the_test_cluster():
     assert f"helm.sh/helm/v3/cmd/helm@{version}" in docker
     for pkg in ("pkg/chartutil", "pkg/lint/rules"):
         assert f"-X helm.sh/helm/v3/{pkg}.k8sVersionMinor={minor}" in docker, pkg
+
+
+def _shell_function(path: Path, name: str) -> str:
+    """The text of shell function NAME in PATH: one line ``NAME() { ...; }``, or to the first ``}`` at column 0."""
+    m = re.search(rf"^{name}\(\) {{[^\n]*}}$|^{name}\(\) {{.*?^}}$", path.read_text(), re.M | re.S)
+    assert m, f"{name} not in {path}"
+    return m.group(0)
+
+
+@pytest.mark.parametrize("answers, ok", [
+    # a CRD whose status the API server has not written yet (no conditions), then Established: waited for
+    (["a.example.io True\nb.example.io \n", "a.example.io True\nb.example.io True\n"], True),
+    (["a.example.io True\nb.example.io False\n"], False),  # never Established: one line naming it
+])
+def test_the_test_cluster_waits_for_crds_without_status_instead_of_failing(tmp_path, answers, ok):
+    """CI saw ``kubectl wait --for condition=established crd --all`` fail at once on a CRD created a moment
+    before (".status.conditions accessor error: <nil> is of the type <nil>"); the test cluster polls instead."""
+    tc = REPO / "hack" / "testcluster.sh"
+    for i, a in enumerate(answers):
+        (tmp_path / f"answer{i}").write_text(a)
+    script = "\n".join([
+        "set -euo pipefail",
+        'log() { echo "$*" >&2; }', _shell_function(tc, "die"), _shell_function(tc, "crds_established"),
+        f'kc() {{ n=$(cat {tmp_path}/calls 2>/dev/null || echo 0); echo $((n + 1)) >{tmp_path}/calls; '
+        f'f={tmp_path}/answer$n; [[ -f $f ]] || f={tmp_path}/answer{len(answers) - 1}; cat "$f"; }}',
+        "crds_established 3", "echo established"])
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    calls = int((tmp_path / "calls").read_text())
+    if ok:
+        assert r.returncode == 0 and r.stdout.strip() == "established", r.stderr
+        assert calls == 2
+    else:
+        assert r.returncode == 1 and "CRDs not Established after 3 s: b.example.io" in r.stderr, r.stderr
+        assert calls >= 3
