@@ -231,6 +231,19 @@ def test_each_phase_times_out_into_cleaning_up():
         assert in_time.step.reason != f"{phase}Timeout"
 
 
+def test_a_timeout_names_its_field_and_what_the_phase_was_waiting_for():
+    """A user reading a timeout learns which field to raise and what held the phase (its last status message)."""
+    st = {**_status("Injecting", at=T0), "message": "Chaos Mesh has injected 1 of 2 WAN object(s);\n waiting"}
+    late = T0 + dt.timedelta(seconds=seconds(P.spec.timeouts.injecting) + 1)
+    d = phases.decide(P, st, {"chaos": []}, late)
+    assert d.step.message == (f"Injecting took longer than its timeout (spec.timeouts.injecting: {P.spec.timeouts.injecting}); "
+                              "its last status: Chaos Mesh has injected 1 of 2 WAN object(s); waiting; cleaning up")
+    st = {**_status("VerifyingNetwork", at=T0), "message": "x" * 5000}
+    d = phases.decide(P, st, {}, T0 + dt.timedelta(seconds=seconds(P.spec.timeouts.verifying_network) + 1))
+    assert d.step.message.startswith("VerifyingNetwork took longer than its timeout (spec.timeouts.verifyingNetwork: ")
+    assert len(d.step.message) < 600 and d.step.message.endswith("x…; cleaning up")
+
+
 # ---- Injecting, VerifyingNetwork ------------------------------------------------------------
 
 def _injected(objs: list[dict], failed: str | None = None) -> list[dict]:

@@ -114,6 +114,20 @@ def timed_out(plan: TrialPlan, status: Status, now: datetime) -> bool:
     return phase_timed_out(status.get("phase"), status.get("phaseStartTime"), plan.spec.timeouts, now)
 
 
+SAID_MAX = 400  # of the phase's last status message quoted in a timeout's
+
+
+def timeout_said(plan: TrialPlan, phase: str, status: Status) -> str:
+    """A phase's timeout: the field and its value, and what the phase last said it was doing (what held it)."""
+    field = TIMEOUT_FIELD[phase]
+    camel = field.split("_")[0] + "".join(w.title() for w in field.split("_")[1:])
+    said = f"{phase} took longer than its timeout (spec.timeouts.{camel}: {getattr(plan.spec.timeouts, field)})"
+    last = " ".join((status.get("message") or "").split())
+    if last:
+        said += f"; its last status: {last if len(last) <= SAID_MAX else last[:SAID_MAX - 1] + '…'}"
+    return said + "; cleaning up"
+
+
 def pending(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) -> Step:
     """Pending until the provider says the trial's turn has come."""
     if not seen.start:
@@ -396,7 +410,7 @@ def decide(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) ->
         raise ValueError(f"a {phase} trial without a plan")
     if timed_out(plan, status, now):
         if phase != "CleaningUp":
-            return fail(f"{phase}Timeout", f"{phase} took longer than its timeout (spec.timeouts); cleaning up")
+            return fail(f"{phase}Timeout", timeout_said(plan, phase, status))
         if seen.shaping_left:
             return Step("Failed", CHAOS_NOT_RECOVERED, f"{seen.shaping_left} after the clean-up timeout")
         if not seen.cleaned.done:
