@@ -22,6 +22,9 @@
 #   hack/testcluster.sh env        print export lines (KUBECONFIG, S3 vars)
 #   hack/testcluster.sh status     show what runs
 #   hack/testcluster.sh nodes N    make sure simulated nodes kwok-r1..kwok-rN exist
+#   hack/testcluster.sh chaos-standins on|off
+#                                  kwok's Chaos Mesh stand-ins (off: the real Chaos Mesh runs;
+#                                  hack/chaos-mesh.sh install/uninstall switch them; down: on)
 #   hack/testcluster.sh restart-apiserver
 #                                  stop kube-apiserver and start it again (fault tests)
 #   hack/testcluster.sh s3 stop|start
@@ -309,6 +312,9 @@ EOF2
            "$k/kustomize/stage/node/fast/node-initialize.yaml" \
            "$k"/kustomize/stage/pod/general/pod-*.yaml \
            "$HERE"/stages/*.yaml; do
+    # the real Chaos Mesh runs (hack/chaos-mesh.sh install): its stand-ins step aside, or both would write the
+    # objects' status (no status subresource: each write a new generation, which Chaos Mesh injects again)
+    [[ $f == */stages/chaos-mesh.yaml && -f $STATE/chaos-mesh-real ]] && continue
     {
       ((first)) || echo "---"
       rel=${f#"$k/"}
@@ -580,6 +586,10 @@ cmd_down() { # [--real-node]
   take_lock
   vn_down_all
   rn_down
+  if [[ -f $STATE/chaos-mesh-real ]]; then  # the real Chaos Mesh ran on those nodes: the stand-ins are back
+    rm -f "$STATE/chaos-mesh-real"
+    if [[ ${1:-} == --real-node ]] && pid_of kwok >/dev/null; then ensure_ports; start_kwok; fi
+  fi
   [[ ${1:-} == --real-node ]] && return 0
   local c i
   # reverse start order: clients first, etcd last
@@ -591,6 +601,20 @@ cmd_down() { # [--real-node]
   wait
   stop_one etcd
   log "down (state kept in $STATE; cached binaries kept in $BIN)"
+}
+
+cmd_chaos_standins() { # on|off: kwok's Chaos Mesh stand-in Stages (off while the real Chaos Mesh runs)
+  [[ -f $STATE/ports.env ]] || die "no cluster state in $STATE; run: $0 up"
+  take_lock
+  ensure_ports
+  case ${1:-} in
+    off) echo "the real Chaos Mesh (hack/chaos-mesh.sh install)" >"$STATE/chaos-mesh-real" ;;
+    on) rm -f "$STATE/chaos-mesh-real" ;;
+    *) die "usage: $0 chaos-standins on|off" ;;
+  esac
+  log "kwok's Chaos Mesh stand-ins: ${1}"
+  pid_of kwok >/dev/null || return 0  # not running: the next `up` reads the marker
+  start_kwok
 }
 
 cmd_restart_apiserver() { # clients see connections drop, then the same server again
@@ -705,6 +729,7 @@ main() {
       ensure_ports
       ensure_nodes "${1:?usage: $0 nodes N}"; settle_standins ;;
     restart-apiserver) cmd_restart_apiserver ;;
+    chaos-standins) cmd_chaos_standins "${1:-}" ;;
     s3) cmd_s3 "${1:-}" ;;
     bin) bin_path "${1:?usage: $0 bin NAME}" ;;
     *) sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' "$0" >&2; exit 2 ;;
