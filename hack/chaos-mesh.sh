@@ -307,6 +307,7 @@ dnsServer: {create: false}
 bpfki: {create: false}
 chaosDlv: {enable: false}
 EOF
+  standins off
   step "helm upgrade --install $RELEASE ($NAMESPACE)"
   helm upgrade --install "$RELEASE" "$chart" -n "$NAMESPACE" --create-namespace \
     --skip-crds --wait --timeout 5m -f "$CM_HOME/values.yaml" "${HELM_EXTRA[@]}" >&2
@@ -316,6 +317,15 @@ EOF
 cmd_uninstall() {
   kube_env
   helm_uninstall "$RELEASE" "$NAMESPACE"
+  standins on
+}
+
+standins() { # on|off: the test cluster's kwok stand-ins for Chaos Mesh (its Stages would write the same
+  # objects' status as the real one, each write a new generation that Chaos Mesh injects again: seen as a
+  # WAN never AllInjected on a VM node). Only when KUBECONFIG is the test cluster's.
+  local dir=${WANWIDE_TESTCLUSTER_DIR:-$ROOT/.testcluster}
+  [[ ${KUBECONFIG:-} == "$dir/kubeconfig" ]] || return 0
+  "$ROOT/hack/testcluster.sh" chaos-standins "$1"
 }
 
 cmd_status() {

@@ -373,3 +373,33 @@ def test_the_test_cluster_waits_for_crds_without_status_instead_of_failing(tmp_p
     else:
         assert r.returncode == 1 and "CRDs not Established after 3 s: b.example.io" in r.stderr, r.stderr
         assert calls >= 3
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_kwok_plays_chaos_mesh_only_while_the_real_one_is_not_installed(tmp_path, real):
+    """kwok's Chaos Mesh Stages and the real Chaos Mesh both wrote the operator's NetworkChaos status (each write a
+    new generation, injected again: a WAN never AllInjected on a VM node, stop 55): with the marker that
+    ``chaos-standins off`` writes, kwok's configuration has none of them; the other Stages stay."""
+    tc = REPO / "hack" / "testcluster.sh"
+    k = tmp_path / "kwok"
+    general = "  delay:\n    durationMilliseconds: 1000\n    jitterDurationMilliseconds: 5000\n"
+    for rel, text in {"kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml": "kind: Stage\n",
+                      "kustomize/stage/node/fast/node-initialize.yaml": "kind: Stage\n",
+                      "kustomize/stage/pod/general/pod-ready.yaml": "kind: Stage\n" + general}.items():
+        (k / rel).parent.mkdir(parents=True, exist_ok=True)
+        (k / rel).write_text(text)
+    state = tmp_path / "state"
+    (state / "run").mkdir(parents=True)
+    if real:
+        (state / "chaos-mesh-real").write_text("the real Chaos Mesh\n")
+    script = "\n".join([
+        "set -euo pipefail", 'log() { echo "$*" >&2; }', _shell_function(tc, "die"),
+        f"module_dir() {{ echo {k}; }}", f"STATE={state} HERE={REPO / 'hack' / 'testcluster'} REPO={REPO} KWOK_VERSION=v0",
+        _shell_function(tc, "write_kwok_config"), "write_kwok_config"])
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    config = (state / "run" / "kwok.yaml").read_text()
+    assert ("name: wanwide-networkchaos-inject" in config) is not real
+    assert ("name: wanwide-networkchaos-recover" in config) is not real
+    assert "# from hack/testcluster/stages/mariadb-operator.yaml" in config  # the database stand-ins stay
+    assert "jitterDurationMilliseconds: 800" in config
