@@ -221,3 +221,45 @@ def test_the_runners_get_theirs_with_the_fault_schedule_in_force():
     assert lossy and any(chaos.A_FOR_POD in (o["metadata"].get("annotations") or {}) for o in lossy)
     gone = {a.name for a in d.actions if isinstance(a, Delete)}
     assert gone and gone <= {o["metadata"]["name"] for o in live}  # replaced by the lossy ones, WAN and runner's
+
+
+@pytest.mark.parametrize("took_s, settle_s", [(None, 60.0), (1.5, 60.0), (95.0, 190.0), (3600.0, 600.0)])
+def test_a_probe_waits_for_its_shaping_as_long_as_the_wans_injection_took_twice_bounded(took_s, settle_s):
+    """Under qemu's emulation a fixed 60 s was too short for the probe's own objects (stop 55: 100 ms asked, one
+    direction measured, 53-55 ms above the own region, twice: NetworkOff): Injecting records how long the WAN took
+    to be in force, and each probe waits twice that (60 s to 10 min), its Job's deadline growing with it."""
+    import datetime as dt
+    import json
+
+    from wanwide.core import lifecycle as lc
+    from wanwide.core.api.units import seconds
+    from wanwide.core.contracts import S3Target
+    from wanwide.core.lifecycle import machine
+    from wanwide.providers.kubernetes.controller import phases
+    from wanwide.providers.kubernetes.controller.actions import Apply
+    from wanwide.providers.kubernetes.render.rally import PROBE_DEADLINE_S
+
+    trial = _trial("mariadb")
+    start = dt.datetime(2026, 11, 30, 6, 35, tzinfo=dt.UTC)
+    st = {"phase": "Injecting", "phaseStartTime": "2026-11-30T06:35:00Z", "attempt": 1, "done": ["wan"]}
+    wan = _selected(trial, chaos.wan(trial))
+    for o in wan:
+        o["status"]["conditions"] = [{"type": "AllInjected", "status": "True"}]
+    after = {"phase": "VerifyingNetwork", "attempt": 1, "done": ["wan", "wan-injected"]}
+    if took_s is None:  # a status from before the field: the least wait
+        pass
+    elif took_s > seconds(trial.spec.timeouts.injecting):  # (a longer Injecting timeout): the most
+        after["injectedAfterS"] = took_s
+    else:
+        step = machine.decide(trial, st, lc.Seen(wan=lc.Progress(done=True)), start + dt.timedelta(seconds=took_s))
+        assert step.phase == "VerifyingNetwork" and step.status["injectedAfterS"] == took_s
+        after = {**st, **step.status, "phase": "VerifyingNetwork", "phaseStartTime": "2026-11-30T07:00:00Z"}
+    assert machine.probe_settle_s(after) == settle_s
+    s3 = S3Target(endpoint="http://s3:9000", bucket="b", prefix="e2e")
+    ks = [_pod(trial.namespace(r), "ks") for r in trial.region_names]
+    d = phases.decide(trial, after, {"results": s3, "chaos": wan, "running": ks}, dt.datetime(2026, 11, 30, 7, 0, tzinfo=dt.UTC))
+    objs = [a.obj for a in d.actions if isinstance(a, Apply)]
+    cfgs = [json.loads(o["data"]["probe.json"]) for o in objs if o["kind"] == "ConfigMap"]
+    jobs = [o for o in objs if o["kind"] == "Job"]
+    assert cfgs and {c["settle_s"] for c in cfgs} == {settle_s}
+    assert jobs and {j["spec"]["activeDeadlineSeconds"] for j in jobs} == {PROBE_DEADLINE_S + int(settle_s)}
