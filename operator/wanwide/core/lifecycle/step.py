@@ -97,7 +97,7 @@ class ShapeWan:
 @dataclass(frozen=True)
 class Measure:
     """Measure the probe pairs' RTT (measurement ``check``); each probe waits ``settle_s`` first, for the shaping
-    of its own end (a provider whose shaping is in force at once may ignore it)."""
+    of its own pod (a provider whose shaping is in force at once may ignore it)."""
 
     check: int
     settle_s: float = 60.0
