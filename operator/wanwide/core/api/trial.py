@@ -64,9 +64,6 @@ class TrialStatus(Observed):
     message: str | None = None
     network_check: int = Field(0, ge=0, description="Which measurement of the network VerifyingNetwork is on "
                                "(a network found off is measured once more).")
-    injected_after_s: float | None = Field(None, ge=0, description="Seconds Injecting took to put the WAN in force "
-                                           "(Chaos Mesh: AllInjected). The network probes, shaped by objects of their "
-                                           "own once they run, wait twice that (60 s to 10 min) before measuring.")
     load_start_at: str | None = None
     faults_in_force: list[str] = Field(default_factory=list, description="Fault windows in force now (loss0, "
                                        "partition1, dropout0-3: the fourth cut of the first dropout).")

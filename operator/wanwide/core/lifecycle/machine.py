@@ -192,21 +192,7 @@ def injecting(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Ste
         return fail(CHAOS_FAILED, w.failed)
     if not w.done:
         return Step(message=w.waiting, status=marked(status, "wan"), actions=[ShapeWan(None)], wake_s=w.wake_s)
-    took = (now - parse(status["phaseStartTime"])).total_seconds() if status.get("phaseStartTime") else None
-    return Step("VerifyingNetwork", "Injected", w.waiting or "the WAN is in force",
-                {**marked(status, "wan-injected"), **({"injectedAfterS": round(took, 1)} if took is not None else {})})
-
-
-PROBE_SETTLE_S = (60.0, 600.0)  # the least and most a probe waits for its own shaping
-PROBE_SETTLE_FACTOR = 2.0  # × what the WAN's own injection took
-
-
-def probe_settle_s(status: Status) -> float:
-    """How long a network probe waits before it measures: it starts after the WAN, and the objects that shape it
-    take as long to be in force as the WAN's took (the platform's own figure: a second on a host, minutes under
-    qemu's emulation, where a fixed 60 s measured one direction of a 100 ms WAN only), twice that, bounded."""
-    took = float(status.get("injectedAfterS") or 0.0)
-    return min(PROBE_SETTLE_S[1], max(PROBE_SETTLE_S[0], PROBE_SETTLE_FACTOR * took))
+    return Step("VerifyingNetwork", "Injected", w.waiting or "the WAN is in force", marked(status, "wan-injected"))
 
 
 def verifying_network(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
@@ -218,7 +204,7 @@ def verifying_network(plan: TrialPlan, status: Status, seen: Seen, now: datetime
     if f"probe-{check}" not in done(status):
         return Step(message=f"measuring {len(pairs)} pair(s) of regions (measurement {check} of {NETWORK_CHECKS})",
                     status={**marked(status, f"probe-{check}"), "networkCheck": check},
-                    actions=[Measure(check, probe_settle_s(status)), Event("VerifyingNetwork", f"measuring the RTT of {len(pairs)} pair(s) "
+                    actions=[Measure(check), Event("VerifyingNetwork", f"measuring the RTT of {len(pairs)} pair(s) "
                                                                        "of regions")])
     if seen.network_failed:
         return fail(NETWORK_NOT_MEASURED, seen.network_failed)
@@ -440,7 +426,7 @@ def decide(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) ->
 
 
 __all__ = ["CHAOS_FAILED", "CHAOS_NOT_RECOVERED", "EVENT_REASONS", "FAULT_LATE_S", "FAULT_NOT_INJECTED", "INTERNAL", "INVALID_PLAN",
-           "LOAD_FAILED", "NETWORK_NOT_MEASURED", "NOT_OWNED", "NOT_TO_RUN", "PHASES", "PROBE_SETTLE_S", "RUNNING_PHASES",
+           "LOAD_FAILED", "NETWORK_NOT_MEASURED", "NOT_OWNED", "NOT_TO_RUN", "PHASES", "RUNNING_PHASES",
            "SHAPER_MISSING", "TIMEOUT_FIELD", "UNSCHEDULABLE", "UNSCHEDULABLE_AFTER_S", "UPLOAD_FAILED",
            "after_runner_failure", "crashed", "decide", "faults_checked", "faults_said", "parts", "phase_timed_out",
-           "probe_settle_s", "timed_out"]
+           "timed_out"]

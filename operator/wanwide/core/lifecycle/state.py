@@ -18,7 +18,7 @@ from wanwide.core.timestamps import iso, parse
 OWNED = frozenset({
     "phase", "phaseStartTime", "reason", "message", "outcome", "outcomeMessage", "completionTime", "startTime",
     "done", "attempt", "networkCheck", "deployTries", "faultsInForce", "faultsInjected", "faultsLate", "resultsURI",
-    "objectives", "injectedAfterS",
+    "objectives",
 })
 
 

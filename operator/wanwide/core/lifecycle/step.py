@@ -96,11 +96,9 @@ class ShapeWan:
 
 @dataclass(frozen=True)
 class Measure:
-    """Measure the probe pairs' RTT (measurement ``check``); each probe waits ``settle_s`` first, for the shaping
-    of its own pod (a provider whose shaping is in force at once may ignore it)."""
+    """Measure the probe pairs' RTT (measurement ``check``)."""
 
     check: int
-    settle_s: float = 60.0
 
 
 @dataclass(frozen=True)

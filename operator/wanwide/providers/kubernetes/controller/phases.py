@@ -304,7 +304,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
                 if going:  # the same name still being removed: apply once it is gone
                     out.wake_s = min(out.wake_s or 1.0, 1.0)
         elif isinstance(a, lc.Measure):
-            out.actions += [Apply(o, o["metadata"]["namespace"]) for o in r.probes(a.check, obs["results"], a.settle_s)]
+            out.actions += [Apply(o, o["metadata"]["namespace"]) for o in r.probes(a.check, obs["results"])]
         elif isinstance(a, lc.StartRunners):
             if not status.get("loadStartAt"):  # the start first, recorded; the runners with it on the next step
                 start = now + dt.timedelta(seconds=seconds(plan.spec.workload.start_delay))

@@ -79,10 +79,9 @@ class Rendered:
         """Loading: runner ConfigMaps + Jobs."""
         return rally.jobs(self.plan, start_at=self.start_at, attempt=self.attempt, results=self.results)
 
-    def probes(self, check: int, results: S3Target, settle_s: float = rally.PROBE_SETTLE_S) -> list[dict[str, Any]]:
-        """VerifyingNetwork: the network check's probe ConfigMaps and Jobs (measurement ``check``), each probe
-        waiting ``settle_s`` for its own shaping."""
-        return rally.probe_jobs(self.plan, check, results, settle_s)
+    def probes(self, check: int, results: S3Target) -> list[dict[str, Any]]:
+        """VerifyingNetwork: the network check's probe ConfigMaps and Jobs (measurement ``check``)."""
+        return rally.probe_jobs(self.plan, check, results)
 
     def chaos_at(self, elapsed_s: float | None, addresses: chaos.Addresses | None = None) -> list[dict[str, Any]]:
         """Injecting to Collecting: the chaos in force ``elapsed_s`` after the load start (None: the WAN);

@@ -123,19 +123,16 @@ RUNNER_METRICS_PORT = 9464
 PROBE = "network-probe"
 PROBE_PATH = "/etc/wanwide/probe.json"
 PROBE_SETTLE_S = 60.0
-"""How long a probe pod waits before measuring when the plan shapes links, unless the lifecycle says otherwise
-(``core/lifecycle`` ``probe_settle_s``: twice what the WAN's injection took, 60 s to 10 min): it starts after the
-WAN's Chaos Mesh objects, which never select it (Chaos Mesh selects an object's pods once), so the operator shapes
-it with objects of its own (render/chaos.py ``late``) as soon as it runs; Chaos Mesh then re-sets the tc rules of
-every pod it touches (under qemu's TCG: minutes)."""
-PROBE_DEADLINE_S = 600
-"""A probe Job's run beyond its wait: its measurement, then the upload."""
+"""How long a probe pod waits before measuring when the plan shapes links: it starts after the WAN's Chaos Mesh
+objects, which never select it (Chaos Mesh selects an object's pods once), so the operator shapes it with objects
+of its own (render/chaos.py ``late``) as soon as it runs; Chaos Mesh then re-sets the tc rules of every pod it
+touches (under qemu's TCG: seconds per pod)."""
 
 
-def probe_jobs(plan: TrialPlan, check: int, results: S3Target, settle_s: float = PROBE_SETTLE_S) -> list[dict[str, Any]]:
+def probe_jobs(plan: TrialPlan, check: int, results: S3Target) -> list[dict[str, Any]]:
     """The network check's measurement ``check``: a ConfigMap and a Job per region that probes (the
     lifecycle's probe pairs, to each destination's Keystone Service, the way the workload crosses the WAN;
-    and its own region's, the reference without the WAN), each waiting ``settle_s`` first when links are shaped."""
+    and its own region's, the reference without the WAN)."""
     known = targets(plan)
     by_src: dict[str, list[ProbeTarget]] = {}
     for src, dst in measured_pairs(plan):
@@ -148,14 +145,13 @@ def probe_jobs(plan: TrialPlan, check: int, results: S3Target, settle_s: float =
         ns, labels = plan.namespace(src), plan.labels(src, "probe")
         cfg = ProbeConfig(benchmark=plan.benchmark, trial=plan.id, region=src, check=check, targets=tgts,
                           samples=probe_samples(plan), results=results,
-                          settle_s=settle_s if needs_shaping(plan) else 0)
+                          settle_s=PROBE_SETTLE_S if needs_shaping(plan) else 0)
         out.append(obj("v1", "ConfigMap", meta(name, ns, labels),
                        data={"probe.json": cfg.model_dump_json(indent=2)}))
         pod = runner_pod(plan, src, ["runner", "probe", "--config", PROBE_PATH], [] if results.ambient else _s3_env(),
                          name, {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}})
         out.append(obj("batch/v1", "Job", meta(name, ns, labels), spec={
-            "backoffLimit": 1, "activeDeadlineSeconds": PROBE_DEADLINE_S + int(cfg.settle_s or 0),
-            "ttlSecondsAfterFinished": 86400,
+            "backoffLimit": 1, "activeDeadlineSeconds": 600, "ttlSecondsAfterFinished": 86400,
             "template": {"metadata": {"labels": labels}, "spec": pod}}))
     return out
 
