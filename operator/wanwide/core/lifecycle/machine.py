@@ -119,9 +119,9 @@ SAID_MAX = 400  # of the phase's last status message quoted in a timeout's
 
 def timeout_said(plan: TrialPlan, phase: str, status: Status) -> str:
     """A phase's timeout: the field and its value, and what the phase last said it was doing (what held it)."""
-    field = TIMEOUT_FIELD[phase]
-    camel = field.split("_")[0] + "".join(w.title() for w in field.split("_")[1:])
-    said = f"{phase} took longer than its timeout (spec.timeouts.{camel}: {getattr(plan.spec.timeouts, field)})"
+    field, timeouts = TIMEOUT_FIELD[phase], plan.spec.timeouts
+    name = type(timeouts).model_fields[field].alias or field  # as the spec spells it
+    said = f"{phase} took longer than its timeout (spec.timeouts.{name}: {getattr(timeouts, field)})"
     last = " ".join((status.get("message") or "").split())
     if last:
         said += f"; its last status: {last if len(last) <= SAID_MAX else last[:SAID_MAX - 1] + '…'}"
