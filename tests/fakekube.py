@@ -220,6 +220,9 @@ class FakeKube:
         else:
             new["metadata"]["uid"] = new["metadata"].get("uid") or f"uid-{len(self.objects)}"
             new["metadata"]["creationTimestamp"] = ts.iso(self.clock.now())
+            if obj["kind"] == "Service" and (new.get("spec") or {}).get("clusterIP") != "None":
+                ip = self.service_address(m.get("namespace"), m["name"])  # allocated, as the API server does
+                new.setdefault("spec", {}).update(clusterIP=ip, clusterIPs=[ip])
             if obj["kind"] == "NetworkChaos":
                 new["status"] = self._chaos_status(new)
         self.objects[k] = new
@@ -285,6 +288,12 @@ class FakeKube:
             self._spaces = {ns: i for i, ns in enumerate(self.plan.namespaces)}
         return f"10.0.{self._spaces.get(namespace, 250)}.1"
 
+    def service_address(self, namespace: str, name: str) -> str:
+        """The cluster IP of a namespace's Service (its own per namespace and name)."""
+        self.address(namespace)
+        ips = self.__dict__.setdefault("_service_ips", {})
+        return ips.setdefault((namespace, name), f"10.96.{self._spaces.get(namespace, 250)}.{len(ips) % 250 + 1}")
+
     def _regions(self, selector: dict[str, Any] | None) -> set[str]:
         """The regions whose pods a chaos selector names (its pods when it names any, else its namespaces)."""
         sel = selector or {}
@@ -318,6 +327,8 @@ class FakeKube:
         links = {pair: OneWay() for pair in self.plan.links}
         cut: set[Pair] = set()
         region_at = {self.address(self.plan.namespace(r)): r for r in self.plan.region_names}
+        region_at |= {ip: r for (ns, _), ip in self.__dict__.get("_service_ips", {}).items() for r in self.plan.region_names
+                      if ns == self.plan.namespace(r)}
         for (kind, _, _), o in sorted(self.objects.items()):
             if kind != "NetworkChaos" or not self._injected(o):
                 continue

@@ -178,6 +178,7 @@ def injecting(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> No
     if not obs["chaos_installed"]:
         return
     obs["chaos"] = chaos_children(w, plan)  # one list: what to change, and what Chaos Mesh says of each
+    obs["service_addresses"] = service_addresses(plan, services(w, plan))
     if "wan" not in lc.done(status):
         obs["running_pods"] = {
             r: any((p.get("status") or {}).get("phase") == "Running"
@@ -192,13 +193,40 @@ def running_pods(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
             if p["metadata"].get("namespace") in mine]
 
 
+def services(w: Where, plan: TrialPlan) -> list[dict[str, Any]]:
+    """The trial's Services (one list across namespaces, from the API server's cache)."""
+    mine = set(plan.namespaces)
+    return [s for s in w.kube.list("v1", "Service", None, cached=True) if s["metadata"].get("namespace") in mine]
+
+
+def service_addresses(plan: TrialPlan, services: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Region → the cluster IPs of its Services (of ``services``): every one in its namespace, and in a database
+    namespace of its own those labelled with the region (its member's); a Service of several regions' pods
+    (mariadb-operator's primary) and a headless one have none to give. Regions with none are left out."""
+    region_of = {plan.namespace(r): r for r in plan.region_names}
+    regions = set(plan.region_names)
+    out: dict[str, set[str]] = {}
+    for s in services:
+        md, spec = s.get("metadata") or {}, s.get("spec") or {}
+        ns = md.get("namespace")
+        region = region_of.get(ns)
+        if region is None and ns == plan.db_namespace:
+            label = (md.get("labels") or {}).get(names.L_REGION)
+            region = label if label in regions else None
+        ips = {ip for ip in [*(spec.get("clusterIPs") or []), spec.get("clusterIP")] if ip and ip != "None"}
+        if region and ips and spec.get("type") != "ExternalName":
+            out.setdefault(region, set()).update(ips)
+    return {r: sorted(v) for r, v in out.items()}
+
+
 def _late_chaos(w: Where, plan: TrialPlan, obs: Obs) -> None:
     """What the WAN for pods started after its objects needs (render/chaos.py ``late_pods``): the trial's chaos
-    objects with Chaos Mesh's records of what they selected, and its running pods."""
+    objects with Chaos Mesh's records of what they selected, its running pods, and its Services' addresses."""
     obs["chaos_installed"] = w.kube.serves(CHAOS_API, "NetworkChaos")
     if obs["chaos_installed"]:
         obs["chaos"] = chaos_children(w, plan)
         obs["running"] = running_pods(w, plan)
+        obs["service_addresses"] = service_addresses(plan, services(w, plan))
 
 
 def verifying_network(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None:

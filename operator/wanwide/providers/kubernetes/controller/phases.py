@@ -47,7 +47,7 @@ def rendered(plan: TrialPlan, status: dict[str, Any], obs: Obs) -> Rendered:
     return render_trial(plan, start_at=status.get("loadStartAt"), attempt=lc.attempt_of(status),
                         passwords=obs.get("passwords"), results=obs.get("results"),
                         plan_generation=int(obs.get("plan_generation", 0)), owner=obs.get("owner"),
-                        network_policy=obs.get("network_policy"))
+                        network_policy=obs.get("network_policy"), services=obs.get("service_addresses"))
 
 
 def unplaced(pod: str, waited_s: float, scheduler: str, node_selector: dict[str, str]) -> lc.Unplaced:

@@ -50,9 +50,9 @@ class Rendered:
     def __init__(self, plan: TrialPlan, *, start_at: str | None = None, attempt: int = 1,
                  passwords: dict[str, str] | None = None, results: S3Target | None = None,
                  plan_generation: int = 0, owner: str | None = None,
-                 network_policy: netpol.Settings | None = None) -> None:
+                 network_policy: netpol.Settings | None = None, services: chaos.Services | None = None) -> None:
         self.plan, self.start_at, self.attempt, self.owner = plan, start_at, attempt, owner
-        self.network_policy = network_policy
+        self.network_policy, self.services = network_policy, services
         self.passwords, self.results, self.plan_generation = passwords, results, plan_generation
 
     @cached_property
@@ -71,8 +71,8 @@ class Rendered:
 
     @cached_property
     def wan(self) -> list[dict[str, Any]]:
-        """Injecting: the emulated WAN."""
-        return chaos.wan(self.plan)
+        """Injecting: the emulated WAN (toward the regions' Services too, when observed)."""
+        return chaos.wan(self.plan, services=self.services)
 
     @cached_property
     def load(self) -> list[dict[str, Any]]:
@@ -86,12 +86,12 @@ class Rendered:
     def chaos_at(self, elapsed_s: float | None, addresses: chaos.Addresses | None = None) -> list[dict[str, Any]]:
         """Injecting to Collecting: the chaos in force ``elapsed_s`` after the load start (None: the WAN);
         ``addresses``: region → its running pods' addresses (a cut is then injected on its side only)."""
-        return chaos.at(self.plan, elapsed_s, addresses)
+        return chaos.at(self.plan, elapsed_s, addresses, self.services)
 
     def late(self, elapsed_s: float | None, pods: chaos.Late) -> list[dict[str, Any]]:
         """VerifyingNetwork and Loading: the WAN for ``pods`` (region → names), which started after its objects
         (Chaos Mesh selected theirs without them), at ``elapsed_s`` as :meth:`chaos_at`."""
-        return chaos.late_at(self.plan, elapsed_s, pods)
+        return chaos.late_at(self.plan, elapsed_s, pods, self.services)
 
     @cached_property
     def faults(self) -> list[dict[str, Any]]:
@@ -154,6 +154,7 @@ def render_trial(
     plan_generation: int = 0,
     owner: str | None = None,
     network_policy: netpol.Settings | None = None,
+    services: chaos.Services | None = None,
 ) -> Rendered:
     return Rendered(plan, start_at=start_at, attempt=attempt, passwords=passwords, results=results,
-                    plan_generation=plan_generation, owner=owner, network_policy=network_policy)
+                    plan_generation=plan_generation, owner=owner, network_policy=network_policy, services=services)
