@@ -1,4 +1,4 @@
-"""Real Chaos Mesh on the real node: a NetworkChaos partition cuts two real pods apart.
+"""Real Chaos Mesh on the real node: a NetworkChaos partition cuts two real pods apart, by pod address and by Service.
 
 Needs the test cluster with its real node (``hack/testcluster.sh up --real-node``) and
 Chaos Mesh built from the pinned Go module and installed by ``hack/chaos-mesh.sh install``
@@ -11,6 +11,8 @@ What is checked, on pods that really run (containerd + runc + CNI bridge):
   injected, and succeed again once it is deleted; the DROP rules and the chain named
   after the NetworkChaos are there while it is injected and gone afterwards (read from
   the host with ``nsenter -t <pid> -n iptables-legacy-save``).
+* a partition cuts a path through a Service only when its cluster IP is among the addresses: kube-proxy
+  translates it outside the sending pod, where Chaos Mesh's filter is (the operator lists Services).
 * ``action: delay`` needs the netem qdisc, which this kernel does not have: the
   NetworkChaos reports the failed injection (chaos-daemon's ``tc`` error) and deletes
   cleanly.
@@ -309,3 +311,78 @@ def test_delay_needs_netem_and_says_so(chaos, pair):
                    "-p", '{"metadata":{"finalizers":[]}}')
         gone = "still there after 20 s: finalizer removed by the test"
     print(f"\ndelay: failed after {t_failed - t0:.2f} s: {msg!r}; {gone}")
+
+
+def _cut(name: str, ns: str, peers: list[str]) -> str:
+    """A cut as the operator renders it with the others' addresses (render/chaos.py ``cuts``): the cut side's
+    pods drop what goes to and comes from ``peers``."""
+    return json.dumps({
+        "apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos",
+        "metadata": {"name": name, "labels": REAL},
+        "spec": {"action": "partition", "mode": "all", "direction": "both",
+                 "selector": {"namespaces": [ns], "labelSelectors": {"side": "cut"}}, "externalTargets": peers},
+    })
+
+
+def test_a_partition_cuts_a_service_path_only_with_the_services_address(chaos, tmp_path):
+    """Chaos Mesh filters by the addresses it is given; kube-proxy turns a Service's cluster IP into the pod's
+    address outside the sending pod, where the filter is. Two clients on the cut side reach one server, one by its
+    pod's address and one by its Service. A cut listing the pod's address alone (the operator's before it listed
+    Services: the control) cuts the first and lets the second through, request and answer; a cut listing the
+    Service's cluster IP too (what render/chaos.py now makes) cuts both."""
+    tc = chaos.tc
+    ns = tc.namespace("chaossvc")
+    out = tmp_path / "probe"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    try:
+        tc.apply(json.dumps(_pod("server", chaos.node, chaos.probe_image,
+                                 ["socat", "TCP-LISTEN:8080,fork,reuseaddr", "SYSTEM:echo pong"], {"app": "server"})),
+                 namespace=ns)
+        tc.apply(json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "server"},
+                             "spec": {"selector": {"app": "server"}, "ports": [{"port": 8080, "targetPort": 8080}]}}),
+                 namespace=ns)
+        def running_ip() -> str | None:
+            st = tc.kubectl_json("get", "pod", "-n", ns, "server")["status"]
+            return st.get("podIP") if st.get("phase") == "Running" else None
+
+        pod_ip = _wait(running_ip, 120, "server Running")
+        svc_ip = tc.kubectl_json("get", "service", "-n", ns, "server")["spec"]["clusterIP"]
+        logs = {}
+        for via, addr in (("pod", pod_ip), ("service", svc_ip)):
+            d = out / via
+            d.mkdir()
+            os.chmod(d, 0o777)
+            tc.apply(json.dumps(_pod(f"client-{via}", chaos.node, chaos.probe_image, ["bash", "-c", CLIENT],
+                                     {"side": "cut"}, env={"SERVER": addr}, host_dir=str(d))), namespace=ns)
+            logs[via] = d / "probe.log"
+        for via, log in logs.items():
+            _wait(lambda log=log: log.exists() and sum(ok for _, ok in _probes(log, 0)) >= 10, 120,
+                  f"10 good probes by the {via}")
+
+        def during(name: str, peers: list[str]) -> dict[str, list[bool]]:
+            tc.apply(_cut(name, ns, peers), namespace=ns)
+            _wait(lambda: _condition(_chaos_status(tc, ns, name), "AllInjected") == "True", 60,
+                  f"{name} AllInjected", interval=0.2)
+            _assert_no_stand_in(tc, ns, name)
+            t0 = time.time() + 0.6  # a probe started before the rules may still end ok
+            time.sleep(6)
+            got = {via: [ok for _, ok in _probes(log, t0)] for via, log in logs.items()}
+            tc.kubectl("delete", "networkchaos", "-n", ns, name, "--wait=true", timeout=120)
+            t1 = time.time()
+            for via, log in logs.items():
+                _wait(lambda log=log: sum(ok for _, ok in _probes(log, t1)) >= 5, 30, f"{via} healed after {name}")
+            return got
+
+        pod_only = during("cut-pod-only", [pod_ip])
+        with_svc = during("cut-with-service", [pod_ip, svc_ip])
+        said = {k: {via: f"{sum(v)}/{len(v)} through" for via, v in got.items()}
+                for k, got in (("pod address only", pod_only), ("with the Service's", with_svc))}
+        print(f"\nservice path: server {pod_ip}, Service {svc_ip}; {said}")
+        for got in (pod_only, with_svc):
+            assert all(len(v) >= 4 for v in got.values()), said
+        assert not any(pod_only["pod"]), said  # the control: the pod's address is cut
+        assert all(pod_only["service"]), said  # and the Service's is not: the gap Chaos Mesh leaves
+        assert not any(with_svc["pod"]) and not any(with_svc["service"]), said  # both cut
+    finally:
+        tc.kubectl("delete", "namespace", ns, "--wait=false", check=False)
