@@ -505,6 +505,7 @@ cmd_up() { # [--real-node]
   install_crds
   start_kwok
   ensure_nodes "${WANWIDE_TEST_NODES:-3}"
+  vn_forget_gone
   install_standins
   settle_standins
   log "waiting for the default ServiceAccount"

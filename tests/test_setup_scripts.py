@@ -375,6 +375,27 @@ def test_the_test_cluster_waits_for_crds_without_status_instead_of_failing(tmp_p
         assert calls >= 3
 
 
+def test_the_test_cluster_forgets_vm_nodes_whose_vm_is_gone(tmp_path):
+    """A VM node taken down while the API server was down left its Node object in etcd; the next ``up`` found it, and
+    chaos-daemon's DaemonSet pod on it answered ``kubectl logs ds/chaos-daemon`` with NotFound (stop 56). ``up`` now
+    deletes the Node of a VM node with no VM here, and no other node."""
+    vn = REPO / "hack" / "testcluster" / "vmnode.sh"
+    root = tmp_path / "vmnode"
+    (root / "vmn2").mkdir(parents=True)
+    (root / "vmn2" / "node.env").write_text("N_POD_CIDR=10.246.3.0/24\n")
+    nodes = ("kwok-node-0 \nrealnode wanwide.io/real-node\nvmn1 wanwide.io/real-node wanwide.io/vm-node\n"
+             "vmn2 wanwide.io/real-node wanwide.io/vm-node\nother node.kubernetes.io/unreachable\n")
+    (tmp_path / "nodes").write_text(nodes)
+    script = "\n".join([
+        "set -euo pipefail", 'log() { echo "$*" >&2; }', f"VN_ROOT={root} VN_TAINT_KEY=wanwide.io/vm-node",
+        f'kc() {{ if [[ $1 == get ]]; then cat {tmp_path}/nodes; else echo "$*" >>{tmp_path}/calls; fi; }}',
+        _shell_function(vn, "vn_forget_gone"), "vn_forget_gone"])
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "calls").read_text().splitlines() == ["delete node vmn1 --wait=false"]
+    assert "VM node vmn1: its VM is gone" in r.stderr
+
+
 @pytest.mark.parametrize("real", [False, True])
 def test_kwok_plays_chaos_mesh_only_while_the_real_one_is_not_installed(tmp_path, real):
     """kwok's Chaos Mesh Stages and the real Chaos Mesh both wrote the operator's NetworkChaos status (each write a

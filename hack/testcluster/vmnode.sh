@@ -134,6 +134,16 @@ vn_down() { # NAME: the node object, the VM, the host's route; the forward with 
   log "VM node $name down"
 }
 
+vn_forget_gone() { # the Node objects of VM nodes whose VM is gone (a `down` while the API server was down
+  # leaves them in etcd; their DaemonSet pods, chaos-daemon's, then answer `kubectl logs ds/...` with NotFound)
+  local name taints
+  while read -r name taints; do
+    [[ -n $name && " $taints " == *" $VN_TAINT_KEY "* && ! -f $VN_ROOT/$name/node.env ]] || continue
+    kc delete node "$name" --wait=false >/dev/null 2>&1 || true
+    log "VM node $name: its VM is gone, its Node object deleted"
+  done < <(kc get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}{"\n"}{end}' 2>/dev/null)
+}
+
 vn_status() {
   local n
   for n in $(vn_names); do
