@@ -56,6 +56,7 @@ def real_stack(realnode, tmp_path_factory, vm_nodes: tuple[str, ...] = ()) -> It
     try:
         yield {"tc": tc, "ns": ns, "chart": chart, "s3": s3, "op": op, "log": log}
     finally:
+        forget_trials(tc, ns)
         op.stop()
         print(log.read_text()[-8000:])
         tc.kubectl("taint", "node", NODE, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
@@ -63,6 +64,25 @@ def real_stack(realnode, tmp_path_factory, vm_nodes: tuple[str, ...] = ()) -> It
             run([SCRIPT, "nodes", str(len(kwok))], check=False)
         # the real CRDs go with it; the next `testcluster.sh up` puts the kwok tier's stand-ins back
         run([REPO / "hack" / "mariadb-operator.sh", "uninstall"], timeout=600, check=False)
+
+
+def forget_trials(tc, ns: str, timeout_s: float = 180) -> None:
+    """The trial namespaces of ``ns``'s Benchmarks deleted while the operators that hold finalizers in them still run.
+    A test that failed before deleting its Benchmark (``cleanup: Never``) left them in the test cluster's etcd, which
+    outlives ``down``: the next ``up`` scheduled their Deployments onto the new nodes (stop 56 found a VM node running
+    three earlier trials' Keystones beside its own)."""
+    uids = [b["metadata"]["uid"] for b in tc.kubectl_json("get", "benchmarks", "-n", ns)["items"]]
+    for uid in uids:
+        tc.kubectl("delete", "namespace", "-l", f"wanwide.io/owner-uid={uid}", "--wait=false", check=False)
+    t_end = time.monotonic() + timeout_s
+    left: list[str] = []
+    while time.monotonic() < t_end:
+        left = [n["metadata"]["name"] for uid in uids
+                for n in tc.kubectl_json("get", "namespaces", "-l", f"wanwide.io/owner-uid={uid}")["items"]]
+        if not left:
+            return
+        time.sleep(3)
+    print(f"trial namespaces still terminating after {timeout_s:.0f} s: {left}")
 
 
 def benchmark(stack, name: str, backend: str) -> str:
