@@ -184,6 +184,7 @@ class FakeKube:
     late_s: float = 0.0  # a partition is in force this long after it is made
     bug: bool = False  # applying a Rally Job raises a TypeError (a bug in a step)
     slo: list[dict[str, Any]] | None = None  # the objectives each runner records in its manifest (the slo rows)
+    runner_said: str = ""  # "<reason>: <message>" a failed runner stores in its bundle's manifest
     objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     requests: int = 0
     probed: list[dict[str, Any]] = field(default_factory=list)  # the probe configs answered
@@ -408,6 +409,14 @@ class FakeKube:
                             o["status"] = {"conditions": [{"type": "Failed", "status": "True",
                                                            "reason": "PodFailurePolicy"}]}
                         else:
+                            if self.runner_said:  # the failed runner's bundle, its word in its status
+                                cfg = json.loads(self.objects[("ConfigMap", ns, "rally-config")]["data"]["runner.json"])
+                                s3 = cfg["results"]["s3"]
+                                key = (f"{s3['prefix'].strip('/')}/{cfg['benchmark']}/{cfg['trial']['id']}/{region}/"
+                                       f"attempt-{attempt}-run/manifest.json")
+                                reason, _, message = self.runner_said.partition(": ")
+                                self.s3.put(s3["bucket"], key, {"status": {"result": "failed", "reason": reason,
+                                                                           "message": message}})
                             o["status"] = {"conditions": [{"type": "Failed", "status": "True",
                                                            "reason": "BackoffLimitExceeded"}]}
                 elif self.hooks_fail:  # keystone hook Jobs

@@ -66,13 +66,14 @@ class FakeLab:
                  results: dict[int, dict[str, str]] | None = None, upload_fails: bool = False,
                  deploy_fails: BaseException | None = None, fail_stage: str = "keystone-schema",
                  shaping_refused: bool = False, late_s: float = 0.0, bug: bool = False, out: Path | None = None,
-                 slo: list[dict[str, Any]] | None = None):
+                 slo: list[dict[str, Any]] | None = None, runner_said: str = ""):
         self.clock, self.rtt_factor, self.run_s = clock, rtt_factor, run_s
         self.results = results or {}
         self.upload_fails, self.deploy_fails, self.fail_stage = upload_fails, deploy_fails, fail_stage
         self.shaping_refused, self.late_s, self.bug = shaping_refused, late_s, bug
         self.out = out or Path("/nonexistent")
         self.slo = slo  # the objectives each runner records in its manifest (the slo rows)
+        self.runner_said = runner_said  # what a failed runner says of its failure in its bundle
         self.live = Live(1, stream=io.StringIO())
         self.earlier: dict = {}
         self.calls: list[tuple[Any, ...]] = []
@@ -154,6 +155,9 @@ class FakeLab:
             runners.store_error = "upload failed: results store unreachable; the bundle is kept in /out/bundles"
         self.bundles |= {r for r, s in out.items() if s == "complete"}
         return out
+
+    def said(self, runners: FakeRunners, regions: list[str]) -> dict[str, str]:
+        return {r: self.runner_said for r in regions if self.runner_said}
 
     def progress(self, runners: FakeRunners) -> str:
         return ""

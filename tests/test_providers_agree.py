@@ -64,9 +64,15 @@ SLO_ROWS = [
      "measured": 0.71, "unit": "s", "passed": False, "detail": "95th percentile 0.710 s > 0.5 s"},
 ]
 
+SAID = ("StartTooLate: start_at 2026-11-26T12:03:00Z is already 324.4s in the past, more than max_start_skew_s=10 "
+        "(preparation and warm-up took longer than spec.workload.startDelay: raise it)")
 WORLDS = {
     "fine": World(("Succeeded", "Completed"), {}, {}),
     "runner-fails-once": World(("Succeeded", "Completed"), {"results": {1: "failed"}}, {"results": {1: "failed"}}),
+    # a runner that says why it failed (its bundle's status): both say it in LoadRetry and LoadFailed
+    "runner-says-why": World(("Failed", "LoadFailed"), {"results": {1: "failed", 2: "failed"},
+                                                        "runner_said": SAID}, {"results": {1: "failed", 2: "failed"},
+                                                                               "runner_said": SAID}, every_trial=False),
     "not-stored": World(("Failed", "UploadFailed"), {"results": {1: "stopped"}}, {"upload_fails": True}),
     "wan-half": World(("Failed", "NetworkOff"), {"rtt_factor": 0.5}, {"rtt_factor": 0.5}),
     "bug": World(("Failed", "InternalError"), {"bug": True}, {"bug": True}, every_trial=False),
@@ -196,11 +202,11 @@ def run_both(docs: list[dict[str, Any]], index: int, world: World, monkeypatch: 
         "k": {"outcome": (k_final["phase"], k_final["reason"]), "objectives": k_final.get("objectives"),
               "log": normalised(k_log), "wan": _changes(k_trace),
               "measured": sorted({(c["check"], c["region"], t["region"]) for c in kube.probed for t in c["targets"]}),
-              "runners": kube.attempts_started},
+              "runners": kube.attempts_started, "message": k_final.get("message")},
         "l": {"outcome": (l_final["phase"], l_final["reason"]), "objectives": l_final.get("objectives"),
               "log": normalised(lt.log), "wan": _changes(l_trace),
               "measured": sorted({(check, *pair) for check, m in lt.measured.items() for pair in m}),
-              "runners": [c[2] for c in lab.calls if c[0] == "start_runners"]},
+              "runners": [c[2] for c in lab.calls if c[0] == "start_runners"], "message": l_final.get("message")},
         "plan": p,
     }
 
@@ -240,6 +246,11 @@ def test_the_operator_and_the_lab_live_the_same_lifecycle(example: str, world: s
             f"{len(r['plan'].load_regions)}/{2 * len(r['plan'].load_regions)} met",), o
         assert any(e[0] == "ObjectivesMissed" and e[2] == "Warning" and "95th percentile 0.710 s > 0.5 s" in e[1]
                    for e in log), log
+    if world == "runner-says-why":  # the runner's own word, not "see the runners' logs", in the event and the status
+        region = r["plan"].load_regions[0]
+        assert any(e[0] == "LoadRetry" and f"({region}: {SAID})" in e[1] for e in log), log
+        assert r["k"]["message"] == r["l"]["message"], (r["k"]["message"], r["l"]["message"])
+        assert f"after 2 attempt(s): {region}: StartTooLate" in r["l"]["message"] and "raise it" in r["l"]["message"]
     if world == "fine":
         assert r["l"]["objectives"] is None  # no objectives recorded: none said
     if world == "deploy-fails":

@@ -308,22 +308,35 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
         return fail(UPLOAD_FAILED, f"Rally ran in {', '.join(unstored)} but its results could not be stored within "
                                    f"spec.timeouts.collecting ({plan.spec.timeouts.collecting}){why}",
                     fstatus, [*shape, *fevents])
+    words = runners_said(failed, seen.runner_said)
     if failed and after_runner_failure(n, plan.spec.runner.max_attempts) is None:
         # a retry replays everything from the load on: the plan's WAN (ShapeWan(None)), a new start, and the
         # whole fault timeline again from that start
-        retry = Event("LoadRetry", f"Rally failed in {', '.join(failed)}; attempt {n + 1} of "
-                                   f"{plan.spec.runner.max_attempts}", "Warning")
+        retry = Event("LoadRetry", f"Rally failed in {', '.join(failed)}{f' ({words})' if words else ''}; attempt "
+                                   f"{n + 1} of {plan.spec.runner.max_attempts}", "Warning")
         return Step(message="retrying", actions=[*shape, *fevents, StopRunners(n), retry],
                     status={**fstatus, "attempt": n + 1, "loadStartAt": None, "faultsInjected": None,
                             "faultsLate": None, "done": sorted(done(status) - {key})})
     if failed:
-        return fail(LOAD_FAILED, f"Rally failed in {', '.join(failed)} after {n} attempt(s): see the runners' logs",
+        return fail(LOAD_FAILED, f"Rally failed in {', '.join(failed)} after {n} attempt(s): "
+                                 + (words or "see the runners' logs"),
                     fstatus, [*shape, *fevents])
     if running:
         message, said = store_said(f"Rally running in {len(running)} region(s)", status, seen.store_error)
         return Step(message=message, status=fstatus, actions=[*shape, *fevents, *said], wake_s=fwake)
     return Step("Collecting", "LoadDone", f"Rally finished in {len(plan.load_regions)} region(s)", fstatus,
                 [*shape, *fevents])
+
+
+RUNNER_SAID_MAX = 400
+"""Characters of one runner's word kept in a message (a status message stays short)."""
+
+
+def runners_said(failed: list[str], said: dict[str, str]) -> str:
+    """What the failed runners said of their failure, each cut to :data:`RUNNER_SAID_MAX` ("" when none did)."""
+    words = [f"{r}: {w if len(w) <= RUNNER_SAID_MAX else w[:RUNNER_SAID_MAX - 1] + '…'}"
+             for r in failed if (w := said.get(r))]
+    return "; ".join(words)
 
 
 def store_said(message: str, status: Status, error: str | None) -> tuple[str, list[LifecycleAction]]:
@@ -426,7 +439,7 @@ def decide(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) ->
 
 
 __all__ = ["CHAOS_FAILED", "CHAOS_NOT_RECOVERED", "EVENT_REASONS", "FAULT_LATE_S", "FAULT_NOT_INJECTED", "INTERNAL", "INVALID_PLAN",
-           "LOAD_FAILED", "NETWORK_NOT_MEASURED", "NOT_OWNED", "NOT_TO_RUN", "PHASES", "RUNNING_PHASES",
+           "LOAD_FAILED", "NETWORK_NOT_MEASURED", "NOT_OWNED", "NOT_TO_RUN", "PHASES", "RUNNER_SAID_MAX", "RUNNING_PHASES",
            "SHAPER_MISSING", "TIMEOUT_FIELD", "UNSCHEDULABLE", "UNSCHEDULABLE_AFTER_S", "UPLOAD_FAILED",
-           "after_runner_failure", "crashed", "decide", "faults_checked", "faults_said", "parts", "phase_timed_out",
+           "after_runner_failure", "crashed", "runners_said", "decide", "faults_checked", "faults_said", "parts", "phase_timed_out",
            "timed_out"]

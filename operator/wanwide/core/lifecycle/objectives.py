@@ -22,6 +22,14 @@ def recorded(manifest: Any) -> Rows | None:
     return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else None
 
 
+def failure_said(manifest: Any) -> str | None:
+    """A bundle manifest's word on why its run failed, one line "<reason>: <message>" (None: no reason in it)."""
+    st = manifest.get("status") if isinstance(manifest, dict) else None
+    if not isinstance(st, dict) or not st.get("reason") or st.get("result") == "succeeded":
+        return None
+    return f"{st['reason']}: {st.get('message') or ''}".rstrip(": ")
+
+
 def objectives(rows: Mapping[str, Rows | None] | None) -> dict[str, Any] | None:
     """``{"met", "missed", "unmeasured", "summary", "misses"}`` over every load region's rows (region → its
     manifest's ``slo`` rows; None or absent: none recorded); None when no region recorded any objective."""
@@ -55,4 +63,4 @@ def said(summary: dict[str, Any]) -> str:
             f"missed (data kept): {'; '.join(summary['misses'])}" + (f"; {more} more in the bundles" if more > 0 else ""))
 
 
-__all__ = ["OBJECTIVES_MISSED", "SHOWN", "objectives", "recorded", "said"]
+__all__ = ["OBJECTIVES_MISSED", "SHOWN", "failure_said", "objectives", "recorded", "said"]

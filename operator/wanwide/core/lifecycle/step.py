@@ -63,6 +63,8 @@ class Seen:
     # provider's word on a fault it could not put in force and what to check; why the results store does not
     # answer (network and bundles too); cannot_shape too
     runners: dict[str, str] = field(default_factory=dict)
+    # a failed runner's own word (its bundle's status: "<reason>: <message>"), where the provider could read it
+    runner_said: dict[str, str] = field(default_factory=dict)
     faults_injected: dict[str, float] | None = None
     fault_why: str | None = None
     store_error: str | None = None

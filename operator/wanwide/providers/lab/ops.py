@@ -34,6 +34,7 @@ from wanwide.providers.lab.quiet import QuietGate, wait_quiet
 from wanwide.providers.lab.results import (
     Earlier,
     bundles_root,
+    failure_of,
     manifest_objectives,
     succeeded_bundles,
     upload,
@@ -53,6 +54,7 @@ class Runners:
     release: Path
     regions: list[str]
     plan: TrialPlan
+    attempt: int = 1
     stored: dict[str, bool] = field(default_factory=dict)
     store_error: str | None = None
 
@@ -121,7 +123,7 @@ class LabRun:
         logs.mkdir(parents=True, exist_ok=True)
         release = logs / f"release-{attempt}.json"
         release.unlink(missing_ok=True)
-        return Runners(self._start_runners(dep, p, attempt, logs, release), logs, release, p.load_regions, p)
+        return Runners(self._start_runners(dep, p, attempt, logs, release), logs, release, p.load_regions, p, attempt)
 
     def ready(self, runners: Runners) -> bool:
         return all(_ready(runners.logs / f"runner-{r}.log") or runners.procs[r].poll() is not None
@@ -166,6 +168,10 @@ class LabRun:
             return ""
         why = upload(self.out, p, [b], lambda *_: None)
         return (f"{why}; the bundle is kept in {b} (`wanwide runner upload` sends it later)") if why else ""
+
+    def said(self, runners: Runners, regions: list[str]) -> dict[str, str]:
+        """Region → what its failed runner said of its failure in the bundle it wrote for this attempt."""
+        return {r: w for r in regions if (w := failure_of(self.out, runners.plan, r, runners.attempt))}
 
     def progress(self, runners: Runners) -> str:
         return _last_progress(runners.logs / f"runner-{runners.regions[0]}.log")

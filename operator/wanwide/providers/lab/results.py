@@ -10,7 +10,7 @@ from typing import Any
 
 from wanwide.core import contracts
 from wanwide.core.contracts import S3Target
-from wanwide.core.lifecycle.objectives import recorded
+from wanwide.core.lifecycle.objectives import failure_said, recorded
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.pipeline.runner.upload import (
     CredentialsMissing,
@@ -59,6 +59,15 @@ def succeeded_bundles(out: Path, p: TrialPlan) -> dict[str, Path]:
             except (OSError, ValueError):
                 continue
     return found
+
+
+def failure_of(out: Path, p: TrialPlan, region: str, attempt: int) -> str | None:
+    """What a region's runner said of its failure in its latest bundle of ``attempt`` (None: none, or unreadable)."""
+    found = sorted((bundles_root(out, p) / p.benchmark / p.id / region).glob(f"attempt-{attempt}-*/manifest.json"))
+    try:
+        return failure_said(json.loads(found[-1].read_text())) if found else None
+    except (OSError, ValueError):
+        return None
 
 
 def manifest_objectives(manifest: Path) -> list[dict[str, Any]] | None:

@@ -53,6 +53,7 @@ class LabOps(Protocol):
     def ready(self, runners: Any) -> bool: ...  # all prepared (or ended): the load may start
     def release(self, dep: Any, p: TrialPlan, runners: Any, say: Say) -> datetime: ...  # the load start
     def poll(self, runners: Any) -> dict[str, str]: ...  # region → running | complete | failed | stopped
+    def said(self, runners: Any, regions: list[str]) -> dict[str, str]: ...  # region → a failed runner's word
     def progress(self, runners: Any) -> str: ...
     def stop(self, runners: Any) -> None: ...
     def collect(self, p: TrialPlan) -> tuple[list[str], list[str], str]: ...  # (found, missing, where)
@@ -120,8 +121,11 @@ class LabTrial:
         n = lc.attempt_of(self.status)
         if n not in self.runners:
             return {}
-        return {"runners": self.ops.poll(self.runners[n]), "faults_injected": self._faults(now),
-                "fault_why": self.shape_error, "store_error": getattr(self.runners[n], "store_error", None)}
+        states = self.ops.poll(self.runners[n])
+        failed = [r for r, s in states.items() if s == "failed"]
+        return {"runners": states, "runner_said": self.ops.said(self.runners[n], failed) if failed else {},
+                "faults_injected": self._faults(now), "fault_why": self.shape_error,
+                "store_error": getattr(self.runners[n], "store_error", None)}
 
     def _bundles(self, now: datetime) -> dict[str, Any]:
         return {"bundles": self.ops.collect(self.p), "objectives": self.ops.objectives(self.p)}

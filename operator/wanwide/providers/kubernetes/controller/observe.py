@@ -266,6 +266,9 @@ def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
                 for j in w.kube.list("batch/v1", "Job", {names.L_TRIAL: plan.name, names.L_ROLE: "load"})
                 if j["metadata"]["namespace"] in region_of and j["metadata"]["name"] == JOB}
         obs["jobs"] = {r: readiness.job_state(live.get(r)) for r in plan.load_regions}
+        failed = [r for r, s in obs["jobs"].items() if s == "failed"]
+        if failed:  # the step that sees it retries or fails the trial: read once, with the runners' own words
+            obs["runner_said"] = results.runner_said(w.kube, plan, lc.attempt_of(status), failed, w.instance)
         if any(s not in ("complete", "failed", "missing") for s in obs["jobs"].values()):
             obs["store"] = results.probe(w.kube, plan, w.instance)  # a runner may be waiting for it
 

@@ -234,7 +234,8 @@ def _network(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now
 
 def _load(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
           prepared: Prepared) -> dict[str, Any]:
-    out = {**_shaper(status, obs), "runners": obs.get("jobs", {}), "store_error": obs.get("store")}
+    out = {**_shaper(status, obs), "runners": obs.get("jobs", {}), "runner_said": obs.get("runner_said", {}),
+           "store_error": obs.get("store")}
     if plan.faults and status.get("loadStartAt") and "chaos" in obs:
         out["faults_injected"], out["fault_why"] = faults_in_force(plan, status, obs, r, now)
     return out

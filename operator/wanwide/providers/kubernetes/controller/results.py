@@ -127,6 +127,41 @@ def bundles(kube: Kube, plan: TrialPlan, attempt: int, instance: str | None = No
     return found, missing, uri, error, slo
 
 
+def runner_said(kube: Kube, plan: TrialPlan, attempt: int, regions: list[str],
+                instance: str | None = None) -> dict[str, str]:
+    """Region → what its failed runner said of its failure in the bundle it stored for this attempt (its status:
+    "<reason>: <message>"); regions with no bundle, or a store that does not answer, are left out."""
+    t = target(kube, plan, instance)
+    if t is None or not regions:
+        return {}
+    base = f"{t.prefix.strip('/')}/{plan.benchmark}/{plan.id}/"
+    s3 = _client(kube, plan, t)
+    out: dict[str, str] = {}
+    for r in regions:
+        try:
+            resp = s3.list_objects_v2(Bucket=t.bucket, Prefix=f"{base}{r}/attempt-{attempt}-")
+            keys = sorted(o["Key"] for o in resp.get("Contents", []) if o["Key"].endswith("/manifest.json"))
+            if keys:
+                said = status_said(s3.get_object(Bucket=t.bucket, Key=keys[-1])["Body"].read(MANIFEST_MAX + 1))
+                if said:
+                    out[r] = said
+        except Exception:  # noqa: BLE001 - its word is a courtesy: the failure stands without it
+            continue
+    return out
+
+
+def status_said(body: bytes) -> str | None:
+    """A manifest's word on its failure (``lifecycle.failure_said``); None: not a manifest, or none in it."""
+    import json
+
+    from wanwide.core.lifecycle import failure_said
+
+    try:
+        return failure_said(json.loads(body)) if len(body) <= MANIFEST_MAX else None
+    except ValueError:
+        return None
+
+
 MANIFEST_MAX = 4 << 20  # a manifest is read whole for its objectives: a few kB; anything bigger is not one
 
 
