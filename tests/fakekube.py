@@ -397,28 +397,25 @@ class FakeKube:
                     if start and (now - ts.parse(start)).total_seconds() >= self.run_s:
                         region = labels["wanwide.io/region"]
                         result = self.results.get(attempt, {}).get(region, "complete")
+                        manifest: dict[str, Any] | None = None  # what the runner stores in its bundle
                         if result == "complete":
-                            cfg = json.loads(self.objects[("ConfigMap", ns, "rally-config")]["data"]["runner.json"])
-                            s3 = cfg["results"]["s3"]
-                            key = (f"{s3['prefix'].strip('/')}/{cfg['benchmark']}/{cfg['trial']['id']}/{region}/"
-                                   f"attempt-{attempt}-run/manifest.json")
-                            self.s3.put(s3["bucket"], key, {"status": {"result": "succeeded"},
-                                                            **({"slo": self.slo} if self.slo is not None else {})})
+                            manifest = {"status": {"result": "succeeded"},
+                                        **({"slo": self.slo} if self.slo is not None else {})}
                             o["status"] = _cond("Complete")
                         elif result == "stopped":
                             o["status"] = {"conditions": [{"type": "Failed", "status": "True",
                                                            "reason": "PodFailurePolicy"}]}
                         else:
                             if self.runner_said:  # the failed runner's bundle, its word in its status
-                                cfg = json.loads(self.objects[("ConfigMap", ns, "rally-config")]["data"]["runner.json"])
-                                s3 = cfg["results"]["s3"]
-                                key = (f"{s3['prefix'].strip('/')}/{cfg['benchmark']}/{cfg['trial']['id']}/{region}/"
-                                       f"attempt-{attempt}-run/manifest.json")
                                 reason, _, message = self.runner_said.partition(": ")
-                                self.s3.put(s3["bucket"], key, {"status": {"result": "failed", "reason": reason,
-                                                                           "message": message}})
+                                manifest = {"status": {"result": "failed", "reason": reason, "message": message}}
                             o["status"] = {"conditions": [{"type": "Failed", "status": "True",
                                                            "reason": "BackoffLimitExceeded"}]}
+                        if manifest is not None:
+                            cfg = json.loads(self.objects[("ConfigMap", ns, "rally-config")]["data"]["runner.json"])
+                            s3 = cfg["results"]["s3"]
+                            self.s3.put(s3["bucket"], f"{s3['prefix'].strip('/')}/{cfg['benchmark']}/"
+                                        f"{cfg['trial']['id']}/{region}/attempt-{attempt}-run/manifest.json", manifest)
                 elif self.hooks_fail:  # keystone hook Jobs
                     o["status"] = {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
                 else:

@@ -12,27 +12,14 @@ shaping, whether a pod's or a Service's, and no address of the sender's own regi
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import pytest
 
-from wanwide.core.api.benchmark import Benchmark
-from wanwide.core.plan.trial import plan
+from tests.test_chaos_late import _ms, _trial
 from wanwide.providers.kubernetes.controller import observe, phases
 from wanwide.providers.kubernetes.controller.actions import Apply
 from wanwide.providers.kubernetes.render import chaos
 from wanwide.providers.kubernetes.render.database import members
-
-
-def _trial(backend: str = "galera", **more):
-    bench = Benchmark.model_validate({"metadata": {"name": "svc", "namespace": "t"}, "spec": {**more,
-        "topology": {"regions": [{"name": "r1"}, {"name": "r2"}, {"name": "r3"}],
-                     "network": {"default": {"rtt": "60ms"}, "overrides": [
-                         {"from": "r1", "to": "r2", "rtt": "100ms"},
-                         {"from": "r1", "to": "r3", "rtt": "160ms", "oneWay": True}]}},
-        "database": {"backend": backend}, "workload": {"scenarios": [{"name": "get_entities"}]}}})
-    (trial,) = plan(bench, bench.spec.topology)
-    return trial
 
 
 class World:
@@ -88,12 +75,6 @@ class World:
             if address in held:
                 got.append(_ms(spec["delay"]["latency"]))
         return got
-
-
-def _ms(text: str) -> float:
-    m = re.match(r"^([0-9.]+)(us|ms)$", text)
-    assert m, text
-    return float(m.group(1)) / (1000 if m.group(2) == "us" else 1)
 
 
 def _senders(w: World) -> list[tuple[str, str]]:

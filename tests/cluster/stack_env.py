@@ -56,7 +56,10 @@ def real_stack(realnode, tmp_path_factory, vm_nodes: tuple[str, ...] = ()) -> It
     try:
         yield {"tc": tc, "ns": ns, "chart": chart, "s3": s3, "op": op, "log": log}
     finally:
-        forget_trials(tc, ns)
+        try:
+            forget_trials(tc, ns)
+        except AssertionError as e:  # the rest of the teardown runs all the same
+            print(f"could not delete the trial namespaces: {e}")
         op.stop()
         print(log.read_text()[-8000:])
         tc.kubectl("taint", "node", NODE, f"{TAINT}=true:NoSchedule", "--overwrite", check=False)
