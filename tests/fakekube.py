@@ -185,6 +185,7 @@ class FakeKube:
     bug: bool = False  # applying a Rally Job raises a TypeError (a bug in a step)
     slo: list[dict[str, Any]] | None = None  # the objectives each runner records in its manifest (the slo rows)
     runner_said: str = ""  # "<reason>: <message>" a failed runner stores in its bundle's manifest
+    runner_late_s: float = 0.0  # with it: how late past the common start it was (start.late_s), when above 0
     objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     requests: int = 0
     probed: list[dict[str, Any]] = field(default_factory=list)  # the probe configs answered
@@ -408,7 +409,8 @@ class FakeKube:
                         else:
                             if self.runner_said:  # the failed runner's bundle, its word in its status
                                 reason, _, message = self.runner_said.partition(": ")
-                                manifest = {"status": {"result": "failed", "reason": reason, "message": message}}
+                                manifest = {"status": {"result": "failed", "reason": reason, "message": message},
+                                            **({"start": {"late_s": self.runner_late_s}} if self.runner_late_s else {})}
                             o["status"] = {"conditions": [{"type": "Failed", "status": "True",
                                                            "reason": "BackoffLimitExceeded"}]}
                         if manifest is not None:

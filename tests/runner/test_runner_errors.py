@@ -74,6 +74,8 @@ def test_start_time_in_past(tmp_path, capsys):
     assert m["keystone"]["cache"] == {"enabled": True}
     assert "task.json" in m["files"] and "manifest.json" in m["files"]
     assert m["start"]["scheduled"].endswith("Z")
+    # how late it was: what the operator's retry must allow more (start_at was an hour ago)
+    assert 3590 < m["start"]["late_s"] < 3700 and m["start"]["actual"] is None
 
 
 def test_missing_s3_credentials(tmp_path, capsys, monkeypatch):

@@ -201,7 +201,8 @@ class Workload(Model):
                             "failed iteration, Rally's failure_rate max 0).")
     start_delay: StartDelay = Field(
         "2m", description="Load regions start together this long after the Jobs are created; it must cover the "
-        "runner's preparation (Rally's database and environment) and the warm-up. 0s to 1h.")
+        "runner's preparation (Rally's database and environment) and the warm-up. 0s to 1h. A retry after runners were "
+        "ready too late starts later by what they needed (status.loadStartDelay).")
     max_start_skew: StartSkew = Field(
         "10s", description="A runner starting later than this fails the trial. 1s to 1h.")
 

@@ -65,6 +65,9 @@ class TrialStatus(Observed):
     network_check: int = Field(0, ge=0, description="Which measurement of the network VerifyingNetwork is on "
                                "(a network found off is measured once more).")
     load_start_at: str | None = None
+    load_start_delay: str | None = Field(None, description="The current attempt's start delay when it is not "
+                                         "spec.workload.startDelay: a retry after runners were ready too late "
+                                         "(StartTooLate) starts later by what they needed, at most 1h.")
     faults_in_force: list[str] = Field(default_factory=list, description="Fault windows in force now (loss0, "
                                        "partition1, dropout0-3: the fourth cut of the first dropout).")
     faults_injected: dict[str, float] = Field(default_factory=dict, description="Seconds from each fault window "

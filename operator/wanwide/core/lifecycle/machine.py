@@ -19,6 +19,7 @@ network verdict :mod:`.network`'s.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -289,7 +290,7 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
         started = bool(status.get("loadStartAt"))
         return Step(message=f"attempt {n}: starting the runners",
                     status={**(marked(status, key) if started else {}), "attempt": n},
-                    actions=[StartRunners(n)], wake_s=2 if started else 0)
+                    actions=[StartRunners(n, start_delay_s(plan, status))], wake_s=2 if started else 0)
     states = seen.runners
     failed = [r for r in plan.load_regions if states.get(r, "missing") in ("failed", "missing", "stopped")]
     running = [r for r in plan.load_regions if states.get(r) != "complete"]
@@ -311,12 +312,17 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
     words = runners_said(failed, seen.runner_said)
     if failed and after_runner_failure(n, plan.spec.runner.max_attempts) is None:
         # a retry replays everything from the load on: the plan's WAN (ShapeWan(None)), a new start, and the
-        # whole fault timeline again from that start
+        # whole fault timeline again from that start; runners that were ready too late get a later start
+        delay = start_delay_s(plan, status)
+        later = later_start(delay, [seen.runner_late[r] for r in failed if r in seen.runner_late])
+        when = (f", starting {span(later)} after its runners (was {span(delay)}: the runners were ready up to "
+                f"{span(max(seen.runner_late[r] for r in failed if r in seen.runner_late))} late)") if later else ""
         retry = Event("LoadRetry", f"Rally failed in {', '.join(failed)}{f' ({words})' if words else ''}; attempt "
-                                   f"{n + 1} of {plan.spec.runner.max_attempts}", "Warning")
+                                   f"{n + 1} of {plan.spec.runner.max_attempts}{when}", "Warning")
         return Step(message="retrying", actions=[*shape, *fevents, StopRunners(n), retry],
                     status={**fstatus, "attempt": n + 1, "loadStartAt": None, "faultsInjected": None,
-                            "faultsLate": None, "done": sorted(done(status) - {key})})
+                            "faultsLate": None, "done": sorted(done(status) - {key}),
+                            **({"loadStartDelay": f"{later:.0f}s"} if later else {})})
     if failed:
         return fail(LOAD_FAILED, f"Rally failed in {', '.join(failed)} after {n} attempt(s): "
                                  + (words or "see the runners' logs"),
@@ -326,6 +332,32 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
         return Step(message=message, status=fstatus, actions=[*shape, *fevents, *said], wake_s=fwake)
     return Step("Collecting", "LoadDone", f"Rally finished in {len(plan.load_regions)} region(s)", fstatus,
                 [*shape, *fevents])
+
+
+START_DELAY_MAX_S = 3600.0
+"""spec.workload.startDelay's own bound, which a retry's later start keeps too."""
+
+
+def start_delay_s(plan: TrialPlan, status: Status) -> float:
+    """The current attempt's start delay: spec.workload.startDelay, or what a retry after a late start set."""
+    later = status.get("loadStartDelay")
+    return seconds(later) if later else seconds(plan.spec.workload.start_delay)
+
+
+def later_start(delay_s: float, late_s: list[float]) -> float | None:
+    """A retry's start delay after runners refused to start ``late_s`` seconds past the common start of a start
+    ``delay_s`` after them: the delay they needed, a quarter more and 30 s, in whole 10 s, at most
+    :data:`START_DELAY_MAX_S` (None: none said it was late, or the delay is at its bound already)."""
+    late = [x for x in late_s if x > 0]
+    if not late or delay_s >= START_DELAY_MAX_S:
+        return None
+    return min(START_DELAY_MAX_S, math.ceil(((delay_s + max(late)) * 1.25 + 30) / 10) * 10)
+
+
+def span(s: float) -> str:
+    """630 → ``10m30s``; 45 → ``45s``; 3600 → ``60m``."""
+    m, sec = divmod(round(s), 60)
+    return f"{m}m{sec:02d}s" if m and sec else f"{m}m" if m else f"{sec}s"
 
 
 RUNNER_SAID_MAX = 400
@@ -440,6 +472,6 @@ def decide(plan: TrialPlan | None, status: Status, seen: Seen, now: datetime) ->
 
 __all__ = ["CHAOS_FAILED", "CHAOS_NOT_RECOVERED", "EVENT_REASONS", "FAULT_LATE_S", "FAULT_NOT_INJECTED", "INTERNAL", "INVALID_PLAN",
            "LOAD_FAILED", "NETWORK_NOT_MEASURED", "NOT_OWNED", "NOT_TO_RUN", "PHASES", "RUNNER_SAID_MAX", "RUNNING_PHASES",
-           "SHAPER_MISSING", "TIMEOUT_FIELD", "UNSCHEDULABLE", "UNSCHEDULABLE_AFTER_S", "UPLOAD_FAILED",
-           "after_runner_failure", "crashed", "runners_said", "decide", "faults_checked", "faults_said", "parts", "phase_timed_out",
-           "timed_out"]
+           "SHAPER_MISSING", "START_DELAY_MAX_S", "TIMEOUT_FIELD", "UNSCHEDULABLE", "UNSCHEDULABLE_AFTER_S",
+           "UPLOAD_FAILED", "after_runner_failure", "crashed", "decide", "faults_checked", "faults_said",
+           "later_start", "parts", "phase_timed_out", "runners_said", "span", "start_delay_s", "timed_out"]

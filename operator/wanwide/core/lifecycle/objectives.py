@@ -7,6 +7,7 @@ how many objectives were met and names the misses (at most ``SHOWN``), and a war
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,16 @@ def failure_said(manifest: Any) -> str | None:
     if not isinstance(st, dict) or not st.get("reason") or st.get("result") == "succeeded":
         return None
     return f"{st['reason']}: {st.get('message') or ''}".rstrip(": ")
+
+
+def late_by(manifest: Any) -> float | None:
+    """Seconds past the common start a runner was when it refused to start late (its bundle's ``start.late_s`` on
+    a ``StartTooLate``); None: not that failure, or not recorded."""
+    if not isinstance(manifest, dict) or (manifest.get("status") or {}).get("reason") != "StartTooLate":
+        return None
+    late = (manifest.get("start") or {}).get("late_s")
+    ok = isinstance(late, int | float) and not isinstance(late, bool) and math.isfinite(late) and late >= 0
+    return float(late) if ok else None
 
 
 def objectives(rows: Mapping[str, Rows | None] | None) -> dict[str, Any] | None:
@@ -63,4 +74,4 @@ def said(summary: dict[str, Any]) -> str:
             f"missed (data kept): {'; '.join(summary['misses'])}" + (f"; {more} more in the bundles" if more > 0 else ""))
 
 
-__all__ = ["OBJECTIVES_MISSED", "SHOWN", "failure_said", "objectives", "recorded", "said"]
+__all__ = ["OBJECTIVES_MISSED", "SHOWN", "failure_said", "late_by", "objectives", "recorded", "said"]

@@ -65,6 +65,8 @@ class Seen:
     runners: dict[str, str] = field(default_factory=dict)
     # a failed runner's own word (its bundle's status: "<reason>: <message>"), where the provider could read it
     runner_said: dict[str, str] = field(default_factory=dict)
+    # a runner that refused to start late (StartTooLate): how far past the common start it was, in seconds
+    runner_late: dict[str, float] = field(default_factory=dict)
     faults_injected: dict[str, float] | None = None
     fault_why: str | None = None
     store_error: str | None = None
@@ -106,9 +108,11 @@ class Measure:
 @dataclass(frozen=True)
 class StartRunners:
     """Start the runners of attempt ``attempt`` in every load region; the provider records the load start
-    (``loadStartAt``)."""
+    (``loadStartAt``): ``start_delay_s`` after it starts them where the runners wait for a start instant (a
+    provider whose coordinator releases them once ready has no use for it)."""
 
     attempt: int
+    start_delay_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ class StartInfo(BaseModel):
     skew_s: float | None = None  # actual - scheduled (positive = late), the same meaning for both barriers
     max_skew_s: float | None = None
     waited_s: float | None = None  # from ready (prepared, warmed up) to the start
+    late_s: float | None = None  # StartTooLate: how far past the common start the runner was when it refused
 
 
 class GateInfo(BaseModel):

@@ -71,7 +71,11 @@ from wanwide.pipeline.runner.users import KeystoneError, ensure_user
 
 
 class StartTooLate(PermanentError, RuntimeError):
-    pass
+    """The runner would start after the common start: ``late_s``, how far past it (None: no start instant)."""
+
+    def __init__(self, message: str, late_s: float | None = None) -> None:
+        super().__init__(message)
+        self.late_s = late_s
 
 
 def iso(t: datetime | None) -> str | None:
@@ -102,7 +106,8 @@ def check_start(cfg: RunnerConfig, now: datetime) -> None:
             f"start_at {iso(start)} is already {late:.1f}s in the past at {iso(now)}, more than "
             f"max_start_skew_s={cfg.max_start_skew_s:g}: refusing to start a run that would not be "
             "synchronised with the other regions (preparation and warm-up took longer than "
-            "spec.workload.startDelay: raise it)"
+            "spec.workload.startDelay: raise it)",
+            late_s=late,
         )
 
 
@@ -391,7 +396,8 @@ def _wait_for_start(r: _Run) -> None:
         late = info.skew_s
         if late > cfg.max_start_skew_s:
             raise StartTooLate(f"started {late:.1f}s after the common start {info.scheduled}, more than "
-                               f"max_start_skew_s={cfg.max_start_skew_s:g}: not synchronised with the other regions")
+                               f"max_start_skew_s={cfg.max_start_skew_s:g}: not synchronised with the other regions",
+                               late_s=late)
     _say(f"starting rally task at {info.actual}" +
          (f" (skew {info.skew_s:+.3f}s from the common start)" if info.skew_s is not None else ""))
 
@@ -627,6 +633,9 @@ def _execute_recording_failures(r: _Run, task_timeout_s: float) -> None:
         _execute(r, task_timeout_s)
     except StartTooLate as e:
         r.status = Status(result="failed", reason="StartTooLate", message=str(e))
+        if e.late_s is not None:  # what a retry's start must allow more (the operator reads it)
+            r.start_info.late_s = round(e.late_s, 3)
+            r.start_info.scheduled = r.start_info.scheduled or iso(r.cfg.start_time())
     except RallyError as e:
         if r.status.reason == "InternalError":  # not recorded by the step that failed
             reason = "RallyNotFound" if "not found" in str(e) else "RallySetupFailed"

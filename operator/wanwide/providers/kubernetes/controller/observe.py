@@ -268,7 +268,8 @@ def loading(w: Where, plan: TrialPlan, status: dict[str, Any], obs: Obs) -> None
         obs["jobs"] = {r: readiness.job_state(live.get(r)) for r in plan.load_regions}
         failed = [r for r, s in obs["jobs"].items() if s == "failed"]
         if failed:  # the step that sees it retries or fails the trial: read once, with the runners' own words
-            obs["runner_said"] = results.runner_said(w.kube, plan, lc.attempt_of(status), failed, w.instance)
+            obs["runner_said"], obs["runner_late"] = results.runner_said(w.kube, plan, lc.attempt_of(status), failed,
+                                                                         w.instance)
         if any(s not in ("complete", "failed", "missing") for s in obs["jobs"].values()):
             obs["store"] = results.probe(w.kube, plan, w.instance)  # a runner may be waiting for it
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from wanwide.core import lifecycle as lc
 from wanwide.core import timestamps as ts
-from wanwide.core.api.units import seconds
 from wanwide.core.plan import monitoring, names
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.controller import deploy
@@ -235,6 +234,7 @@ def _network(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now
 def _load(plan: TrialPlan, status: dict[str, Any], obs: Obs, r: Rendered, now: dt.datetime,
           prepared: Prepared) -> dict[str, Any]:
     out = {**_shaper(status, obs), "runners": obs.get("jobs", {}), "runner_said": obs.get("runner_said", {}),
+           "runner_late": obs.get("runner_late", {}),
            "store_error": obs.get("store")}
     if plan.faults and status.get("loadStartAt") and "chaos" in obs:
         out["faults_injected"], out["fault_why"] = faults_in_force(plan, status, obs, r, now)
@@ -308,7 +308,7 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
             out.actions += [Apply(o, o["metadata"]["namespace"]) for o in r.probes(a.check, obs["results"])]
         elif isinstance(a, lc.StartRunners):
             if not status.get("loadStartAt"):  # the start first, recorded; the runners with it on the next step
-                start = now + dt.timedelta(seconds=seconds(plan.spec.workload.start_delay))
+                start = now + dt.timedelta(seconds=a.start_delay_s)
                 out.recorded["loadStartAt"] = ts.iso(start)
             else:
                 out.actions += [*(Apply(o) for o in r.load),

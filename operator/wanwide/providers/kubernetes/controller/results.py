@@ -128,38 +128,48 @@ def bundles(kube: Kube, plan: TrialPlan, attempt: int, instance: str | None = No
 
 
 def runner_said(kube: Kube, plan: TrialPlan, attempt: int, regions: list[str],
-                instance: str | None = None) -> dict[str, str]:
-    """Region → what its failed runner said of its failure in the bundle it stored for this attempt (its status:
-    "<reason>: <message>"); regions with no bundle, or a store that does not answer, are left out."""
+                instance: str | None = None) -> tuple[dict[str, str], dict[str, float]]:
+    """(region → what its failed runner said of its failure in the bundle it stored for this attempt (its status:
+    "<reason>: <message>"), region → how late it was where it refused to start late); regions with no bundle, or
+    a store that does not answer, are left out."""
     t = target(kube, plan, instance)
     if t is None or not regions:
-        return {}
+        return {}, {}
     base = f"{t.prefix.strip('/')}/{plan.benchmark}/{plan.id}/"
     s3 = _client(kube, plan, t)
-    out: dict[str, str] = {}
+    said: dict[str, str] = {}
+    late: dict[str, float] = {}
     for r in regions:
         try:
             resp = s3.list_objects_v2(Bucket=t.bucket, Prefix=f"{base}{r}/attempt-{attempt}-")
             keys = sorted(o["Key"] for o in resp.get("Contents", []) if o["Key"].endswith("/manifest.json"))
             if keys:
-                said = status_said(s3.get_object(Bucket=t.bucket, Key=keys[-1])["Body"].read(MANIFEST_MAX + 1))
-                if said:
-                    out[r] = said
+                word, by = status_read(s3.get_object(Bucket=t.bucket, Key=keys[-1])["Body"].read(MANIFEST_MAX + 1))
+                if word:
+                    said[r] = word
+                if by is not None:
+                    late[r] = by
         except Exception:  # noqa: BLE001 - its word is a courtesy: the failure stands without it
             continue
-    return out
+    return said, late
 
 
 def status_said(body: bytes) -> str | None:
     """A manifest's word on its failure (``lifecycle.failure_said``); None: not a manifest, or none in it."""
+    return status_read(body)[0]
+
+
+def status_read(body: bytes) -> tuple[str | None, float | None]:
+    """A manifest's word on its failure and, for a refusal to start late, how late (``lifecycle.late_by``)."""
     import json
 
-    from wanwide.core.lifecycle import failure_said
+    from wanwide.core.lifecycle import failure_said, late_by
 
     try:
-        return failure_said(json.loads(body)) if len(body) <= MANIFEST_MAX else None
+        m = json.loads(body) if len(body) <= MANIFEST_MAX else None
     except ValueError:
-        return None
+        return None, None
+    return failure_said(m), late_by(m)
 
 
 MANIFEST_MAX = 4 << 20  # a manifest is read whole for its objectives: a few kB; anything bigger is not one
