@@ -14,7 +14,7 @@ from tests.cluster.test_operator import wait_phase
 from wanwide.core.plan.load import load_documents
 from wanwide.core.plan.trial import plan
 
-pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # passed twice in stop 56 (docs/verification.md); not yet run in a whole cluster-tier session: not gating CI
+pytestmark = [pytest.mark.cluster]  # gates CI since stop 57 (a whole cluster-tier session with it: docs/verification.md)
 NAME = "nova-str"
 SERVICE_OF = {"rabbitmq": "messaging", "placement": "placement", "glance": "glance", "nova": "nova",
               "neutron": "neutron"}
