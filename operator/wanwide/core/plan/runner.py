@@ -215,7 +215,7 @@ def runner_config(
     ``release`` (the lab's coordinator) replaces ``start_at``; ``contention`` names the
     experiment's own processes where the provider knows them; ``network_check`` the network check before
     the load in brief and ``shaper_counters`` a command printing the shaper's counters, where the provider has
-    them (the lab).
+    them (the lab: linkemu's and netem's per link; Kubernetes: the runner pod's own netem qdiscs).
     """
     gauge_db = None
     if plan.backend in ("mariadb", "galera"):

@@ -31,10 +31,21 @@ def add_runner_parser(subparsers) -> argparse.ArgumentParser:
     pr.add_argument("--config", required=True, help="probe configuration JSON (wanwide.core.contracts.ProbeConfig)")
     pr.set_defaults(func=cmd_probe)
 
+    q = sub.add_parser("qdisc", help="print this network namespace's netem qdiscs and their counters as JSON "
+                                     "(the runner's shaper counters on Kubernetes)")
+    q.add_argument("region", help="the region whose runner reads them (names the entries)")
+    q.set_defaults(func=cmd_qdisc)
+
     v = sub.add_parser("validate", help="check a runner config and print it normalised")
     v.add_argument("--config", required=True, help="runner configuration JSON to check (wanwide.core.contracts.RunnerConfig)")
     v.set_defaults(func=cmd_validate)
     return p
+
+
+def cmd_qdisc(args) -> int:
+    from wanwide.pipeline.runner import qdisc
+
+    return qdisc.main([args.region])
 
 
 def cmd_validate(args) -> int:

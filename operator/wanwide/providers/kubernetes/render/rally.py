@@ -64,7 +64,8 @@ def config_document(plan: TrialPlan, region: str, *, start_at: str | None, attem
     ks = plan.spec.openstack.keystone
     cfg = runner_config(plan, region, addresses(plan, region, known), start_at=start_at, attempt=attempt,
                         results=results, local_dir=RESULTS_DIR,
-                        versions={"keystone-chart": f"{ks.chart}-{ks.chart_version}"})
+                        versions={"keystone-chart": f"{ks.chart}-{ks.chart_version}"},
+                        shaper_counters=["wanwide", "runner", "qdisc", region])  # Chaos Mesh's netem in its pod
     doc = config_json(cfg)
     doc["start_at"] = start_at or PLACEHOLDER
     return doc
