@@ -637,4 +637,11 @@ def test_a_benchmark_with_a_wan_on_the_vm_nodes_completes_its_network_check_pass
         for tgt in doc["targets"]:
             print(f"{k.rsplit('/', 3)[-3:]}: {doc['source']}→{tgt['region']} requested {tgt['requested_rtt_ms']:g} ms: "
                   f"{Stats.of(tgt['samples_ms'])}")
+    # the shaper's own counters in the bundle (issue 48 item 4): the runner pod's netem qdiscs, which Chaos Mesh set,
+    # read before and after its task; its probes to the other region during the load went through them
+    man = sorted(k for k in keys if k.endswith("/manifest.json") and "/_network/" not in k)
+    sc = json.loads(client.get_object(Bucket=BUCKET, Key=man[-1])["Body"].read())["network"]["shaper_counters"]
+    print(f"shaper counters of {man[-1]}: {json.dumps(sc)[:3000]}")
+    assert any(v.get("kind") == "netem" for v in sc["after"].values()), sc
+    assert sum(d.get("packets", 0) for d in sc["delta"].values()) > 0, sc
     tc.kubectl("delete", "benchmark", name, "-n", ns, "--timeout=1800s", timeout=1900)
