@@ -170,20 +170,22 @@ def test_cluster_wide_operator_reconciles_any_namespace(crds, tmp_path):
     tc = crds
     sys_ns = tc.namespace("ww-all")
     c = install(tc, "ww-all", sys_ns, "clusterWide=true")
-    assert not any(a.startswith("--namespaces") for a in c["args"])
-    sa = f"system:serviceaccount:{sys_ns}:ww-all-wanwide"
-    anywhere = tc.namespace("anywhere")
-    assert can(tc, sa, "get", "secrets", "-n", anywhere)
-    assert not can(tc, sa, "delete", "secrets", "-n", anywhere)
-    assert not can(tc, sa, "create", "networkchaos.chaos-mesh.org", "-n", anywhere)
+    op: Operator | None = None
+    bad_ns = ""
+    try:  # uninstalled whatever fails after the install: its ClusterRole would refuse the next install
+        assert not any(a.startswith("--namespaces") for a in c["args"])
+        sa = f"system:serviceaccount:{sys_ns}:ww-all-wanwide"
+        anywhere = tc.namespace("anywhere")
+        assert can(tc, sa, "get", "secrets", "-n", anywhere)
+        assert not can(tc, sa, "delete", "secrets", "-n", anywhere)
+        assert not can(tc, sa, "create", "networkchaos.chaos-mesh.org", "-n", anywhere)
 
-    # two namespaces nobody listed: an invalid Benchmark in one, a valid one in the other
-    bad_ns, good_ns = tc.namespace("cw-bad"), tc.namespace("cw-good")
-    results_store(tc, good_ns)
-    kubeconfig = sa_kubeconfig(tc, sys_ns, "ww-all-wanwide", tmp_path / "kubeconfig")
-    op = Operator(tc, kubeconfig, [], tmp_path / "operator.log", release="ww-all", system_ns=sys_ns)
-    op.start()
-    try:
+        # two namespaces nobody listed: an invalid Benchmark in one, a valid one in the other
+        bad_ns, good_ns = tc.namespace("cw-bad"), tc.namespace("cw-good")
+        results_store(tc, good_ns)
+        kubeconfig = sa_kubeconfig(tc, sys_ns, "ww-all-wanwide", tmp_path / "kubeconfig")
+        op = Operator(tc, kubeconfig, [], tmp_path / "operator.log", release="ww-all", system_ns=sys_ns)
+        op.start()
         docs = list(yaml.safe_load_all(example(tc, "uniform-9.yaml")))
         bench = next(d for d in docs if d["kind"] == "Benchmark")
         bad = yaml.safe_load(yaml.safe_dump(bench))
@@ -224,6 +226,8 @@ def test_cluster_wide_operator_reconciles_any_namespace(crds, tmp_path):
         assert owned(tc, "networkchaos", good_ns, name) == []
         assert all(n["metadata"].get("deletionTimestamp") for n in owned(tc, "namespaces", good_ns, name))
     finally:
-        op.stop()
-        tc.kubectl("delete", "benchmark", "--all", "-n", bad_ns, "--wait=false", check=False)
+        if op is not None:
+            op.stop()
+        if bad_ns:
+            tc.kubectl("delete", "benchmark", "--all", "-n", bad_ns, "--wait=false", check=False)
         uninstall(tc, "ww-all", sys_ns)
