@@ -313,10 +313,10 @@ def loading(plan: TrialPlan, status: Status, seen: Seen, now: datetime) -> Step:
     if failed and after_runner_failure(n, plan.spec.runner.max_attempts) is None:
         # a retry replays everything from the load on: the plan's WAN (ShapeWan(None)), a new start, and the
         # whole fault timeline again from that start; runners that were ready too late get a later start
-        delay = start_delay_s(plan, status)
-        later = later_start(delay, [seen.runner_late[r] for r in failed if r in seen.runner_late])
+        delay, late = start_delay_s(plan, status), [seen.runner_late[r] for r in failed if r in seen.runner_late]
+        later = later_start(delay, late)
         when = (f", starting {span(later)} after its runners (was {span(delay)}: the runners were ready up to "
-                f"{span(max(seen.runner_late[r] for r in failed if r in seen.runner_late))} late)") if later else ""
+                f"{span(max(late))} late)") if later else ""
         retry = Event("LoadRetry", f"Rally failed in {', '.join(failed)}{f' ({words})' if words else ''}; attempt "
                                    f"{n + 1} of {plan.spec.runner.max_attempts}{when}", "Warning")
         return Step(message="retrying", actions=[*shape, *fevents, StopRunners(n), retry],

@@ -19,9 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from wanwide.pipeline.runner.qdisc import KEYS
 from wanwide.providers.lab.linkemu import Emulator
 
-NETEM_KEYS = ("packets", "bytes", "drops", "overlimits", "requeues", "backlog", "qlen")
+NETEM_KEYS = KEYS  # the counters of a netem qdisc, as the Kubernetes runner reads its pod's
 
 
 def links_doc(net: Any) -> dict[str, Any]:
