@@ -1,0 +1,158 @@
+"""How many regions with a whole OpenStack control plane fit this machine, and how long 3 take to deploy (issue 45
+item 5, last part; docs/results-nova.md "Scale").
+
+    .venv/bin/python bench/nova_scale.py --regions 3                       # one deployment, shape regions
+    .venv/bin/python bench/nova_scale.py --regions 3 --regions 5 --out docs/data/nova-scale.jsonl
+
+Per region count: ``wanwide lab run`` of a Benchmark in shape ``regions`` (every region its own RabbitMQ,
+Placement, Glance, Neutron's server, Nova API/conductor/scheduler, one fake compute, MariaDB and Keystone, identity
+shared through the trial's database), loaded lightly (``NovaServers.boot_and_delete_server`` twice from r1, so the
+deployment is proven to work), from a machine with no lab running. Printed and appended to ``--out`` as one JSON
+line each:
+
+- the deploy time: from the run's start to its "N stage(s) deployed" line, and each stage's time (the lab's
+  progress lines);
+- memory: every region's processes (PSS and RSS, the bundle's ``deployment.openstack.memory``: the lab reads each
+  region namespace's processes), and the machine's MemAvailable before the run and at its lowest (sampled every
+  2 s from outside);
+- how many regions fit: ``(MemAvailable before − headroom) / the median region's PSS`` — a bound by memory alone,
+  stated as such (the CPU is the other bound: the load's CPU pressure is printed beside it);
+- the machine's load before and after, and the run's CPU pressure (the bundle's ``contention``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import load, load_text  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+WANWIDE = str(Path(sys.executable).with_name("wanwide"))
+HEADROOM_MIB = 2048  # left to the kernel, the page cache and the operator's own tools
+STAGE_LINE = re.compile(r"^\[\s*(\d+)s\] .*? (?:Provisioning|Injecting): (.*)$")
+
+
+def benchmark(regions: int, name: str) -> dict:
+    """The Benchmark measured: shape regions, ``regions`` regions, a light boot-and-delete from r1."""
+    return {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": name},
+            "spec": {"topology": {"generate": {"count": regions}},
+                     "openstack": {"shape": "regions", "nova": {"enabled": True, "computes": 1},
+                                   "neutron": {"enabled": True}},
+                     "workload": {"load": "light", "loadRegion": "r1", "warmup": {"times": 1},
+                                  "scenarios": [{"name": "NovaServers.boot_and_delete_server", "times": 2,
+                                                 "concurrency": 1}]},
+                     "timeouts": {"provisioning": "60m", "loading": "30m"}}}
+
+
+def available_mib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return math.nan
+
+
+def stages(log: str) -> tuple[float | None, list[tuple[float, str]]]:
+    """(seconds to "N stage(s) deployed", [(seconds, what came up)]) from ``wanwide lab run``'s progress lines."""
+    ups, deployed = [], None
+    for line in log.splitlines():
+        m = STAGE_LINE.match(line)
+        if not m:
+            continue
+        t, what = float(m[1]), m[2]
+        if re.match(r"\d+ stage\(s\) deployed", what):
+            deployed = deployed if deployed is not None else t
+        elif " up" in what:
+            ups.append((t, what))
+    return deployed, ups
+
+
+def fit(available_before_mib: float, region_pss_mib: float, headroom_mib: float = HEADROOM_MIB) -> int:
+    """Regions that fit by memory alone: what was available, less the headroom, over one region's PSS."""
+    if not (region_pss_mib > 0) or not math.isfinite(available_before_mib):
+        return 0
+    return max(0, int((available_before_mib - headroom_mib) // region_pss_mib))
+
+
+def measure(regions: int, work: Path) -> dict:
+    name = f"nova-scale-{regions}"
+    spec = work / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump(benchmark(regions, name)))
+    out = work / "out"
+    before, avail0 = load(), available_mib()
+    low = [avail0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(2.0):
+            low.append(available_mib())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    t0 = time.monotonic()
+    p = subprocess.run([WANWIDE, "lab", "run", "-f", str(spec), "-o", str(out), "--quiet-settle", "5",
+                        "--quiet-max-wait", "60", "--no-report"], capture_output=True, text=True, timeout=7200,
+                       env=dict(os.environ, WANWIDE_LAB_WORK=str(work / "lab")))
+    wall = time.monotonic() - t0
+    done.set()
+    sampler.join()
+    after = load()
+    deployed, ups = stages(p.stdout)
+    manifests = [json.loads(f.read_text()) for f in sorted(out.glob("bundles/*/*/*/attempt-*/manifest.json"))]
+    m = manifests[0] if manifests else {}
+    mem = ((m.get("deployment") or {}).get("openstack") or {}).get("memory") or {}
+    pss = [v["pss_mib"] for v in mem.values()]
+    region_pss = statistics.median(pss) if pss else math.nan
+    contention = m.get("contention") or {}
+    return {"regions": regions, "rc": p.returncode, "result": (m.get("status") or {}).get("result"),
+            "wall_s": round(wall, 1), "deploy_s": deployed, "stages": ups,
+            "memory": mem, "region_pss_mib": region_pss, "total_pss_mib": round(sum(pss), 1) if pss else None,
+            "available_before_mib": round(avail0, 0), "available_min_mib": round(min(low), 0),
+            "fit_by_memory": fit(avail0, region_pss), "headroom_mib": HEADROOM_MIB,
+            "iterations": (m.get("rally") or {}).get("iterations"),
+            "failed_iterations": (m.get("rally") or {}).get("failed_iterations"),
+            "cpu_pressure_pct": contention.get("cpu_some_pct"), "load": load_text(before, after),
+            "host": {k: (m.get("host") or {}).get(k) for k in ("cpu_model", "cpu_count", "boot_id")},
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **({"tail": p.stdout[-3000:] + p.stderr[-2000:]} if p.returncode else {})}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--regions", type=int, action="append", help="region counts (repeatable; default 3)")
+    ap.add_argument("--out", type=Path, help="append each result as a JSON line here")
+    a = ap.parse_args()
+    for n in a.regions or [3]:
+        if not 1 <= n <= 20:
+            ap.error(f"--regions {n}: 1 to 20 (each region a whole control plane of ~1 GiB)")
+        with tempfile.TemporaryDirectory(prefix="nova-scale-", dir="/var/tmp") as tmp:
+            r = measure(n, Path(tmp))
+        print(f"{n} regions: {r['result'] or 'failed'} (rc {r['rc']}); deployed in {r['deploy_s']} s "
+              f"(whole run {r['wall_s']:.0f} s); a region's PSS {r['region_pss_mib']:.0f} MiB, all "
+              f"{r['total_pss_mib']} MiB; MemAvailable {r['available_before_mib']:.0f} → lowest "
+              f"{r['available_min_mib']:.0f} MiB; fit by memory: {r['fit_by_memory']} regions "
+              f"(headroom {HEADROOM_MIB} MiB); CPU pressure during the load {r['cpu_pressure_pct']} %; {r['load']}")
+        for t, what in r["stages"]:
+            print(f"  [{t:5.0f} s] {what}")
+        if a.out:
+            with a.out.open("a") as f:
+                f.write(json.dumps(r, sort_keys=True) + "\n")
+        print(json.dumps(r, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

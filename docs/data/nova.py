@@ -1,0 +1,421 @@
+"""The measured tables of docs/results-nova.md (issue 45 item 5), from the data sets beside this file.
+
+    .venv/bin/python docs/data/nova.py            # print every block
+    .venv/bin/python docs/data/nova.py --write    # put them into docs/results-nova.md
+    .venv/bin/python docs/data/nova.py --figures  # redraw its figures (docs/img/nova/) with `wanwide report`
+
+The data sets ``nova-wan-rtt`` and ``nova-wan-loss`` are ``wanwide results export`` of each Benchmark's bundles of
+``wanwide lab run -f manifests/examples/nova-wan.yaml``: ``nova-wan-rtt`` (RTT swept, no loss) and ``nova-wan-loss`` (loss swept at 0 ms), each a fresh
+stretched deployment per round, the round's points measured on it in an order drawn from the seed: a round is
+a block. Effects are read in the unit of the cause (pipeline/results/effects.py): seconds per iteration
+(paired differences), round trips per iteration (the paired slope over the RTT in seconds), the study's ratio
+only beside them. The page holds each block between ``<!-- data:NAME -->`` and ``<!-- /data -->``;
+tests/results/test_nova_page.py fails when the page and the data disagree.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from wanwide.pipeline.results.ci import CONFIDENCE, bonferroni
+from wanwide.pipeline.results.effects import Effect, paired_difference, paired_slope
+from wanwide.pipeline.results.headline import ROUND_TRIPS_BOUND
+from wanwide.pipeline.results.paired import BLOCK, Paired, paired_change, unit_means
+from wanwide.pipeline.results.report import read_sources
+
+HERE = Path(__file__).resolve().parent
+PAGE = HERE.parent / "results-nova.md"
+IMG = HERE.parent / "img" / "nova"
+RTT_BENCH, LOSS_BENCH = "nova-wan-rtt", "nova-wan-loss"
+DATA = (HERE / RTT_BENCH, HERE / LOSS_BENCH)  # a data set per Benchmark (so `wanwide report` draws each alone)
+BOOT = "NovaServers.boot_and_delete_server"
+ACTIONS = ("Total", "nova.boot_server", "nova.delete_server")
+STUDY_RATIO = 2.0  # the 2017 harness study: "completion time ×2 between 0 and 200 ms" (seeds.md §2)
+LINK = ("r1", "r3")  # the one link a boot crosses (the compute in r3, everything else in r1)
+
+
+# ------------------------------------------------------------------ reading
+
+
+@functools.lru_cache(maxsize=4)
+def read(d: Path | tuple[Path, ...]):
+    """The data set(s) or bundle directories ``d``, read as `wanwide report` reads them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return read_sources(list(d) if isinstance(d, tuple) else [d], Path(tmp))
+
+
+def units(table: pd.DataFrame, manifests: list[dict], action: str) -> pd.DataFrame:
+    """One row per trial of ``unit_means`` for ``action``, with the RTT in seconds and the loss in %."""
+    u = unit_means(table, manifests, action=action)
+    if "param.rtt" in u:
+        u["rtt_s"] = u["param.rtt"].str.removesuffix("ms").astype(float) / 1000
+    if "param.loss" in u:
+        u["loss_pct"] = u["param.loss"].str.removesuffix("%").astype(float)
+    return u
+
+
+def spreads(table: pd.DataFrame, manifests: list[dict], action: str = "Total") -> pd.DataFrame:
+    """``unit_means`` rows whose ``mean`` is the trial's standard deviation of the action's times (its own
+    noise left out: ``var`` NaN), so that ``paired_change`` reads a change of spread paired by block."""
+    u = units(table, manifests, action)
+    u["mean"] = np.sqrt(u["var"].astype(float))
+    u["var"] = np.nan
+    return u[np.isfinite(u["mean"]) & (u["mean"] > 0)]
+
+
+def at(u: pd.DataFrame, benchmark: str, **params: str) -> pd.DataFrame:
+    u = u[u["benchmark"].astype(str) == benchmark]
+    for k, v in params.items():
+        u = u[u[f"param.{k}"] == v]
+    return u
+
+
+def points(u: pd.DataFrame, benchmark: str, param: str) -> list[str]:
+    """The benchmark's values of ``param``, in numeric order."""
+    vals = at(u, benchmark)[f"param.{param}"].dropna().unique().tolist()
+    return sorted(vals, key=lambda v: float(re.sub(r"[^0-9.]", "", v) or 0))
+
+
+# ------------------------------------------------------------------ failures
+
+
+def failures(table: pd.DataFrame, manifests: list[dict], benchmark: str, param: str) -> dict[str, tuple[int, int, int, int]]:
+    """Per value of ``param``: (failed iterations, iterations) of the Benchmark's measured Rally iterations (the
+    iteration's Total row: an error is the iteration's), and (failed runs, runs) from the runs' own outcomes (a run
+    whose Rally task failed or never started has fewer iterations than it meant, or none)."""
+    t = table[(table["benchmark"].astype(str) == benchmark) & (table["action"].astype(str) == "Total")]
+    its = {str(v): (int(g["error_type"].notna().sum()), len(g)) for v, g in t.groupby(f"param.{param}", observed=True)}
+    runs: dict[str, list[int]] = {}
+    for m in manifests:
+        if str(m.get("benchmark")) != benchmark:
+            continue
+        v = str(((m.get("trial") or {}).get("parameters") or {}).get(param))
+        c = runs.setdefault(v, [0, 0])
+        c[0] += (m.get("status") or {}).get("result") != "succeeded"
+        c[1] += 1
+    return {v: (*its.get(v, (0, 0)), *runs.get(v, (0, 0))) for v in sorted(set(its) | set(runs))}
+
+
+def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson's score interval of a proportion k/n (0 of n still allows a few per cent)."""
+    if n == 0:
+        return math.nan, math.nan
+    z = float(stats.norm.ppf((1 + confidence) / 2))
+    p = k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+# ------------------------------------------------------------------ formatting
+
+
+def _num(v: float, digits: int = 2) -> str:
+    return f"{v:+.{digits}f}" if np.isfinite(v) else "n/a"
+
+
+def fmt(e: Effect, digits: int = 2) -> str:
+    if not e.blocks:
+        return "—"
+    return f"{_num(e.value, digits)} [{_num(e.lo, digits)}, {_num(e.hi, digits)}]" if e.defined else \
+        f"{_num(e.value, digits)} [n/a: 1 block]"
+
+
+def factor(p: Paired) -> str:
+    """A paired change as a factor: ×3.71 [3.40, 4.05]."""
+    if not p.blocks:
+        return "—"
+    if not p.defined:
+        return f"×{1 + p.value:.2f} [n/a]"
+    return f"×{1 + p.value:.2f} [{1 + p.lo:.2f}, {1 + p.hi:.2f}]"
+
+
+def _mean_of_blocks(u: pd.DataFrame) -> str:
+    if u.empty:
+        return "—"
+    m = u["mean"].astype(float)
+    return f"{m.mean():.2f} ({m.min():.2f}–{m.max():.2f})"
+
+
+def rt_words(e: Effect) -> str:
+    said = e.verdict(ROUND_TRIPS_BOUND)
+    return {"up": "grows", "down": "shrinks", "same": f"no effect (within ±{ROUND_TRIPS_BOUND:g} round trips)",
+            "unclear": "cannot tell", "too-few": "cannot tell (n too small)"}[said]
+
+
+# ------------------------------------------------------------------ the blocks
+
+
+def family(r) -> tuple[int, float]:
+    """The intervals this page reads as findings (a slope per action, and the two ratios and two spread changes of
+    the findings table), and the level each is read at (Bonferroni)."""
+    k = len(ACTIONS) + 4
+    return k, bonferroni(k)
+
+
+def rtt_rows(r, confidence: float = CONFIDENCE) -> list[dict]:
+    out = []
+    for action in ACTIONS:
+        u = at(units(r.table, r.manifests, action), RTT_BENCH)
+        if u.empty:
+            continue
+        rtts = points(u, RTT_BENCH, "rtt")
+        base = at(u, RTT_BENCH, rtt=rtts[0])
+        out.append({"action": action, "means": {v: at(u, RTT_BENCH, rtt=v) for v in rtts},
+                    "diffs": {v: paired_difference(base, at(u, RTT_BENCH, rtt=v), BLOCK, confidence) for v in rtts[1:]},
+                    "slope": paired_slope(u, "rtt_s", BLOCK, confidence),
+                    "ratio": paired_change(base, at(u, RTT_BENCH, rtt=rtts[-1]), BLOCK, confidence),
+                    "last": rtts[-1]})
+    return out
+
+
+def rtt(d: Path | tuple[Path, ...]) -> str:
+    r = read(d)
+    _, level = family(r)
+    rows = rtt_rows(r, level)
+    if not rows:
+        return "*Not measured yet: the RTT sweep (nova-wan-rtt).*"
+    rtts = list(rows[0]["means"])
+    head = ["action", *[f"mean at {v} (s)" for v in rtts], *[f"Δ at {v} (s)" for v in rtts[1:]],
+            "round trips per iteration", f"ratio {rtts[-1]} / {rtts[0]}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for x in rows:
+        lines.append("| " + " | ".join([
+            f"`{x['action']}`", *[_mean_of_blocks(x["means"][v]) for v in rtts],
+            *[fmt(x["diffs"][v]) for v in rtts[1:]], f"{fmt(x['slope'], 1)} — {rt_words(x['slope'])}",
+            factor(x["ratio"])]) + " |")
+    blocks = rows[0]["slope"].blocks
+    lines.append("")
+    lines.append(f"Means: the mean of the blocks' means (their range). Δ and the round trips: paired by block "
+                 f"({blocks} block{'s' if blocks != 1 else ''}), {level:.1%} intervals (Bonferroni over the page's family of findings); "
+                 f"round trips = the least-squares slope of an iteration's time over the RTT in seconds, per block.")
+    return "\n".join(lines)
+
+
+def loss_rows(r, confidence: float = CONFIDENCE) -> list[dict]:
+    u = at(units(r.table, r.manifests, "Total"), LOSS_BENCH)
+    if u.empty:
+        return []
+    s = at(spreads(r.table, r.manifests), LOSS_BENCH)
+    fails = failures(r.table, r.manifests, LOSS_BENCH, "loss")
+    losses = points(u, LOSS_BENCH, "loss")
+    base, sbase = at(u, LOSS_BENCH, loss=losses[0]), at(s, LOSS_BENCH, loss=losses[0])
+    return [{"loss": v, "mean": at(u, LOSS_BENCH, loss=v),
+             "diff": paired_difference(base, at(u, LOSS_BENCH, loss=v), BLOCK, confidence) if v != losses[0] else None,
+             "spread": paired_change(sbase, at(s, LOSS_BENCH, loss=v), BLOCK, confidence) if v != losses[0] else None,
+             "sd": at(s, LOSS_BENCH, loss=v)["mean"], "failed": fails.get(v, (0, 0, 0, 0))} for v in losses]
+
+
+def loss(d: Path | tuple[Path, ...]) -> str:
+    r = read(d)
+    _, level = family(r)
+    rows = loss_rows(r, level)
+    if not rows:
+        return "*Not measured yet: the loss sweep (nova-wan-loss).*"
+    lines = ["| loss | mean Total (s) | Δ Total (s) | within-trial sd (s) | sd change | failed iterations | failed runs |",
+             "|---|---|---|---|---|---|---|"]
+    for x in rows:
+        k, n, fr, nr = x["failed"]
+        lo, hi = wilson(k, n)
+        sd = x["sd"]
+        lines.append(f"| {x['loss']} | {_mean_of_blocks(x['mean'])} | {fmt(x['diff']) if x['diff'] else 'base'} | "
+                     f"{(f'{sd.median():.2f} (median of {len(sd)})') if len(sd) else '—'} | "
+                     f"{factor(x['spread']) if x['spread'] else 'base'} | "
+                     + (f"{k} of {n} ({k / n:.0%}, [{lo:.0%}, {hi:.0%}])" if n else "—") + f" | {fr} of {nr} |")
+    lines.append("")
+    lines.append(f"Δ and the sd change paired by block, {level:.1%} intervals; failed iterations with Wilson's "
+                 "95 % interval; a failed run is a trial's Rally run whose outcome was not `succeeded`.")
+    return "\n".join(lines)
+
+
+def _wan_rows(manifests: list[dict], benchmark: str, param: str) -> list[dict]:
+    rows = []
+    for m in manifests:
+        if str(m.get("benchmark")) != benchmark:
+            continue
+        v = str(((m.get("trial") or {}).get("parameters") or {}).get(param))
+        net = m.get("network") or {}
+        check = {(p["src"], p["dst"]): p for p in (net.get("check") or {}).get("pairs") or []}
+        pair = check.get(LINK) or check.get(LINK[::-1]) or {}
+        during = {(t["src"], t["dst"]): t for t in (net.get("during") or {}).get("targets") or []}
+        dur = during.get(LINK) or {}
+        delta = ((net.get("shaper_counters") or {}).get("delta") or {})
+        frames = [delta.get(f"{a}→{b}") or {} for a, b in (LINK, LINK[::-1])]
+        rows.append({"value": v, "before_rtt": pair.get("measured_rtt_ms"), "before_loss": pair.get("loss_measured_pct"),
+                     "before_ok": pair.get("ok"), "during_rtt": dur.get("median_ms"), "during_sent": dur.get("sent", 0),
+                     "during_lost": dur.get("lost", 0),
+                     "frames": sum(int(f.get("frames") or 0) for f in frames),
+                     "dropped": sum(int(f.get("lost") or 0) for f in frames)})
+    return rows
+
+
+def wan(d: Path | tuple[Path, ...]) -> str:
+    r = read(d)
+    lines = ["| Benchmark | point | trials | r1↔r3 before the load: RTT (ms), loss | during the load: RTT median (ms), "
+             "probes lost | the emulator on r1↔r3: frames, dropped |", "|---|---|---|---|---|---|"]
+    for bench, param in ((RTT_BENCH, "rtt"), (LOSS_BENCH, "loss")):
+        rows = _wan_rows(r.manifests, bench, param)
+        for v in sorted({x["value"] for x in rows}, key=lambda s: float(re.sub(r"[^0-9.]", "", s) or 0)):
+            g = [x for x in rows if x["value"] == v]
+            b_rtt = [x["before_rtt"] for x in g if x["before_rtt"] is not None]
+            b_loss = [x["before_loss"] for x in g if x["before_loss"] is not None]
+            d_rtt = [x["during_rtt"] for x in g if x["during_rtt"] is not None]
+            sent, lost = sum(x["during_sent"] for x in g), sum(x["during_lost"] for x in g)
+            frames, dropped = sum(x["frames"] for x in g), sum(x["dropped"] for x in g)
+            ok = sum(bool(x["before_ok"]) for x in g)
+            lines.append(f"| {bench} | {param} {v} | {len(g)} | "
+                         f"{min(b_rtt):.1f}–{max(b_rtt):.1f}, {np.mean(b_loss):.1f} % ({ok} of {len(g)} within tolerance) | "
+                         f"{(f'{min(d_rtt):.1f}–{max(d_rtt):.1f}' if d_rtt else '—')}, {lost} of {sent} | "
+                         f"{frames:,}, {dropped:,} ({(dropped / frames if frames else 0):.1%}) |")
+    return "\n".join(lines) if len(lines) > 2 else "*Not measured yet.*"
+
+
+def setup(d: Path | tuple[Path, ...]) -> str:
+    r = read(d)
+    runs = r.runs
+    ok = runs[runs["result"] == "succeeded"]
+    ms = [m for m in r.manifests if str(m.get("benchmark")) in (RTT_BENCH, LOSS_BENCH)]
+    starts = sorted(str((m.get("start") or {}).get("actual") or "") for m in ms)
+    hosts = {((m.get("host") or {}).get("cpu_model"), (m.get("host") or {}).get("boot_id")) for m in ms}
+    deps = {(str(m.get("benchmark")), str((m.get("deployment") or {}).get("id"))) for m in ms}
+    versions = (ms[0].get("versions") or {}) if ms else {}
+    cp = ok["cpu_pressure_pct"].astype(float)
+    fc = ok["foreign_cpu_pct"].astype(float)
+    per_it = [((m.get("contention") or {}).get("scenarios") or {}).get(BOOT, {}).get("cpu_s_per_iteration") for m in ms]
+    per_it = [float(x) for x in per_it if x is not None]
+    mem = [((m.get("deployment") or {}).get("openstack") or {}).get("memory") or {} for m in ms]
+    r1 = [x["r1"]["pss_mib"] for x in mem if "r1" in x]
+    r3 = [x["r3"]["pss_mib"] for x in mem if "r3" in x]
+    return "\n".join([
+        f"- **Trials**: {len({(str(m.get('benchmark')), str((m.get('trial') or {}).get('id'))) for m in ms})} "
+        f"({len(ok)} runs succeeded of {len(runs)}), {len(deps)} deployments (one per Benchmark and round), "
+        f"{starts[0][:16].replace('T', ' ') if starts else '—'} – {starts[-1][:16].replace('T', ' ') if starts else '—'} UTC, "
+        f"{len(hosts)} machine(s): " + "; ".join(f"{c}, boot {str(b)[:8]}" for c, b in sorted(hosts, key=str)) + ".",
+        f"- **Versions**: Nova {versions.get('nova', '?')}, Placement {versions.get('openstack.placement', '?')}, "
+        f"Glance {versions.get('glance', '?')}, Neutron {versions.get('neutron', '?')}, "
+        f"Keystone {versions.get('keystone', '?')}, Rally {versions.get('rally', '?')}, "
+        f"rally-openstack {versions.get('rally-openstack', '?')}.",
+        f"- **The machine during the load**: CPU pressure median {cp.median():.1f} % (max {cp.max():.1f} %), CPU used "
+        f"outside the experiment median {fc.median():.2f} % (max {fc.max():.2f} %); noisy runs by the report's rule: "
+        f"{int(ok['noisy'].astype(bool).sum())}. CPU per iteration (the experiment's CPU-seconds over the task's "
+        f"window per iteration): median {np.median(per_it) if per_it else math.nan:.2f} s "
+        f"({min(per_it) if per_it else math.nan:.2f}–{max(per_it) if per_it else math.nan:.2f}).",
+        f"- **Memory** (PSS, every process of the region's namespace): r1, the whole control plane, "
+        f"{np.median(r1) if r1 else math.nan:,.0f} MiB; r3, a Keystone and the fake compute, "
+        f"{np.median(r3) if r3 else math.nan:,.0f} MiB (medians over the trials).",
+    ])
+
+
+def findings(d: Path | tuple[Path, ...]) -> str:
+    r = read(d)
+    _, level = family(r)
+    rows = {x["action"]: x for x in rtt_rows(r, level)}
+    lrows = loss_rows(r, level)
+    out = ["| the 2017 harness study says | measured here | verdict |", "|---|---|---|"]
+    tot = rows.get("Total")
+    if tot is not None:
+        ratio = tot["ratio"]
+        if ratio.defined:
+            lo, hi = 1 + ratio.lo, 1 + ratio.hi
+            said = ("agrees" if lo <= STUDY_RATIO <= hi else
+                    f"contradicts in size: ×{lo:.1f} or more, where the study saw ×{STUDY_RATIO:g}" if lo > STUDY_RATIO else
+                    f"contradicts in size: at most ×{hi:.1f}")
+        else:
+            said = "cannot tell (n too small)"
+        out.append(f"| completion time ×2 between 0 and 200 ms | ×(1 + Δ): {factor(ratio)} for boot-and-delete "
+                   f"({fmt(tot['diffs'][tot['last']])} s); {fmt(tot['slope'], 1)} round trips per iteration | "
+                   f"{said}. The direction agrees; a ratio divides by this machine's 0 ms time (its own, not "
+                   "the study's hardware): the round trips per iteration are the figure another machine can check |")
+        s = spread_change(r, RTT_BENCH, "rtt", level)
+        if s is not None:
+            out.append(f"| higher latency → more variance | within-trial sd {factor(s)} from 0 to {tot['last']} | "
+                       f"{verdict_of_change(s)} |")
+    if len(lrows) > 1:
+        top = lrows[-1]
+        k, n, _, _ = top["failed"]
+        k0, n0, _, _ = lrows[0]["failed"]
+        out.append(f"| higher loss → more variance and errors | at {top['loss']}: Δ {fmt(top['diff'])} s, sd "
+                   f"{factor(top['spread'])}, failed {k} of {n} (at {lrows[0]['loss']}: {k0} of {n0}) | "
+                   f"variance: {verdict_of_change(top['spread'])}; errors: "
+                   f"{'seen' if k else 'none seen'} (at most {wilson(k, n)[1]:.0%} at 95 %) |")
+    return "\n".join(out) if len(out) > 2 else "*Not measured yet.*"
+
+
+def spread_change(r, benchmark: str, param: str, confidence: float) -> Paired | None:
+    s = at(spreads(r.table, r.manifests), benchmark)
+    if s.empty:
+        return None
+    vals = points(s, benchmark, param)
+    return paired_change(at(s, benchmark, **{param: vals[0]}), at(s, benchmark, **{param: vals[-1]}), BLOCK, confidence)
+
+
+def verdict_of_change(p: Paired | None) -> str:
+    if p is None or not p.blocks:
+        return "not measured"
+    if not p.defined:
+        return "cannot tell (n too small)"
+    return "agrees (more)" if p.lo > 0 else ("contradicts (less)" if p.hi < 0 else "cannot tell (the interval holds no change)")
+
+
+# ------------------------------------------------------------------ figures
+
+
+def figures() -> list[Path]:
+    """The report's figures of the data set that carry the page: the actions stacked per point (Nova's atomic
+    actions by RTT and by loss), and the Total against each swept parameter."""
+    from wanwide.pipeline.results.report import build_report
+
+    IMG.mkdir(parents=True, exist_ok=True)
+    done = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for d in DATA:
+            bench = d.name
+            out = Path(tmp) / bench
+            build_report([d], out, progress=False, store_parquet_beside=False)
+            for png in sorted(out.rglob("*.png")):
+                if png.name.startswith(("bars-", "headline-")):
+                    dest = IMG / f"{bench}-{png.name}"
+                    shutil.copy(png, dest)
+                    done.append(dest)
+    return done
+
+
+BLOCKS = {"nova-setup": setup, "nova-findings": findings, "nova-rtt": rtt, "nova-loss": loss, "nova-wan": wan}
+
+
+def render() -> dict[str, str]:
+    have = tuple(d for d in DATA if (d / "dataset.json").is_file())
+    return {name: fn(have) if have else "*Not measured yet: no data set docs/data/nova-wan-* committed.*"
+            for name, fn in BLOCKS.items()}
+
+
+def page_blocks(text: str) -> dict[str, str]:
+    return {m[1]: m[2].strip("\n") for m in re.finditer(r"<!-- data:([\w-]+) -->\n(.*?)<!-- /data -->", text, re.S)}
+
+
+def write(blocks: dict[str, str]) -> None:
+    text = PAGE.read_text()
+    for name, body in blocks.items():
+        text = re.sub(rf"(<!-- data:{re.escape(name)} -->\n).*?(<!-- /data -->)",
+                      lambda m, b=body: m[1] + b + "\n" + m[2], text, flags=re.S)
+    PAGE.write_text(text)
+
+
+if __name__ == "__main__":
+    out = render()
+    if "--write" in sys.argv:
+        write(out)
+    if "--figures" in sys.argv:
+        print("\n".join(map(str, figures())))
+    for k, v in out.items():
+        print(f"<!-- data:{k} -->\n{v}\n<!-- /data -->\n")

@@ -1,0 +1,112 @@
+"""docs/results-nova.md (issue 45 item 5): its measured blocks are what the committed data set gives (docs/data/nova.py
+reads it as `wanwide report` does), and its reading — round trips per iteration, the study's ratio as a verdict, the
+spread and the failures under loss — is right on bundles with known answers."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.results.synthetic import ACTIONS, write_bundle
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _nova():
+    spec = importlib.util.spec_from_file_location("nova_page", DOCS / "data" / "nova.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_block_of_the_page_is_regenerated_from_its_data_set():
+    nova = _nova()
+    rendered = nova.render()
+    on_page = nova.page_blocks((DOCS / "results-nova.md").read_text())
+    assert set(rendered) == set(nova.BLOCKS) == set(on_page), (sorted(on_page), sorted(rendered))
+    for name, body in rendered.items():
+        assert on_page[name] == body, f"docs/results-nova.md block {name!r} differs from its data: " \
+                                      f"run docs/data/nova.py --write\n{body}"
+
+
+def _rtt_sweep(root: Path, level: float, round_trips: float, blocks: int = 5, n: int = 6, seed: int = 3,
+               step: float = 0.2) -> None:
+    """nova-wan-rtt bundles: per block a level of its own (a fresh deployment: ``level`` × (1 + ``step`` × block)),
+    each iteration ``round_trips`` RTTs above it, a little noise."""
+    rng = np.random.default_rng(seed)
+    k = 0
+    for b in range(blocks):
+        block_level = level * (1 + step * b)
+        for rtt in (0, 100, 200):
+            first = block_level + round_trips * rtt / 1000 + rng.normal(0, 0.02, n)
+            write_bundle(root, "nova-wan-rtt", f"t{k:03d}", b, {"rtt": f"{rtt}ms"}, "r1",
+                         {ACTIONS[0]: first, ACTIONS[1]: np.full(n, 0.25)}, run=k)
+            k += 1
+
+
+def test_the_delay_reads_as_round_trips_per_iteration_paired_by_block(tmp_path):
+    """Blocks at 2.25 to 3.85 s, each +30 round trips: the slope reads 30 (the 0.25 s second action adds none), every
+    Δ at 200 ms is +6 s, and the study's ×2 is contradicted in size (×2.5 or more); at a 6 s base the same 30 round
+    trips make ×2 and agree: a ratio is the base's, the round trips are not."""
+    nova = _nova()
+    _rtt_sweep(tmp_path / "a", 2.0, 30.0)
+    rows = {x["action"]: x for x in nova.rtt_rows(nova.read(tmp_path / "a"))}
+    tot = rows["Total"]
+    assert tot["slope"].blocks == 5 and tot["slope"].lo < 30 < tot["slope"].hi and tot["slope"].hi - tot["slope"].lo < 2
+    assert tot["diffs"]["200ms"].lo < 6 < tot["diffs"]["200ms"].hi
+    assert 1 + tot["ratio"].lo > 2
+    assert "contradicts in size" in nova.findings(tmp_path / "a")
+
+    _rtt_sweep(tmp_path / "b", 6.0 - 0.25, 30.0, step=0.01)  # Total at 0 ms: 6 s, at 200 ms 12 s
+    text = nova.findings(tmp_path / "b")
+    ratio = {x["action"]: x for x in nova.rtt_rows(nova.read(tmp_path / "b"))}["Total"]["ratio"]
+    assert 1 + ratio.lo <= 2 <= 1 + ratio.hi and "| agrees." in text, (ratio, text)
+
+
+def test_loss_counts_failed_iterations_and_runs_and_reads_the_spread(tmp_path):
+    """At 10 % each block's trial has 2 failed iterations of 6 and a wider spread; one run failed outright: the table
+    counts 10 of 30 failed iterations with Wilson's interval, 1 of 5 failed runs, and the spread grows."""
+    nova = _nova()
+    rng = np.random.default_rng(7)
+    k = 0
+    for b in range(5):
+        for loss, sd, errors, result in (("0%", 0.05, 0, "succeeded"), ("10%", 0.8, 2, "succeeded")):
+            if loss == "10%" and b == 4:
+                result = "failed"
+            d = 2.0 + b * 0.1 + np.abs(rng.normal(0, sd, 6))
+            write_bundle(tmp_path, "nova-wan-loss", f"t{k:03d}", b, {"loss": loss, "rtt": "0ms"}, "r1",
+                         {ACTIONS[0]: d, ACTIONS[1]: np.full(6, 0.1)}, run=k, errors=errors, result=result)
+            k += 1
+    rows = {x["loss"]: x for x in nova.loss_rows(nova.read(tmp_path))}
+    assert rows["0%"]["failed"] == (0, 30, 0, 5) and rows["10%"]["failed"] == (10, 30, 1, 5)
+    assert rows["10%"]["spread"].lo > 0 and rows["10%"]["diff"].value > 0
+    table = nova.loss(tmp_path)
+    assert "| 10 of 30 (33%, [19%, 51%]) | 1 of 5 |" in table, table
+    assert "errors: seen" in nova.findings(tmp_path) and "variance: agrees (more)" in nova.findings(tmp_path)
+
+
+@pytest.mark.parametrize("k,n,lo,hi", [(0, 20, 0.0, 0.1611), (10, 30, 0.1923, 0.5122), (5, 5, 0.5655, 1.0)])
+def test_wilson_interval(k, n, lo, hi):
+    nova = _nova()
+    got = nova.wilson(k, n)
+    assert math.isclose(got[0], lo, abs_tol=1e-3) and math.isclose(got[1], hi, abs_tol=1e-3), got
+
+
+def test_scale_fit_is_memory_over_a_region_and_says_no_region_without_one():
+    spec = importlib.util.spec_from_file_location("nova_scale", DOCS.parent / "bench" / "nova_scale.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.fit(20_000, 1_000, headroom_mib=2_048) == 17
+    assert mod.fit(1_000, 1_000) == 0 and mod.fit(20_000, math.nan) == 0
+    log = ("[     4s] trial 1/1 t000 (x) Provisioning: openstack-db r1 up (1s)\n"
+           "[    70s] trial 1/1 t000 (x) Provisioning: nova r2 up: api ×1, conductor, scheduler (15s)\n"
+           "[    90s] trial 1/1 t000 (x) Injecting: 11 stage(s) deployed: namespaces, database\n"
+           "[   120s] trial 1/1 t000 (x) Injecting: 11 stage(s) deployed: again\n")
+    deployed, ups = mod.stages(log)
+    assert deployed == 90.0 and [t for t, _ in ups] == [4.0, 70.0]
