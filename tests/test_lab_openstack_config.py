@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,7 @@ def test_a_compute_reaches_its_planes_bus_its_own_keystone_and_no_database() -> 
     assert c["DEFAULT"]["transport_url"] == "rabbit://openstack:wanwide-bus@10.77.1.1:5672/"
     assert c["DEFAULT"]["compute_driver"] == "fake.FakeDriver"
     assert c["keystone_authtoken"]["auth_url"] == "http://10.77.3.1:5000/v3"
+    assert c["keystone_authtoken"]["region_name"] == "r3"  # its own region's identity endpoint, not any
     assert c["placement"]["region_name"] == c["neutron"]["region_name"] == c["glance"]["region_name"] == "r3"
     assert not c.has_section("database") and not c.has_section("api_database")
     assert c["service_user"]["send_service_user_token"] == "true"
@@ -130,3 +132,16 @@ def test_the_wsgi_modules_reset_argv_before_the_application_loads() -> None:
         assert text.index("sys.argv = sys.argv[:1]") < text.index(f"from {ost.WSGI_APPS[service]} import application")
         compile(text, f"wanwide_{service}_wsgi.py", "exec")
     assert "orm.configure_mappers()" in ost.wsgi_module("neutron")
+
+
+@pytest.mark.parametrize("shape", ["stretched", "regions"])
+def test_every_service_validates_tokens_in_its_own_region(shape: str) -> None:
+    """Every [keystone_authtoken] names its region: the catalog lists every region's identity endpoint, and one
+    left to choose validated r1's tokens at r2's Keystone across the WAN (a hung nova-api under loss)."""
+    text = render(shape)
+    sections = re.findall(r"\[keystone_authtoken\]\n(.*?)(?:\n\[|\Z)", text, re.S)
+    assert len(sections) >= 4, text[:2000]
+    for s in sections:
+        auth = re.search(r"^auth_url = http://10\.77\.(\d+)\.1:5000/v3$", s, re.M)
+        region = re.search(r"^region_name = r(\d+)$", s, re.M)
+        assert auth and region and auth[1] == region[1], s

@@ -89,7 +89,10 @@ def _auth(w: Where, user: str) -> dict[str, Any]:
 
 
 def _authtoken(w: Where, user: str) -> dict[str, Any]:
-    out = {"www_authenticate_uri": w.keystone, **_auth(w, user)}
+    """keystonemiddleware's section: its own region's Keystone, and ``region_name`` so that it validates tokens
+    against its region's identity endpoint (the catalog holds every region's: left unset, keystonemiddleware took
+    any, r2's for r1's nova-api, and put a WAN round trip on every new token, a hung worker under loss)."""
+    out = {"www_authenticate_uri": w.keystone, **_auth(w, user), "region_name": w.region}
     if w.memcached:
         out["memcached_servers"] = ",".join(w.memcached)
     return out
