@@ -1,8 +1,10 @@
-"""How many regions with a whole OpenStack control plane fit this machine, and how long 3 take to deploy (issue 45
-item 5, last part; docs/results-nova.md "Scale").
+"""How many regions with a whole OpenStack control plane fit this machine, how long 3 take to deploy, and where one
+controller breaks as its fake computes and parallel tenants grow (issue 45 item 5; docs/results-nova.md "Scale").
 
     .venv/bin/python bench/nova_scale.py --regions 3                       # one deployment, shape regions
     .venv/bin/python bench/nova_scale.py --regions 3 --regions 5 --out docs/data/nova-scale.jsonl
+    .venv/bin/python bench/nova_scale.py --computes 25 --computes 100 --tenants 10 --broker-fds 1024 \
+        --out docs/data/nova-controller.jsonl                             # one controller, computes grown
 
 Per region count: ``wanwide lab run`` of a Benchmark in shape ``regions`` (every region its own RabbitMQ,
 Placement, Glance, Neutron's server, Nova API/conductor/scheduler, one fake compute, MariaDB and Keystone, identity
@@ -18,6 +20,14 @@ line each:
 - how many regions fit: ``(MemAvailable before − headroom) / the median region's PSS`` — a bound by memory alone,
   stated as such (the CPU is the other bound: the load's CPU pressure is printed beside it);
 - the machine's load before and after, and the run's CPU pressure (the bundle's ``contention``).
+
+``--computes N`` (repeatable): one region, one controller (shape stretched: Nova's API, conductor and scheduler,
+Placement, Glance, Neutron's server, RabbitMQ with ``--broker-fds`` open files, as the single-controller study's
+broker had by default) and N fake computes beside it, loaded by ``--tenants`` parallel tenants (Rally's users context,
+one user each, concurrency = tenants) booting and deleting servers. Sampled from outside every 2 s besides the
+above: the broker's open files, its sockets and its limit (``/proc/PID/fd``, ``/proc/PID/limits`` of beam.smp).
+Printed: the computes Nova reported up, whether the deployment came up at all (and the lab's reason when not), the
+iterations and failures, the mean iteration, the broker's peak files against its limit.
 """
 
 from __future__ import annotations
@@ -58,6 +68,47 @@ def benchmark(regions: int, name: str) -> dict:
                      "timeouts": {"provisioning": "60m", "loading": "30m"}}}
 
 
+def controller(computes: int, tenants: int, broker_fds: int | None, name: str) -> dict:
+    """The Benchmark of one controller: one region, ``computes`` fake computes beside it, ``tenants`` parallel."""
+    messaging = {"fileDescriptors": broker_fds} if broker_fds else {}
+    return {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": name},
+            "spec": {"topology": {"generate": {"count": 1}},
+                     "openstack": {"shape": "stretched", "controlRegion": "r1",
+                                   "nova": {"enabled": True, "computes": computes},
+                                   "neutron": {"enabled": True}, "messaging": messaging},
+                     "workload": {"load": "light", "loadRegion": "r1", "warmup": {"times": 1},
+                                  "scenarios": [{"name": "NovaServers.boot_and_delete_server", "times": 2 * tenants,
+                                                 "concurrency": tenants,
+                                                 "users": {"tenants": tenants, "usersPerTenant": 1}}]},
+                     "timeouts": {"provisioning": "60m", "loading": "30m"}}}
+
+
+def broker() -> dict:
+    """The lab's RabbitMQ right now (every beam.smp): open files, of them sockets, and the open-file limit."""
+    files = sockets = 0
+    limit = None
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() != "beam.smp":
+                continue
+            fds = os.listdir(f"/proc/{pid}/fd")
+            files += len(fds)
+            sockets += sum(os.readlink(f"/proc/{pid}/fd/{f}").startswith("socket:") for f in fds)
+            for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+                if line.startswith("Max open files"):
+                    limit = int(line.split()[3])
+        except (OSError, ValueError):
+            continue
+    return {"files": files, "sockets": sockets, "limit": limit}
+
+
+def totals(rally_json: Path) -> list[float]:
+    """The durations of a Rally JSON's (format 1.x) successful iterations."""
+    doc = json.loads(rally_json.read_text())
+    return [float(it["duration"]) for task in doc.get("tasks", []) for sub in task.get("subtasks", [])
+            for w in sub.get("workloads", []) for it in w.get("data", []) if not it.get("error")]
+
+
 def available_mib() -> float:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):
@@ -87,18 +138,23 @@ def fit(available_before_mib: float, region_pss_mib: float, headroom_mib: float 
     return max(0, int((available_before_mib - headroom_mib) // region_pss_mib))
 
 
-def measure(regions: int, work: Path) -> dict:
-    name = f"nova-scale-{regions}"
+def measure(regions: int, work: Path, doc: dict | None = None) -> dict:
+    doc = doc or benchmark(regions, f"nova-scale-{regions}")
+    name = doc["metadata"]["name"]
     spec = work / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump(benchmark(regions, name)))
+    spec.write_text(yaml.safe_dump(doc))
     out = work / "out"
     before, avail0 = load(), available_mib()
     low = [avail0]
+    peak = {"files": 0, "sockets": 0, "limit": None}
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(2.0):
             low.append(available_mib())
+            b = broker()
+            peak["files"], peak["sockets"] = max(peak["files"], b["files"]), max(peak["sockets"], b["sockets"])
+            peak["limit"] = b["limit"] or peak["limit"]
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -117,7 +173,12 @@ def measure(regions: int, work: Path) -> dict:
     pss = [v["pss_mib"] for v in mem.values()]
     region_pss = statistics.median(pss) if pss else math.nan
     contention = m.get("contention") or {}
-    return {"regions": regions, "rc": p.returncode, "result": (m.get("status") or {}).get("result"),
+    computes = ((m.get("deployment") or {}).get("openstack") or {}).get("computes") or {}
+    trials = json.loads((out / "trials.json").read_text()) if (out / "trials.json").is_file() else []
+    durations = [d for f in sorted(out.glob("bundles/*/*/*/attempt-*/rally.json")) for d in totals(f)]
+    return {"regions": regions, "benchmark": name, "broker_peak": peak,
+            "computes_up": sum(len(v) for v in computes.values()),
+            "trial": trials[0] if trials else None, "mean_iteration_s": statistics.mean(durations) if durations else None, "rc": p.returncode, "result": (m.get("status") or {}).get("result"),
             "wall_s": round(wall, 1), "deploy_s": deployed, "stages": ups,
             "memory": mem, "region_pss_mib": region_pss, "total_pss_mib": round(sum(pss), 1) if pss else None,
             "available_before_mib": round(avail0, 0), "available_min_mib": round(min(low), 0),
@@ -132,19 +193,36 @@ def measure(regions: int, work: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--regions", type=int, action="append", help="region counts (repeatable; default 3)")
+    ap.add_argument("--regions", type=int, action="append", help="region counts, shape regions (repeatable)")
+    ap.add_argument("--computes", type=int, action="append", help="one controller with this many fake computes "
+                    "(repeatable)")
+    ap.add_argument("--tenants", type=int, default=4, help="--computes: parallel tenants booting (default 4)")
+    ap.add_argument("--broker-fds", type=int, help="--computes: the broker's open-file limit (default: the lab's)")
     ap.add_argument("--out", type=Path, help="append each result as a JSON line here")
     a = ap.parse_args()
-    for n in a.regions or [3]:
+    runs: list[tuple[int, dict | None]] = []
+    for n in a.regions or ([] if a.computes else [3]):
         if not 1 <= n <= 20:
             ap.error(f"--regions {n}: 1 to 20 (each region a whole control plane of ~1 GiB)")
+        runs.append((n, None))
+    for c in a.computes or []:
+        if not 1 <= c <= 500:
+            ap.error(f"--computes {c}: 1 to 500 (spec.openstack.nova.computes' bound; ~100 MiB each)")
+        if not 1 <= a.tenants <= 100:
+            ap.error(f"--tenants {a.tenants}: 1 to 100")
+        runs.append((1, controller(c, a.tenants, a.broker_fds, f"nova-ctl-{c}-{a.tenants}")))
+    for n, doc in runs:
         with tempfile.TemporaryDirectory(prefix="nova-scale-", dir="/var/tmp") as tmp:
-            r = measure(n, Path(tmp))
-        print(f"{n} regions: {r['result'] or 'failed'} (rc {r['rc']}); deployed in {r['deploy_s']} s "
-              f"(whole run {r['wall_s']:.0f} s); a region's PSS {r['region_pss_mib']:.0f} MiB, all "
-              f"{r['total_pss_mib']} MiB; MemAvailable {r['available_before_mib']:.0f} → lowest "
-              f"{r['available_min_mib']:.0f} MiB; fit by memory: {r['fit_by_memory']} regions "
-              f"(headroom {HEADROOM_MIB} MiB); CPU pressure during the load {r['cpu_pressure_pct']} %; {r['load']}")
+            r = measure(n, Path(tmp), doc)
+        r["tenants"], r["broker_fds"] = (a.tenants, a.broker_fds) if doc else (None, None)
+        b = r["broker_peak"]
+        print(f"{r['benchmark']}: {r['result'] or 'failed'} (rc {r['rc']}); deployed in {r['deploy_s']} s "
+              f"(whole run {r['wall_s']:.0f} s); computes up {r['computes_up']}; a region's PSS "
+              f"{r['region_pss_mib']:.0f} MiB, all {r['total_pss_mib']} MiB; MemAvailable {r['available_before_mib']:.0f} "
+              f"→ lowest {r['available_min_mib']:.0f} MiB; fit by memory: {r['fit_by_memory']} regions (headroom "
+              f"{HEADROOM_MIB} MiB); iterations {r['iterations']} ({r['failed_iterations']} failed), mean "
+              f"{r['mean_iteration_s']} s; broker peak {b['files']} files ({b['sockets']} sockets) of {b['limit']}; "
+              f"CPU pressure during the load {r['cpu_pressure_pct']} %; {r['load']}")
         for t, what in r["stages"]:
             print(f"  [{t:5.0f} s] {what}")
         if a.out:
