@@ -173,6 +173,13 @@ class Results(_Model):
     s3: S3Target | None = None
 
 
+RALLY_POLL_ACTIONS = ("boot", "delete", "start", "stop", "reboot", "rebuild", "rescue", "unrescue", "suspend",
+                      "resume", "pause", "unpause", "shelve", "unshelve", "resize", "resize_confirm", "resize_revert",
+                      "migrate", "live_migrate", "image_create", "image_delete")
+"""The server actions rally-openstack 4.1 polls for (``nova_server_<action>_poll_interval`` and ``_prepoll_delay``)."""
+RALLY_POLL_MAX_S = 10.0
+
+
 class RunnerConfig(_Model):
     benchmark: str = Field(min_length=1)
     namespace: str = "lab"
@@ -188,6 +195,9 @@ class RunnerConfig(_Model):
     # Rally task run before the measured one when this run's deployment is new: not measured,
     # its report kept as logs/warmup.json
     warmup_task: dict[str, Any] | None = None
+    # Rally's [openstack] options (rally_openstack's nova_server_*_poll_interval / *_prepoll_delay), from
+    # spec.workload.pollInterval: names from RALLY_POLL_ACTIONS only, seconds within its bounds
+    rally_openstack: dict[str, float] = Field(default_factory=dict)
     contention: Contention = Field(default_factory=Contention)
     gauges: Gauges = Field(default_factory=Gauges)
     network_requested: list[LinkRequested] = Field(default_factory=list)
@@ -206,6 +216,17 @@ class RunnerConfig(_Model):
     def _check_start_at(cls, v: str | None) -> str | None:
         if v is not None:
             parse_time(v)
+        return v
+
+    @field_validator("rally_openstack")
+    @classmethod
+    def _check_rally_openstack(cls, v: dict[str, float]) -> dict[str, float]:
+        known = {f"nova_server_{a}_{k}" for a in RALLY_POLL_ACTIONS for k in ("poll_interval", "prepoll_delay")}
+        for name, seconds in v.items():
+            if name not in known:
+                raise ValueError(f"rally_openstack: {name!r} is not one of Rally's server poll options")
+            if not 0 < seconds <= RALLY_POLL_MAX_S:
+                raise ValueError(f"rally_openstack.{name}: {seconds} s, not within (0, {RALLY_POLL_MAX_S}]")
         return v
 
     @field_validator("task", "warmup_task")

@@ -185,6 +185,7 @@ class Warmup(Model):
 
 StartDelay = duration("0s", "1h")
 StartSkew = duration("1s", "1h")
+PollInterval = duration("100ms", "10s")
 
 
 class Workload(Model):
@@ -205,6 +206,11 @@ class Workload(Model):
         "ready too late starts later by what they needed (status.loadStartDelay).")
     max_start_skew: StartSkew = Field(
         "10s", description="A runner starting later than this fails the trial. 1s to 1h.")
+    poll_interval: PollInterval | None = Field(
+        None, description="How often Rally asks whether a server reached its state (boot, delete, reboot, …), and "
+        "how long it waits before it first asks. Unset: Rally's own (boot: 1s, then every 2s; delete: 2s, then every "
+        "2s), which puts Nova's times on a 2s grid. 100ms to 10s; a short one resolves them at the price of one API "
+        "call per interval.")
 
     model_config = ConfigDict(
         json_schema_extra={

@@ -12,7 +12,13 @@ from typing import Any
 from wanwide import __version__
 from wanwide.core.api.scenarios import boots, uploads
 from wanwide.core.api.units import pct, seconds
-from wanwide.core.contracts import TINY_IMAGE_FILE, RunnerConfig, S3Target, SloSpec
+from wanwide.core.contracts import (
+    RALLY_POLL_ACTIONS,
+    TINY_IMAGE_FILE,
+    RunnerConfig,
+    S3Target,
+    SloSpec,
+)
 from wanwide.core.plan.latency import classes_of
 from wanwide.core.plan.services import REJOIN_MARGIN_S
 from wanwide.core.plan.trial import TrialPlan
@@ -259,6 +265,8 @@ def runner_config(
             members_linger_s=float(REJOIN_MARGIN_S) if plan.faults else 0.0)
         if len(watched) < len(plan.region_names):
             cfg["gauges"]["members_cluster_size"] = len(plan.region_names)
+    if plan.spec.workload.poll_interval is not None:
+        cfg["rally_openstack"] = rally_polling(seconds(plan.spec.workload.poll_interval))
     if plan.faults:
         cfg["faults"] = fault_spans(plan)
     if plan.scenarios:
@@ -280,6 +288,12 @@ def runner_config(
     if network_check:
         cfg["network_check"] = network_check
     return RunnerConfig.model_validate(cfg)
+
+
+def rally_polling(interval_s: float) -> dict[str, float]:
+    """Rally's [openstack] options for ``spec.workload.pollInterval``: every server action's first wait and its
+    interval between polls set to it (Rally's own: 1 or 2 s, then every 2 s)."""
+    return {f"nova_server_{a}_{k}": interval_s for a in RALLY_POLL_ACTIONS for k in ("prepoll_delay", "poll_interval")}
 
 
 def config_json(cfg: RunnerConfig) -> dict[str, Any]:

@@ -139,6 +139,7 @@ class RallyInfo(BaseModel):
     pass_sla: bool | None = None
     iterations: int | None = None
     failed_iterations: int | None = None
+    openstack_options: dict[str, float] | None = None  # rally.conf [openstack] in force (spec.workload.pollInterval)
 
 
 class Status(BaseModel):

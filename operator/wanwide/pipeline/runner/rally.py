@@ -87,6 +87,7 @@ class Rally:
     extra_env: dict[str, str] = field(default_factory=dict)
     calls: int = 0
     secrets: set[str] = field(default_factory=set)  # values never written to a log (`env create` prints its spec)
+    openstack: dict[str, float] = field(default_factory=dict)  # rally.conf's [openstack] (its server poll options)
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -96,7 +97,8 @@ class Rally:
         self.conf = self.workdir / "rally.conf"
         db = (self.workdir / "rally.sqlite").resolve()
         # Rally logs (incl. the ITER progress lines) go to its stderr, captured per command.
-        self.conf.write_text(f"[DEFAULT]\n[database]\nconnection = sqlite:///{db}\n")
+        opts = "".join(f"{k} = {v:g}\n" for k, v in sorted(self.openstack.items()))
+        self.conf.write_text(f"[DEFAULT]\n[database]\nconnection = sqlite:///{db}\n" + (f"[openstack]\n{opts}" if opts else ""))
 
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}

@@ -319,7 +319,8 @@ def _setup_rally(r: _Run) -> Rally:
     password = os.environ.get(cfg.keystone.password_env)
     if password is None:
         raise RallyError(f"Keystone password missing: set environment variable {cfg.keystone.password_env}")
-    rally = Rally(exe=exe, workdir=r.work, logdir=r.logs)
+    rally = Rally(exe=exe, workdir=r.work, logdir=r.logs, openstack=dict(cfg.rally_openstack))
+    r.rally_info.openstack_options = dict(cfg.rally_openstack) or None
     _say(f"rally {exe}: creating database, environment for {cfg.keystone.url} ({cfg.keystone.region_name})")
     try:
         _create_rally_env(r, rally, password)
@@ -453,6 +454,7 @@ def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
         return
     summary = _summarise_rally_json(r.bundle_dir / RALLY_JSON)
     summary.task_uuid, summary.exit_code = uuid, rc
+    summary.openstack_options = r.rally_info.openstack_options
     r.rally_info = summary
     _record_cpu_per_scenario(r)
     missed: list[str] = []
