@@ -35,7 +35,7 @@ def test_every_block_of_the_page_is_regenerated_from_its_data_set():
 
 
 def _rtt_sweep(root: Path, level: float, round_trips: float, blocks: int = 5, n: int = 6, seed: int = 3,
-               step: float = 0.2) -> None:
+               step: float = 0.2, bench: str = "nova-wan-rtt") -> None:
     """nova-wan-rtt bundles: per block a level of its own (a fresh deployment: ``level`` × (1 + ``step`` × block)),
     each iteration ``round_trips`` RTTs above it, a little noise."""
     rng = np.random.default_rng(seed)
@@ -44,7 +44,7 @@ def _rtt_sweep(root: Path, level: float, round_trips: float, blocks: int = 5, n:
         block_level = level * (1 + step * b)
         for rtt in (0, 100, 200):
             first = block_level + round_trips * rtt / 1000 + rng.normal(0, 0.02, n)
-            write_bundle(root, "nova-wan-rtt", f"t{k:03d}", b, {"rtt": f"{rtt}ms"}, "r1",
+            write_bundle(root / bench, bench, f"t{k:03d}", b, {"rtt": f"{rtt}ms"}, "r1",
                          {ACTIONS[0]: first, ACTIONS[1]: np.full(n, 0.25)}, run=k)
             k += 1
 
@@ -66,6 +66,19 @@ def test_the_delay_reads_as_round_trips_per_iteration_paired_by_block(tmp_path):
     text = nova.findings(tmp_path / "b")
     ratio = {x["action"]: x for x in nova.rtt_rows(nova.read(tmp_path / "b"))}["Total"]["ratio"]
     assert 1 + ratio.lo <= 2 <= 1 + ratio.hi and "| agrees." in text, (ratio, text)
+
+
+def test_the_fine_polling_sweep_is_read_beside_the_default_one(tmp_path):
+    """With both sweeps, the findings say how many round trips Rally's own grid added: 30 read with it, 24 without."""
+    nova = _nova()
+    _rtt_sweep(tmp_path, 2.0, 30.0)
+    _rtt_sweep(tmp_path, 2.0, 24.0, bench="nova-wan-rtt-poll", seed=5)
+    d = (tmp_path / "nova-wan-rtt", tmp_path / "nova-wan-rtt-poll")
+    fine = {x["action"]: x for x in nova.rtt_rows(nova.read(d), bench="nova-wan-rtt-poll")}["Total"]
+    assert fine["slope"].lo < 24 < fine["slope"].hi
+    text = nova.findings(d)
+    assert "Rally polling every 0.2 s" in text and "by +6.0 round trips" in text, text
+    assert "**nova-wan-rtt-poll**" in nova.rtt(d) and "**nova-wan-rtt**" in nova.rtt(d)
 
 
 def test_loss_counts_failed_iterations_and_runs_and_reads_the_spread(tmp_path):
