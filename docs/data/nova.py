@@ -219,7 +219,8 @@ def loss_rows(r, confidence: float = CONFIDENCE) -> list[dict]:
     base, sbase = at(u, LOSS_BENCH, loss=losses[0]), at(s, LOSS_BENCH, loss=losses[0])
     return [{"loss": v, "mean": at(u, LOSS_BENCH, loss=v),
              "diff": paired_difference(base, at(u, LOSS_BENCH, loss=v), BLOCK, confidence) if v != losses[0] else None,
-             "spread": paired_change(sbase, at(s, LOSS_BENCH, loss=v), BLOCK, confidence) if v != losses[0] else None,
+             "spread": paired_difference(sbase, at(s, LOSS_BENCH, loss=v), BLOCK, confidence) if v != losses[0] else None,
+             "spread_ratio": paired_change(sbase, at(s, LOSS_BENCH, loss=v), BLOCK, confidence) if v != losses[0] else None,
              "sd": at(s, LOSS_BENCH, loss=v)["mean"], "failed": fails.get(v, (0, 0, 0, 0))} for v in losses]
 
 
@@ -229,18 +230,21 @@ def loss(d: Path | tuple[Path, ...]) -> str:
     rows = loss_rows(r, level)
     if not rows:
         return "*Not measured yet: the loss sweep (nova-wan-loss).*"
-    lines = ["| loss | mean Total (s) | Δ Total (s) | within-trial sd (s) | sd change | failed iterations | failed runs |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| loss (each way) | mean Total (s) | Δ Total (s) | within-trial sd (s) | Δ sd (s) | sd ratio | failed iterations "
+             "| failed runs |", "|---|---|---|---|---|---|---|---|"]
     for x in rows:
         k, n, fr, nr = x["failed"]
         lo, hi = wilson(k, n)
         sd = x["sd"]
         lines.append(f"| {x['loss']} | {_mean_of_blocks(x['mean'])} | {fmt(x['diff']) if x['diff'] else 'base'} | "
                      f"{(f'{sd.median():.2f} (median of {len(sd)})') if len(sd) else '—'} | "
-                     f"{factor(x['spread']) if x['spread'] else 'base'} | "
+                     f"{fmt(x['spread']) if x['spread'] else 'base'} | "
+                     f"{factor(x['spread_ratio']) if x['spread_ratio'] else 'base'} | "
                      + (f"{k} of {n} ({k / n:.0%}, [{lo:.0%}, {hi:.0%}])" if n else "—") + f" | {fr} of {nr} |")
     lines.append("")
-    lines.append(f"Δ and the sd change paired by block, {level:.1%} intervals; failed iterations with Wilson's "
+    lines.append(f"Means: the mean of the blocks' means (their range). Δ and Δ sd (a trial's standard deviation of its "
+                 "iterations, less the same round's at 0 %) and the sd ratio (on the log scale, the scale spreads "
+                 f"compare on: the verdict's) paired by block, {level:.1%} intervals; failed iterations with Wilson's "
                  "95 % interval; a failed run is a trial's Rally run whose outcome was not `succeeded`.")
     return "\n".join(lines)
 
@@ -268,9 +272,9 @@ def _wan_rows(manifests: list[dict], benchmark: str, param: str) -> list[dict]:
 
 def wan(d: Path | tuple[Path, ...]) -> str:
     r = read(d)
-    lines = ["| Benchmark | point | trials | r1↔r3 before the load: RTT (ms), loss | during the load: RTT median (ms), "
+    lines = ["| Benchmark | point | trials | r1↔r3 before the load: RTT (ms), round-trip loss | during the load: RTT median (ms), "
              "probes lost | the emulator on r1↔r3: frames, dropped |", "|---|---|---|---|---|---|"]
-    for bench, param in ((RTT_BENCH, "rtt"), (LOSS_BENCH, "loss")):
+    for bench, param in ((RTT_BENCH, "rtt"), (POLL_BENCH, "rtt"), (LOSS_BENCH, "loss")):
         rows = _wan_rows(r.manifests, bench, param)
         for v in sorted({x["value"] for x in rows}, key=lambda s: float(re.sub(r"[^0-9.]", "", s) or 0)):
             g = [x for x in rows if x["value"] == v]
@@ -291,7 +295,7 @@ def setup(d: Path | tuple[Path, ...]) -> str:
     r = read(d)
     runs = r.runs
     ok = runs[runs["result"] == "succeeded"]
-    ms = [m for m in r.manifests if str(m.get("benchmark")) in (RTT_BENCH, LOSS_BENCH)]
+    ms = [m for m in r.manifests if str(m.get("benchmark")) in (*RTT_BENCHES, LOSS_BENCH)]
     starts = sorted(str((m.get("start") or {}).get("actual") or "") for m in ms)
     hosts = {((m.get("host") or {}).get("cpu_model"), (m.get("host") or {}).get("boot_id")) for m in ms}
     deps = {(str(m.get("benchmark")), str((m.get("deployment") or {}).get("id"))) for m in ms}
@@ -341,19 +345,19 @@ def findings(d: Path | tuple[Path, ...]) -> str:
         if fine is not None:
             out.append(f"| (the same, Rally polling every 0.2 s) | ×(1 + Δ): {factor(fine['ratio'])} "
                        f"({fmt(fine['diffs'][fine['last']])} s); {fmt(fine['slope'], 1)} round trips per iteration | "
-                       f"{ratio_words(fine['ratio'])}; Rally's own 2 s grid moved the default-polling figures by "
+                       f"{ratio_words(fine['ratio'])}; the slope read through Rally's own 2 s grid, less this one: "
                        f"{fmt_diff(tot['slope'], fine['slope'])} round trips |")
         s = spread_change(r, RTT_BENCH, "rtt", level)
         if s is not None:
-            out.append(f"| higher latency → more variance | within-trial sd {factor(s)} from 0 to {tot['last']} | "
-                       f"{verdict_of_change(s)} |")
+            out.append(f"| higher latency → more variance | within-trial sd {fmt(s[0])} s, {factor(s[1])}, from 0 to "
+                       f"{tot['last']} | {verdict_of_change(s[1])} |")
     if len(lrows) > 1:
         top = lrows[-1]
         k, n, _, _ = top["failed"]
         k0, n0, _, _ = lrows[0]["failed"]
         out.append(f"| higher loss → more variance and errors | at {top['loss']}: Δ {fmt(top['diff'])} s, sd "
-                   f"{factor(top['spread'])}, failed {k} of {n} (at {lrows[0]['loss']}: {k0} of {n0}) | "
-                   f"variance: {verdict_of_change(top['spread'])}; errors: "
+                   f"{fmt(top['spread'])} s, {factor(top['spread_ratio'])}, failed {k} of {n} (at {lrows[0]['loss']}: {k0} of {n0}) | "
+                   f"variance: {verdict_of_change(top['spread_ratio'])}; errors: "
                    f"{'seen' if k else 'none seen'} (at most {wilson(k, n)[1]:.0%} at 95 %) |")
     return "\n".join(out) if len(out) > 2 else "*Not measured yet.*"
 
@@ -375,15 +379,19 @@ def fmt_diff(a: Effect, b: Effect) -> str:
     return _num(a.value - b.value, 1) if a.blocks and b.blocks else "n/a"
 
 
-def spread_change(r, benchmark: str, param: str, confidence: float) -> Paired | None:
+def spread_change(r, benchmark: str, param: str, confidence: float) -> tuple[Effect, Paired] | None:
+    """The trials' standard deviation at the last value of ``param`` against the first's, paired by block: the
+    difference (s) and the ratio (log scale)."""
     s = at(spreads(r.table, r.manifests), benchmark)
     if s.empty:
         return None
     vals = points(s, benchmark, param)
-    return paired_change(at(s, benchmark, **{param: vals[0]}), at(s, benchmark, **{param: vals[-1]}), BLOCK, confidence)
+    a, b = at(s, benchmark, **{param: vals[0]}), at(s, benchmark, **{param: vals[-1]})
+    return paired_difference(a, b, BLOCK, confidence), paired_change(a, b, BLOCK, confidence)
 
 
-def verdict_of_change(p: Paired | None) -> str:
+def verdict_of_change(p: Effect | Paired | None) -> str:
+    """More, less or cannot tell, from an interval of a difference or of a ratio − 1 (both: above 0 is more)."""
     if p is None or not p.blocks:
         return "not measured"
     if not p.defined:

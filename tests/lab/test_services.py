@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -149,3 +152,23 @@ def test_s3_server_refuses_a_port_another_process_holds() -> None:
         assert svc.started == []
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@pytest.mark.timeout(300)
+def test_a_failed_install_is_cleared_so_that_the_retry_installs() -> None:
+    """mariadb-install-db failing (here: a file where it makes mysql/) empties the data directory, so that the stage's
+    retry installs afresh instead of starting mariadbd on what the failure left (the regions shape's openstack-db
+    failed all three attempts on half-written tables, 2026-11-30); the retry installs the system tables."""
+    tmp = Path(tempfile.mkdtemp(prefix="ww-install-", dir="/var/tmp"))
+    tmp.chmod(0o755)
+    svc = services.Services(None, tmp / "run")
+    data = tmp / "data"
+    data.mkdir()
+    (data / "mysql").write_text("not a directory")
+    subprocess.run(["chown", "-R", "mysql:mysql", str(data)], check=True)
+    with pytest.raises(LabError, match="mariadb-install-db failed"):
+        svc._install_db(tmp, data)
+    assert list(data.iterdir()) == []
+    svc._install_db(tmp, data)
+    assert (data / "mysql" / "global_priv.frm").exists(), sorted(p.name for p in (data / "mysql").iterdir())
+    shutil.rmtree(tmp)

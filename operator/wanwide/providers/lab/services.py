@@ -25,6 +25,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
@@ -77,6 +78,9 @@ class Service:
 
     def running(self) -> bool:
         return self.proc.running()
+
+
+_INSTALL_LOCK = threading.Lock()  # mariadb-install-db, one at a time
 
 
 class Services:
@@ -158,13 +162,20 @@ class Services:
         return path
 
     def _install_db(self, d: Path, data: Path) -> None:
+        """The system tables, unless the data directory has them (a restarted member, a joiner after its state
+        transfer). A failed install empties the directory: what it left (a ``mysql/`` of half-written tables) would
+        pass for an install, and mariadbd then refuses InnoDB on it ("wrong space ID"), so every retry of the stage
+        failed (2026-11-30). One install at a time: three at once in one stage is how that one failed."""
         if (data / "mysql").is_dir():
             return
-        r = procs.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=mysql",
-                       "--skip-test-db", "--auth-root-authentication-method=socket"],
-                      check=False, timeout=120)
+        with _INSTALL_LOCK:
+            r = procs.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=mysql",
+                           "--skip-test-db", "--auth-root-authentication-method=socket"],
+                          check=False, timeout=120)
         (d / "install-db.log").write_text(r.stdout + r.stderr)
         if r.returncode != 0:
+            for child in data.iterdir():
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
             raise LabError(f"mariadb-install-db failed in {data}:\n{procs.tail_text(r.stdout + r.stderr)}")
 
     def sql(self, db: Service, statement: str, timeout: float = 60) -> str:
