@@ -415,8 +415,10 @@ def nova_compute(svc: Services, cloud: Cloud, p: TrialPlan, stage: Stage, say: S
         token = admin_token(_where(svc, cloud, plane, plane.where["nova"]).keystone, cloud.admin_password)
         wait_services(api, token, {"nova-compute": hosts}, timeout)
         up = services_up(api, token).get("nova-compute", set())
+        mine = set(hosts)  # this plane's computes: in shape regions each region's Nova knows only its own
         for r in stage.regions:
-            cloud.registered[r] = sorted(h for h in cloud.computes.get(r, []) if h in up)
+            if any(h in mine for h in cloud.computes.get(r, [])):
+                cloud.registered[r] = sorted(h for h in cloud.computes.get(r, []) if h in mine and h in up)
         r = plane.where["nova"]
         d = api.dir
         _run(svc, r, d, [str(paths.openstack_bin("nova-manage")), "--config-file", str(d / "nova.conf"),
