@@ -4,21 +4,18 @@ statistics are the ones it names."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import numpy as np
 
+from tests.docs_data import load
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def _emulation():
-    spec = importlib.util.spec_from_file_location("emulation", DOCS / "data" / "emulation.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("emulation", DOCS / "data" / "emulation.py")
 
 
 def test_every_block_of_the_page_is_regenerated_from_the_data():
@@ -109,11 +106,7 @@ def test_the_vm_tiers_delay_verdict_on_the_recorded_runs():
 
 # ---------------------------------------------------------------- Galera's write penalty (bench/galera_penalty.py)
 def _bench():
-    spec = importlib.util.spec_from_file_location("galera_penalty", DOCS.parent / "bench" / "galera_penalty.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("galera_penalty", DOCS.parent / "bench" / "galera_penalty.py")
 
 
 def test_the_galera_cells_are_three_member_clusters_each_write_replicated_through_its_shaper():

@@ -36,6 +36,9 @@ import numpy as np
 from scipy import stats
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import pageblocks  # noqa: E402  (beside this file)
+
 DATA = HERE / "emulation"
 PAGE = HERE.parent / "emulation.md"
 SEED = 48
@@ -623,18 +626,11 @@ def render() -> dict[str, str]:
 
 
 def page_blocks(text: str) -> dict[str, str]:
-    return {m.group(1): m.group(2).strip("\n") for m in re.finditer(r"<!-- data:(\w+) -->\n(.*?)<!-- /data -->",
-                                                                   text, re.S)}
+    return pageblocks.page_blocks(text)
 
 
 def write(blocks: dict[str, str]) -> None:
-    text = PAGE.read_text()
-    for name, body in blocks.items():
-        pat = re.compile(rf"(<!-- data:{name} -->\n).*?(<!-- /data -->)", re.S)
-        if not pat.search(text):
-            raise SystemExit(f"docs/emulation.md has no block {name!r} (<!-- data:{name} --> … <!-- /data -->)")
-        text = pat.sub(lambda m, b=body: m.group(1) + b + "\n" + m.group(2), text)
-    PAGE.write_text(text)
+    pageblocks.write(PAGE, blocks)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ from wanwide.pipeline.results.paired import BLOCK, Paired, paired_change, unit_m
 from wanwide.pipeline.results.report import read_sources
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import pageblocks  # noqa: E402  (beside this file)
+
 PAGE = HERE.parent / "results-nova.md"
 IMG = HERE.parent / "img" / "nova"
 RTT_BENCH, LOSS_BENCH, POLL_BENCH = "nova-wan-rtt", "nova-wan-loss", "nova-wan-rtt-poll"
@@ -432,15 +435,11 @@ def render() -> dict[str, str]:
 
 
 def page_blocks(text: str) -> dict[str, str]:
-    return {m[1]: m[2].strip("\n") for m in re.finditer(r"<!-- data:([\w-]+) -->\n(.*?)<!-- /data -->", text, re.S)}
+    return pageblocks.page_blocks(text)
 
 
 def write(blocks: dict[str, str]) -> None:
-    text = PAGE.read_text()
-    for name, body in blocks.items():
-        text = re.sub(rf"(<!-- data:{re.escape(name)} -->\n).*?(<!-- /data -->)",
-                      lambda m, b=body: m[1] + b + "\n" + m[2], text, flags=re.S)
-    PAGE.write_text(text)
+    pageblocks.write(PAGE, blocks)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ fails when the page and the data disagree.
 from __future__ import annotations
 
 import functools
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +30,7 @@ from wanwide.pipeline.results.stats import STUDY_READ_PCT
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import pageblocks  # noqa: E402  (beside this file)
 import study_effects as se  # noqa: E402  (beside this file)
 
 PAGE = HERE.parent / "results-study.md"
@@ -720,15 +720,11 @@ def render() -> dict[str, str]:
 
 
 def page_blocks(text: str) -> dict[str, str]:
-    return {m[1]: m[2].strip("\n") for m in re.finditer(r"<!-- data:([\w-]+) -->\n(.*?)<!-- /data -->", text, re.S)}
+    return pageblocks.page_blocks(text)
 
 
 def write(blocks: dict[str, str]) -> None:
-    text = PAGE.read_text()
-    for name, body in blocks.items():
-        text = re.sub(rf"(<!-- data:{re.escape(name)} -->\n).*?(<!-- /data -->)",
-                      lambda m, b=body: m[1] + b + "\n" + m[2], text, flags=re.S)
-    PAGE.write_text(text)
+    pageblocks.write(PAGE, blocks)
 
 
 if __name__ == "__main__":

@@ -4,24 +4,20 @@ spread and the failures under loss — is right on bundles with known answers.""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.docs_data import load
 from tests.results.synthetic import ACTIONS, write_bundle
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _nova():
-    spec = importlib.util.spec_from_file_location("nova_page", DOCS / "data" / "nova.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("nova_page", DOCS / "data" / "nova.py")
 
 
 def test_every_block_of_the_page_is_regenerated_from_its_data_set():
@@ -112,10 +108,7 @@ def test_wilson_interval(k, n, lo, hi):
 
 
 def test_scale_fit_is_memory_over_a_region_and_says_no_region_without_one():
-    spec = importlib.util.spec_from_file_location("nova_scale", DOCS.parent / "bench" / "nova_scale.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load("nova_scale", DOCS.parent / "bench" / "nova_scale.py")
     assert mod.fit(20_000, 1_000, headroom_mib=2_048) == 17
     assert mod.fit(1_000, 1_000) == 0 and mod.fit(20_000, math.nan) == 0
     log = ("[     4s] trial 1/1 t000 (x) Provisioning: openstack-db r1 up (1s)\n"

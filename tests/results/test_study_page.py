@@ -4,18 +4,15 @@ without the page, fails here."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from tests.docs_data import load
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _study():
-    spec = importlib.util.spec_from_file_location("study", DOCS / "data" / "study.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("study", DOCS / "data" / "study.py")
 
 
 def test_every_block_of_the_page_is_regenerated_from_its_data_set():
