@@ -213,6 +213,7 @@ def main() -> int:
         runs.append((1, controller(c, a.tenants, a.broker_fds, f"nova-ctl-{c}-{a.tenants}")))
     for n, doc in runs:
         with tempfile.TemporaryDirectory(prefix="nova-scale-", dir="/var/tmp") as tmp:
+            Path(tmp).chmod(0o755)  # the lab's MariaDB and memcached run as their own users
             r = measure(n, Path(tmp), doc)
         r["tenants"], r["broker_fds"] = (a.tenants, a.broker_fds) if doc else (None, None)
         b = r["broker_peak"]
