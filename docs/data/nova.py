@@ -443,10 +443,4 @@ def write(blocks: dict[str, str]) -> None:
 
 
 if __name__ == "__main__":
-    out = render()
-    if "--write" in sys.argv:
-        write(out)
-    if "--figures" in sys.argv:
-        print("\n".join(map(str, figures())))
-    for k, v in out.items():
-        print(f"<!-- data:{k} -->\n{v}\n<!-- /data -->\n")
+    pageblocks.main(PAGE, render, figures)

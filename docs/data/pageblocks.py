@@ -4,6 +4,8 @@ from its data by the page's script (docs/data/study.py, emulation.py, nova.py) a
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -21,3 +23,17 @@ def write(page: Path, blocks: dict[str, str]) -> None:
             raise SystemExit(f"{page.name} has no block {name!r} (<!-- data:{name} --> … <!-- /data -->)")
         text = pat.sub(lambda m, b=body: m[1] + b + "\n" + m[2], text)
     page.write_text(text)
+
+
+def main(page: Path, render: Callable[[], dict[str, str]], figures: Callable[[], list[Path]] | None = None,
+         argv: list[str] | None = None) -> None:
+    """A page script's command line: print every block; ``--write`` puts them into ``page``; ``--figures`` redraws
+    its figures."""
+    argv = sys.argv if argv is None else argv
+    out = render()
+    if "--write" in argv:
+        write(page, out)
+    if "--figures" in argv and figures is not None:
+        print("\n".join(map(str, figures())))
+    for k, v in out.items():
+        print(f"<!-- data:{k} -->\n{v}\n<!-- /data -->\n")
