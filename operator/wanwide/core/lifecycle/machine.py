@@ -202,6 +202,8 @@ def verifying_network(plan: TrialPlan, status: Status, seen: Seen, now: datetime
         return Step("Loading", NETWORK_NOT_MEASURED, why, actions=[Event(NETWORK_NOT_MEASURED, why, "Warning")])
     check = check_of(status)
     pairs = probe_pairs(plan)
+    if not pairs:  # one region: no link to measure (a single controller of issue 45 crashed on max() of nothing)
+        return Step("Loading", "NetworkVerified", "one region: no pair of regions, no WAN link to measure")
     if f"probe-{check}" not in done(status):
         return Step(message=f"measuring {len(pairs)} pair(s) of regions (measurement {check} of {NETWORK_CHECKS})",
                     status={**marked(status, f"probe-{check}"), "networkCheck": check},
