@@ -50,7 +50,11 @@ def place(p: TrialPlan, dep: Deployment | None, shared: bool, *, shaper: str, la
         + "; services start on it unconstrained, then it is shaped")
     run_dir = work / f"{p.benchmark}-{net.tag}"
     net.state.add_dir(run_dir)  # data, keys, service logs: removed with the network
-    dep = Deployment(net, Services(net, run_dir), {}, {}, shared, shaped_for=p.id)
+    try:
+        dep = Deployment(net, Services(net, run_dir), {}, {}, shared, shaped_for=p.id)
+    except BaseException:  # a run dir the services' users cannot enter: nothing built stays behind
+        net.destroy()
+        raise
     try:
         net.lift()
     except BaseException:
