@@ -105,17 +105,9 @@ def test_starting_a_trial_not_to_run_and_a_crash_go_through_decide():
 def test_a_single_region_has_no_wan_to_verify_and_goes_on_to_load():
     """One region (issue 45's single controller in the lab): no pair to measure; VerifyingNetwork says so and loads,
     where it crashed on the largest deviation of no pair (an InternalError that failed the trial)."""
-    import yaml
+    from tests.plan.specs import small_plan
 
-    from wanwide.core.plan.load import load_documents
-    from wanwide.core.plan.trial import plan
-
-    doc = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "one"},
-           "spec": {"topology": {"generate": {"count": 1}},
-                    "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token"}]}}}
-    docs = load_documents([yaml.safe_dump(doc)])
-    (b,) = docs.benchmarks
-    p = plan(b, docs.topology_for(b))[0]
+    p = small_plan("one", 1)
     st = {"phase": "VerifyingNetwork", "phaseStartTime": T0.strftime("%Y-%m-%dT%H:%M:%SZ"), "attempt": 1, "done": []}
     step = lc.decide(p, st, lc.Seen(), T0)
     assert (step.phase, step.reason) == ("Loading", "NetworkVerified") and "one region" in step.message, step

@@ -89,15 +89,11 @@ def test_a_deployment_refused_before_its_services_leaves_no_namespace(tmp_path):
     removed (bench/nova_scale.py's first try left three sets, one per attempt)."""
     import subprocess
 
+    from tests.plan.specs import small_plan
     from wanwide.providers.lab import bringup
     from wanwide.providers.lab.procs import LabError
 
-    doc = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": "closed"},
-           "spec": {"topology": {"generate": {"count": 2}},
-                    "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token"}]}}}
-    docs = load_documents([yaml.safe_dump(doc)])
-    (b,) = docs.benchmarks
-    p = plan(b, docs.topology_for(b))[0]
+    p = small_plan("closed", 2)
     work = tmp_path / "closed"
     work.mkdir(mode=0o700)
     before = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())

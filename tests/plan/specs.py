@@ -48,3 +48,18 @@ def benchmark(backend: str = "mariadb", topology: str = "uniform", **spec: Any) 
 def _first(topology: str) -> str:
     t = TOPOLOGIES[topology]
     return t["regions"][0]["name"] if "regions" in t else "r1"
+
+
+def small_plan(name: str, regions: int):
+    """The first TrialPlan of a Benchmark of ``regions`` generated regions loaded with authenticate only."""
+    import yaml
+
+    from wanwide.core.plan.load import load_documents
+    from wanwide.core.plan.trial import plan
+
+    doc = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": name},
+           "spec": {"topology": {"generate": {"count": regions}},
+                    "workload": {"scenarios": [{"name": "authenticate_user_and_validate_token"}]}}}
+    docs = load_documents([yaml.safe_dump(doc)])
+    (b,) = docs.benchmarks
+    return plan(b, docs.topology_for(b))[0]

@@ -177,6 +177,8 @@ RALLY_POLL_ACTIONS = ("boot", "delete", "start", "stop", "reboot", "rebuild", "r
                       "resume", "pause", "unpause", "shelve", "unshelve", "resize", "resize_confirm", "resize_revert",
                       "migrate", "live_migrate", "image_create", "image_delete")
 """The server actions rally-openstack 4.1 polls for (``nova_server_<action>_poll_interval`` and ``_prepoll_delay``)."""
+RALLY_POLL_OPTIONS = tuple(f"nova_server_{a}_{k}" for a in RALLY_POLL_ACTIONS for k in ("prepoll_delay", "poll_interval"))
+"""rally.conf [openstack] names of those: each action's first wait and its interval between polls."""
 RALLY_POLL_MAX_S = 10.0
 
 
@@ -221,9 +223,8 @@ class RunnerConfig(_Model):
     @field_validator("rally_openstack")
     @classmethod
     def _check_rally_openstack(cls, v: dict[str, float]) -> dict[str, float]:
-        known = {f"nova_server_{a}_{k}" for a in RALLY_POLL_ACTIONS for k in ("poll_interval", "prepoll_delay")}
         for name, seconds in v.items():
-            if name not in known:
+            if name not in RALLY_POLL_OPTIONS:
                 raise ValueError(f"rally_openstack: {name!r} is not one of Rally's server poll options")
             if not 0 < seconds <= RALLY_POLL_MAX_S:
                 raise ValueError(f"rally_openstack.{name}: {seconds} s, not within (0, {RALLY_POLL_MAX_S}]")

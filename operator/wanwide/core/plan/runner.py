@@ -13,7 +13,7 @@ from wanwide import __version__
 from wanwide.core.api.scenarios import boots, uploads
 from wanwide.core.api.units import pct, seconds
 from wanwide.core.contracts import (
-    RALLY_POLL_ACTIONS,
+    RALLY_POLL_OPTIONS,
     TINY_IMAGE_FILE,
     RunnerConfig,
     S3Target,
@@ -293,7 +293,7 @@ def runner_config(
 def rally_polling(interval_s: float) -> dict[str, float]:
     """Rally's [openstack] options for ``spec.workload.pollInterval``: every server action's first wait and its
     interval between polls set to it (Rally's own: 1 or 2 s, then every 2 s)."""
-    return {f"nova_server_{a}_{k}": interval_s for a in RALLY_POLL_ACTIONS for k in ("prepoll_delay", "poll_interval")}
+    return dict.fromkeys(RALLY_POLL_OPTIONS, interval_s)
 
 
 def config_json(cfg: RunnerConfig) -> dict[str, Any]:
