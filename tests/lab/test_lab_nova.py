@@ -36,7 +36,7 @@ def _spec(tmp: Path, shape: str) -> Path:
                                   "nova": {"enabled": True, "computes": 1}, "neutron": {"enabled": True}},
                     "workload": {"load": "light", "loadRegion": "r3", "startDelay": "3s", "warmup": {"times": 1},
                                  "scenarios": [{"name": "NovaServers.boot_and_delete_server", "times": TIMES,
-                                                "concurrency": 2}]},
+                                                "concurrency": 2, "users": {"tenants": 2, "usersPerTenant": 1}}]},
                     "timeouts": {"provisioning": "40m", "loading": "20m"}}}
     f = tmp / f"nova-{shape}.yaml"
     f.write_text(yaml.safe_dump(doc))
@@ -64,6 +64,9 @@ def test_nova_benchmark_boots_and_deletes_servers(tmp_path, lab_state_dir, shape
     (mf,) = list((out / "bundles" / f"nova-{shape}" / "t000" / "r3").glob("attempt-1-*/manifest.json"))
     m = json.loads(mf.read_text())
     assert m["status"]["result"] == "succeeded"
+    # two tenants boot from one public image the runner made in r3's Glance (Rally's per-tenant copies, one name,
+    # were ambiguous: no iteration ran)
+    assert list(m["rally"]["images"]) == ["wanwide-tiny-r3"] and m["rally"]["errors"] == [], m["rally"]
     assert m["versions"]["nova"] == "34.0.0" and m["versions"]["openstack.placement"] == "16.0.0"
     assert m["versions"]["glance"] == "33.0.0" and m["versions"]["neutron"] == "29.0.0"
     # every region's fake compute registered with r1's Nova (reported up), and what each region's processes take

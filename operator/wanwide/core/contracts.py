@@ -12,6 +12,7 @@ The result bundle's layout and manifest are ``pipeline/runner/bundle.py``'s (``w
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +34,8 @@ TINY_IMAGE_FILE = "wanwide-tiny.img"
 task; the runner writes it into Rally's working directory beside the task): :data:`TINY_IMAGE_BYTES` zeros, a raw
 disk. Nova's computes are fake: nothing reads it but Glance."""
 TINY_IMAGE_BYTES = 64 * 1024
+SHARED_IMAGE_NAME = re.compile(r"wanwide-tiny-[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+"""The names of the images a runner makes for its region's boot scenarios (one per region: ``wanwide-tiny-<region>``)."""
 
 
 class _Model(BaseModel):
@@ -200,6 +203,9 @@ class RunnerConfig(_Model):
     # Rally's [openstack] options (rally_openstack's nova_server_*_poll_interval / *_prepoll_delay), from
     # spec.workload.pollInterval: names from RALLY_POLL_ACTIONS only, seconds within its bounds
     rally_openstack: dict[str, float] = Field(default_factory=dict)
+    # public images the runner makes (the admin, the region's Glance) before the tasks and deletes after: the tiny
+    # image a region's boot scenarios share across their tenants (pipeline/runner/images.py)
+    images: list[str] = Field(default_factory=list, max_length=4)
     contention: Contention = Field(default_factory=Contention)
     gauges: Gauges = Field(default_factory=Gauges)
     network_requested: list[LinkRequested] = Field(default_factory=list)
@@ -228,6 +234,14 @@ class RunnerConfig(_Model):
                 raise ValueError(f"rally_openstack: {name!r} is not one of Rally's server poll options")
             if not 0 < seconds <= RALLY_POLL_MAX_S:
                 raise ValueError(f"rally_openstack.{name}: {seconds} s, not within (0, {RALLY_POLL_MAX_S}]")
+        return v
+
+    @field_validator("images")
+    @classmethod
+    def _check_images(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not SHARED_IMAGE_NAME.fullmatch(name):
+                raise ValueError(f"images: {name!r} is not wanwide-tiny-<region>")
         return v
 
     @field_validator("task", "warmup_task")

@@ -87,18 +87,28 @@ FLAVORS = {"tiny": {"ram": 64, "vcpus": 1, "disk": 1}, "small": {"ram": 128, "vc
 """The flavors Rally's ``flavors`` context makes for a scenario that boots (``small``: what a resize goes to)."""
 
 
+def shared_image(region: str) -> str:
+    """The public image ``region``'s boot scenarios share (made by its runner: pipeline/runner/images.py)."""
+    return f"wanwide-tiny-{region}"
+
+
+def shared_images(plan: TrialPlan, region: str) -> list[str]:
+    """The images ``region``'s runner makes before its tasks: the shared tiny image when a scenario boots."""
+    return [shared_image(region)] if any(boots(s.name) for s in plan.scenarios) else []
+
+
 def nova_bits(region: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(default arguments, contexts) a Nova or Glance scenario needs in ``region``'s task: its flavors (named for the
-    region: several Rally share a stretched control plane) and the tiny image. Servers boot without a port: their
-    projects have no network (core/api/scenarios.py ``BOOTS_NEED_NEUTRON``). The scenario's own ``args`` win."""
+    region: several Rally share a stretched control plane) and the tiny image, public and made by the runner (Rally's
+    ``images`` context makes one per tenant under one name, which more than one tenant makes ambiguous). Servers
+    boot without a port: their projects have no network (core/api/scenarios.py ``BOOTS_NEED_NEUTRON``). The
+    scenario's own ``args`` win."""
     args: dict[str, Any] = {}
     ctx: dict[str, Any] = {}
-    image = f"wanwide-tiny-{region}"
+    image = shared_image(region)
     flavor = {k: f"wanwide-{k}-{region}" for k in FLAVORS}
     if boots(name):
         ctx["flavors"] = [{"name": flavor["tiny"], **FLAVORS["tiny"]}]
-        ctx["images"] = {"image_url": TINY_IMAGE_FILE, "disk_format": "raw", "container_format": "bare",
-                         "image_name": image, "visibility": "private"}
         args["flavor"] = {"name": flavor["tiny"]}
         if name == "NovaServers.boot_and_rebuild_server":
             args["from_image"] = args["to_image"] = {"name": image}
@@ -267,6 +277,8 @@ def runner_config(
             cfg["gauges"]["members_cluster_size"] = len(plan.region_names)
     if plan.spec.workload.poll_interval is not None:
         cfg["rally_openstack"] = rally_polling(seconds(plan.spec.workload.poll_interval))
+    if images := shared_images(plan, region):
+        cfg["images"] = images
     if plan.faults:
         cfg["faults"] = fault_spans(plan)
     if plan.scenarios:

@@ -140,12 +140,15 @@ class RallyInfo(BaseModel):
     iterations: int | None = None
     failed_iterations: int | None = None
     openstack_options: dict[str, float] | None = None  # rally.conf [openstack] in force (spec.workload.pollInterval)
+    images: dict[str, str] | None = None  # the shared images the runner made for the tasks: name -> Glance id
+    # Rally's own "something went wrong" per workload (a context or an argument that failed: no iteration ran)
+    errors: list[str] = Field(default_factory=list)
 
 
 class Status(BaseModel):
     result: Literal["succeeded", "failed"]
     # Completed | SLAFailed (data valid) | StartTooLate | RallyNotFound | RallySetupFailed
-    # | RallyTaskFailed | ExportFailed | Interrupted | InternalError
+    # | RallyTaskFailed | RallyWorkloadError | ExportFailed | Interrupted | InternalError
     reason: str
     message: str = ""
 

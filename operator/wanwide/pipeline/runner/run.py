@@ -53,6 +53,7 @@ from wanwide.pipeline.runner.bundle import (
     new_run_id,
     write_manifest,
 )
+from wanwide.pipeline.runner.images import SharedImages
 from wanwide.pipeline.runner.rally import (
     ProgressCounter,
     Rally,
@@ -202,6 +203,9 @@ def _summarise_rally_json(path: Path) -> RallyInfo:
             for wl in st.get("workloads") or []:
                 it += int(wl.get("total_iteration_count") or len(wl.get("data") or []))
                 failed += int(wl.get("failed_iteration_count") or 0)
+                info.errors += [f"{st.get('title') or wl.get('name')}: {c.get('detail')}"[:500]
+                                for c in (wl.get("sla_results") or {}).get("sla") or []
+                                if c.get("criterion") == "something_went_wrong" and c.get("success") is False]
         info.iterations, info.failed_iterations = it, failed
     return info
 
@@ -430,6 +434,10 @@ def _task_status(summary: RallyInfo, uuid: str, rc: int, missed: list[str] | Non
     if summary.task_status not in ("finished", "sla_failed"):
         return Status(result="failed", reason="RallyTaskFailed",
                       message=f"rally task {uuid} ended in status {summary.task_status} (exit {rc})")
+    if summary.errors:  # the workload stopped before or instead of its iterations: nothing measured to keep
+        more = f" (and {len(summary.errors) - 1} more)" if len(summary.errors) > 1 else ""
+        return Status(result="failed", reason="RallyWorkloadError",
+                      message=f"rally task {uuid}: {summary.errors[0]}{more}")
     if missed:
         return Status(result="succeeded", reason="SLAFailed",
                       message=f"objectives missed: {'; '.join(missed)}; results exported")
@@ -454,7 +462,7 @@ def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
         return
     summary = _summarise_rally_json(r.bundle_dir / RALLY_JSON)
     summary.task_uuid, summary.exit_code = uuid, rc
-    summary.openstack_options = r.rally_info.openstack_options
+    summary.openstack_options, summary.images = r.rally_info.openstack_options, r.rally_info.images
     r.rally_info = summary
     _record_cpu_per_scenario(r)
     missed: list[str] = []
@@ -618,15 +626,41 @@ def _execute(r: _Run, task_timeout_s: float) -> None:
     """The run proper, step by step; each step records what it learns in ``r``."""
     check_start(r.cfg, ts.now())
     rally = _setup_rally(r)
-    _warmup(r, rally, task_timeout_s)
-    task_file = r.work / "task.json"
-    write_task(r.cfg.task, task_file)
-    _measure_rtt(r)
-    before = _db_counters_before(r)
-    _wait_for_start(r)
-    uuid, rc = _measured_task(r, rally, task_file, task_timeout_s)
-    _db_counters_after(r, before)
-    _export(r, rally, uuid, rc)
+    with _shared_images(r):
+        _warmup(r, rally, task_timeout_s)
+        task_file = r.work / "task.json"
+        write_task(r.cfg.task, task_file)
+        _measure_rtt(r)
+        before = _db_counters_before(r)
+        _wait_for_start(r)
+        uuid, rc = _measured_task(r, rally, task_file, task_timeout_s)
+        _db_counters_after(r, before)
+        _export(r, rally, uuid, rc)
+
+
+@contextlib.contextmanager
+def _shared_images(r: _Run):
+    """The public images the config names (the tiny image a region's boots share), made before the tasks and
+    deleted after them; one that cannot be made fails the run as RallySetupFailed."""
+    if not r.cfg.images:
+        yield
+        return
+    images = SharedImages(r.cfg.keystone, os.environ.get(r.cfg.keystone.password_env, ""))
+    try:
+        for name in r.cfg.images:
+            image_id = images.make(name)
+            _say(f"image {name} ({image_id}): public, shared by the boots of every tenant")
+    except KeystoneError as e:
+        images.delete_all()
+        r.status = Status(result="failed", reason="RallySetupFailed",
+                          message=f"making the shared image {', '.join(r.cfg.images)}: {e}")
+        raise RallyError(str(e)) from None
+    r.rally_info.images = dict(images.made)
+    try:
+        yield
+    finally:
+        for problem in images.delete_all():
+            _say(f"WARNING: {problem}")
 
 
 def _execute_recording_failures(r: _Run, task_timeout_s: float) -> None:

@@ -41,10 +41,11 @@ class KeystoneUnavailable(KeystoneError, TransientError):
 
 
 def _call(method: str, url: str, token: str | None = None, body: dict[str, Any] | None = None,
-          timeout: float = 60) -> tuple[dict[str, Any], dict[str, str]]:
-    data = json.dumps(body).encode() if body is not None else None
+          timeout: float = 60, raw: bytes | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """One OpenStack API call: a JSON ``body``, or ``raw`` bytes (an image's data); its JSON answer and headers."""
+    data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, method=method)
-    req.add_header("Content-Type", "application/json")
+    req.add_header("Content-Type", "application/octet-stream" if raw is not None else "application/json")
     if token:
         req.add_header("X-Auth-Token", token)
     try:
