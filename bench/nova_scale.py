@@ -109,6 +109,20 @@ def totals(rally_json: Path) -> list[float]:
             for w in sub.get("workloads", []) for it in w.get("data", []) if not it.get("error")]
 
 
+def errors(rally_json: Path) -> dict[str, int]:
+    """The failed iterations of a Rally JSON by error (its type and the first 120 characters of its message)."""
+    doc = json.loads(rally_json.read_text())
+    out: dict[str, int] = {}
+    for task in doc.get("tasks", []):
+        for sub in task.get("subtasks", []):
+            for w in sub.get("workloads", []):
+                for it in w.get("data", []):
+                    if it.get("error"):
+                        key = f"{it['error'][0]}: {it['error'][1][:120]}"
+                        out[key] = out.get(key, 0) + 1
+    return out
+
+
 def available_mib() -> float:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):
@@ -175,7 +189,12 @@ def measure(regions: int, work: Path, doc: dict | None = None) -> dict:
     contention = m.get("contention") or {}
     computes = ((m.get("deployment") or {}).get("openstack") or {}).get("computes") or {}
     trials = json.loads((out / "trials.json").read_text()) if (out / "trials.json").is_file() else []
-    durations = [d for f in sorted(out.glob("bundles/*/*/*/attempt-*/rally.json")) for d in totals(f)]
+    rallies = sorted(out.glob("bundles/*/*/*/attempt-*/rally.json"))
+    durations = [d for f in rallies for d in totals(f)]
+    failures: dict[str, int] = {}
+    for f in rallies:
+        for k, n in errors(f).items():
+            failures[k] = failures.get(k, 0) + n
     return {"regions": regions, "benchmark": name, "broker_peak": peak,
             "computes_up": sum(len(v) for v in computes.values()),
             "trial": trials[0] if trials else None, "mean_iteration_s": statistics.mean(durations) if durations else None, "rc": p.returncode, "result": (m.get("status") or {}).get("result"),
@@ -184,7 +203,8 @@ def measure(regions: int, work: Path, doc: dict | None = None) -> dict:
             "available_before_mib": round(avail0, 0), "available_min_mib": round(min(low), 0),
             "fit_by_memory": fit(avail0, region_pss), "headroom_mib": HEADROOM_MIB,
             "iterations": (m.get("rally") or {}).get("iterations"),
-            "failed_iterations": (m.get("rally") or {}).get("failed_iterations"),
+            "failed_iterations": (m.get("rally") or {}).get("failed_iterations"), "errors": failures,
+            "rally_errors": (m.get("rally") or {}).get("errors"), "status": m.get("status"),
             "cpu_pressure_pct": contention.get("cpu_some_pct"), "load": load_text(before, after),
             "host": {k: (m.get("host") or {}).get(k) for k in ("cpu_model", "cpu_count", "boot_id")},
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -196,7 +216,8 @@ def main() -> int:
     ap.add_argument("--regions", type=int, action="append", help="region counts, shape regions (repeatable)")
     ap.add_argument("--computes", type=int, action="append", help="one controller with this many fake computes "
                     "(repeatable)")
-    ap.add_argument("--tenants", type=int, default=4, help="--computes: parallel tenants booting (default 4)")
+    ap.add_argument("--tenants", type=int, action="append", help="--computes: parallel tenants booting (repeatable: "
+                    "every count of computes with every count of tenants; default 4)")
     ap.add_argument("--broker-fds", type=int, help="--computes: the broker's open-file limit (default: the lab's)")
     ap.add_argument("--out", type=Path, help="append each result as a JSON line here")
     a = ap.parse_args()
@@ -208,14 +229,16 @@ def main() -> int:
     for c in a.computes or []:
         if not 1 <= c <= 500:
             ap.error(f"--computes {c}: 1 to 500 (spec.openstack.nova.computes' bound; ~100 MiB each)")
-        if not 1 <= a.tenants <= 100:
-            ap.error(f"--tenants {a.tenants}: 1 to 100")
-        runs.append((1, controller(c, a.tenants, a.broker_fds, f"nova-ctl-{c}-{a.tenants}")))
+        for t in a.tenants or [4]:
+            if not 1 <= t <= 100:
+                ap.error(f"--tenants {t}: 1 to 100")
+            runs.append((1, controller(c, t, a.broker_fds, f"nova-ctl-{c}-{t}")))
     for n, doc in runs:
         with tempfile.TemporaryDirectory(prefix="nova-scale-", dir="/var/tmp") as tmp:
             Path(tmp).chmod(0o755)  # the lab's MariaDB and memcached run as their own users
             r = measure(n, Path(tmp), doc)
-        r["tenants"], r["broker_fds"] = (a.tenants, a.broker_fds) if doc else (None, None)
+        r["tenants"] = doc["spec"]["workload"]["scenarios"][0]["users"]["tenants"] if doc else None
+        r["broker_fds"] = a.broker_fds if doc else None
         b = r["broker_peak"]
         print(f"{r['benchmark']}: {r['result'] or 'failed'} (rc {r['rc']}); deployed in {r['deploy_s']} s "
               f"(whole run {r['wall_s']:.0f} s); computes up {r['computes_up']}; a region's PSS "
