@@ -52,7 +52,7 @@ MIRROR=${WANWIDE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${WANWIDE_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 NAMES=(pause keystone mariadb memcached dep-check mariadb-operator s3 wanwide)
 # issue 45's control plane (Nova, Placement, Glance, the bus): by name or `openstack`, not part of `all`
-OPENSTACK=(nova placement glance rabbitmq)
+OPENSTACK=(nova placement glance neutron rabbitmq)
 
 # upstream sources: dir under $WANWIDE_UPSTREAM_DIR | git remote | commit
 # (read through a nameref in upstream_dir)
@@ -279,6 +279,11 @@ build_placement() { openstack_service "$1" placement; }
 # the chart's file store).
 inputs_glance() { cat "$ROOT/requirements/glance.txt" "$ROOT/requirements/glance.lock"; }
 build_glance() { openstack_service "$1" glance /var/lib/glance/images; }
+
+# neutron: the server and its RPC workers (uwsgi for the API, neutron-rpc-server) and `neutron-db-manage
+# upgrade heads`; ML2 with no agent (the charts' agents are off: nothing wires a port).
+inputs_neutron() { cat "$ROOT/requirements/neutron.txt" "$ROOT/requirements/neutron.lock"; }
+build_neutron() { openstack_service "$1" neutron; }
 
 # rabbitmq: Debian's rabbitmq-server (3.10, its built-in plugins: management, peer_discovery_k8s,
 # prometheus, which the chart enables) for openstack-helm's rabbitmq chart: user rabbitmq 999 (the

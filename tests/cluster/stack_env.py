@@ -16,22 +16,25 @@ REPO = Path(__file__).resolve().parents[2]
 TAINT = "wanwide.io/real-node"
 BUCKET = "wanwide-real"
 IMAGES = ("keystone", "dep-check", "mariadb", "memcached", "wanwide")
+OPENSTACK_IMAGES = ("rabbitmq", "placement", "glance", "neutron", "nova")
+"""Issue 45's control plane (hack/images.sh's ``openstack``): what a Nova Benchmark's pods run besides IMAGES."""
 
 
 def image_ref(name: str) -> str:
     return run([REPO / "hack" / "images.sh", "ref", name]).stdout.strip()
 
 
-def real_stack(realnode, tmp_path_factory, vm_nodes: tuple[str, ...] = ()) -> Iterator[dict]:
+def real_stack(realnode, tmp_path_factory, vm_nodes: tuple[str, ...] = (),
+               images: tuple[str, ...] = IMAGES) -> Iterator[dict]:
     """Everything a Benchmark on real pods needs: the images (built, imported into the real node and into each
     of ``vm_nodes``), the real mariadb-operator, the keystone chart, a namespace with the operator's RBAC, the
     results bucket and its keys, and the operator (a host process, as the chart's ServiceAccount). Only real
     nodes take pods: the kwok nodes go and the real node's taint is lifted, while it lasts."""
     tc = realnode.tc
-    run([REPO / "hack" / "images.sh", "build", *IMAGES], timeout=5400)
-    run([REPO / "hack" / "images.sh", "import", *IMAGES, "--address", realnode.address], timeout=1800)
+    run([REPO / "hack" / "images.sh", "build", *images], timeout=5400)
+    run([REPO / "hack" / "images.sh", "import", *images, "--address", realnode.address], timeout=1800)
     for n in vm_nodes:
-        run([SCRIPT, "vm-import", n, *(run([REPO / "hack" / "images.sh", "path", i]).stdout.strip() for i in IMAGES)],
+        run([SCRIPT, "vm-import", n, *(run([REPO / "hack" / "images.sh", "path", i]).stdout.strip() for i in images)],
             timeout=3600)
     run([REPO / "hack" / "mariadb-operator.sh", "install"], timeout=3600)
     chart = run([REPO / "hack" / "upstream-charts.sh", "path", "keystone"]).stdout.strip()

@@ -329,8 +329,9 @@ def test_wanwide(containerd: Containerd) -> None:
 # ---- issue 45's control plane: nova, placement, glance (LOCI's layout, as keystone's) and rabbitmq ----------------
 
 SERVICE_VERSIONS = {"nova": ("nova-manage", "34.0.0"), "placement": ("placement-manage", "16.0.0"),
-                    "glance": ("glance-manage", "33.0.0")}
-WSGI_MODULES = {"nova": "nova.wsgi.osapi_compute", "placement": "placement.wsgi.api", "glance": "glance.wsgi.api"}
+                    "glance": ("glance-manage", "33.0.0"), "neutron": ("neutron-server", "29.0.0")}
+WSGI_MODULES = {"nova": "nova.wsgi.osapi_compute", "placement": "placement.wsgi.api", "glance": "glance.wsgi.api",
+                "neutron": "neutron.wsgi.api"}
 """The ``module:`` of each chart's uwsgi ini (openstack-helm 2026.1.0 values: conf.<service>_api_uwsgi)."""
 
 
@@ -347,6 +348,17 @@ def test_openstack_service_versions_and_layout(containerd: Containerd, name: str
     assert r.stdout.split() == ["True", "drivers", "ok"], r.stdout + r.stderr
     for d in (f"/etc/{name}", f"/var/lib/{name}"):
         assert containerd.run(name, "stat", "-c", "%u", d).stdout.strip() == "42424", d
+
+
+def test_neutron_has_what_its_chart_runs_with_no_agent(containerd: Containerd) -> None:
+    """neutron-server.sh's uwsgi, neutron-rpc-server.sh's RPC workers, db-sync's neutron-db-manage, and ML2's plugin
+    (the agents are off: no DaemonSet, nothing wires a port)."""
+    for b in ("neutron-rpc-server", "neutron-db-manage"):
+        assert containerd.run("neutron", "bash", "-c", f"command -v {b}").stdout.strip() == \
+            f"/var/lib/openstack/bin/{b}", b
+    r = containerd.run("neutron", "python", "-c", "from neutron.plugins.ml2 import plugin; "
+                       "print(plugin.Ml2Plugin.__name__)")
+    assert r.stdout.strip() == "Ml2Plugin", r.stdout + r.stderr
 
 
 def test_nova_has_the_fake_driver_the_computes_run(containerd: Containerd) -> None:
