@@ -102,6 +102,25 @@ def broker() -> dict:
     return {"files": files, "sockets": sockets, "limit": limit}
 
 
+def broker_log(lab: Path) -> dict:
+    """What the lab's RabbitMQ said about its descriptors: the limit it announced at boot ("Limiting to approx N file
+    handles (M sockets)"), when its file-descriptor alarm was set, and how often its acceptors were out of them."""
+    out: dict = {"announced": None, "alarm_at": None, "accept_refusals": 0}
+    for log in lab.glob("*/*-rabbitmq/log/*.log"):
+        try:
+            text = log.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if "Limiting to approx" in line:
+                out["announced"] = line.split("Limiting to ", 1)[1].strip()
+            elif "file descriptor limit alarm set" in line and out["alarm_at"] is None:
+                out["alarm_at"] = line[:26]
+            elif "out of file descriptors" in line:
+                out["accept_refusals"] += 1
+    return out
+
+
 def totals(rally_json: Path) -> list[float]:
     """The durations of a Rally JSON's (format 1.x) successful iterations."""
     doc = json.loads(rally_json.read_text())
@@ -161,14 +180,19 @@ def measure(regions: int, work: Path, doc: dict | None = None) -> dict:
     before, avail0 = load(), available_mib()
     low = [avail0]
     peak = {"files": 0, "sockets": 0, "limit": None}
+    said: dict = {}
     done = threading.Event()
 
     def sample() -> None:
+        n = 0
         while not done.wait(2.0):
             low.append(available_mib())
             b = broker()
             peak["files"], peak["sockets"] = max(peak["files"], b["files"]), max(peak["sockets"], b["sockets"])
             peak["limit"] = b["limit"] or peak["limit"]
+            n += 1
+            if n % 5 == 0:  # the lab deletes its logs with the deployment: read them while they exist
+                said.update({k: v for k, v in broker_log(work / "lab").items() if v})
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -195,7 +219,7 @@ def measure(regions: int, work: Path, doc: dict | None = None) -> dict:
     for f in rallies:
         for k, n in errors(f).items():
             failures[k] = failures.get(k, 0) + n
-    return {"regions": regions, "benchmark": name, "broker_peak": peak,
+    return {"regions": regions, "benchmark": name, "broker_peak": peak, "broker_said": said,
             "computes_up": sum(len(v) for v in computes.values()),
             "trial": trials[0] if trials else None, "mean_iteration_s": statistics.mean(durations) if durations else None, "rc": p.returncode, "result": (m.get("status") or {}).get("result"),
             "wall_s": round(wall, 1), "deploy_s": deployed, "stages": ups,
@@ -245,7 +269,8 @@ def main() -> int:
               f"{r['region_pss_mib']:.0f} MiB, all {r['total_pss_mib']} MiB; MemAvailable {r['available_before_mib']:.0f} "
               f"→ lowest {r['available_min_mib']:.0f} MiB; fit by memory: {r['fit_by_memory']} regions (headroom "
               f"{HEADROOM_MIB} MiB); iterations {r['iterations']} ({r['failed_iterations']} failed), mean "
-              f"{r['mean_iteration_s']} s; broker peak {b['files']} files ({b['sockets']} sockets) of {b['limit']}; "
+              f"{r['mean_iteration_s']} s; broker peak {b['files']} files ({b['sockets']} sockets) of {b['limit']}, "
+              f"said {r['broker_said'] or 'nothing about its descriptors'}; "
               f"CPU pressure during the load {r['cpu_pressure_pct']} %; {r['load']}")
         for t, what in r["stages"]:
             print(f"  [{t:5.0f} s] {what}")

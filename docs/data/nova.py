@@ -425,7 +425,67 @@ def figures() -> list[Path]:
     return done
 
 
-BLOCKS = {"nova-setup": setup, "nova-findings": findings, "nova-rtt": rtt, "nova-loss": loss, "nova-wan": wan}
+CONTROLLER = HERE / "nova-controller.jsonl"  # bench/nova_scale.py --computes N --tenants T --broker-fds F, a line a run
+STUDY_BREAK = 148  # the single-controller study: the broker out of socket descriptors near ~148 computes (seeds.md)
+DEFAULT_FDS = 1024  # the open-file limit a service gets by default (the study's broker's, by its figure)
+
+
+def controller_runs(path: Path = CONTROLLER) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def came_up(run: dict) -> bool:
+    return run.get("computes_up") == int(str(run["benchmark"]).split("-")[2])
+
+
+def broker_fit(runs: list[dict]) -> tuple[float, float, int] | None:
+    """The broker's peak open files against the computes, least squares over the runs whose computes all came up:
+    (files at no compute, files per compute, runs fitted); None under two distinct counts."""
+    pts = [(int(str(r["benchmark"]).split("-")[2]), r["broker_peak"]["files"]) for r in runs if came_up(r)]
+    if len({n for n, _ in pts}) < 2:
+        return None
+    slope, intercept = np.polyfit([n for n, _ in pts], [f for _, f in pts], 1)
+    return float(intercept), float(slope), len(pts)
+
+
+def controller(_d=None, path: Path = CONTROLLER) -> str:
+    runs = controller_runs(path)
+    if not runs:
+        return "*Not measured yet: no docs/data/nova-controller.jsonl committed.*"
+    lines = ["| computes | tenants | broker's file limit | came up | computes up | broker's peak: files (sockets) | "
+             "the broker said | boot-and-deletes ok / run | mean (s) | deployed in |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda r: (r.get("broker_fds") or 0, int(str(r["benchmark"]).split("-")[2]), r.get("tenants") or 0)):
+        n = int(str(r["benchmark"]).split("-")[2])
+        b, said = r["broker_peak"], r.get("broker_said") or {}
+        said_text = "; ".join(x for x in (f"alarm {said['alarm_at'][11:19]}" if said.get("alarm_at") else "",
+                                          f"{said['accept_refusals']} accepts refused" if said.get("accept_refusals") else "")
+                              if x) or "—"
+        it, failed = r.get("iterations"), r.get("failed_iterations")
+        ok = f"{it - failed} / {it}" if it is not None and failed is not None else "— (no load)"
+        mean = f"{r['mean_iteration_s']:.2f}" if r.get("mean_iteration_s") else "—"
+        fds = r.get("broker_fds") or f"{r['broker_peak']['limit']} (the lab's)"
+        lines.append(f"| {n} | {r.get('tenants')} | {fds} | "
+                     f"{'yes' if came_up(r) else '**no**'} | {r.get('computes_up')} | {b['files']} ({b['sockets']}) of "
+                     f"{b['limit']} | {said_text} | {ok} | {mean} | {r.get('deploy_s') or '—'} s |")
+    fit = broker_fit(runs)
+    if fit is not None:
+        a, per, k = fit
+        limits = sorted({r["broker_fds"] for r in runs if r.get("broker_fds")} | {DEFAULT_FDS})
+        pred = ", ".join(f"{(f - a) / per:.0f} computes at {f} files" for f in limits)
+        up = [int(str(r["benchmark"]).split("-")[2]) for r in runs if came_up(r)]
+        down = [int(str(r["benchmark"]).split("-")[2]) for r in runs if not came_up(r)]
+        seen = (f"came up to {max(up)}, failed from {min(down)}" if down else f"every run came up (to {max(up)})")
+        lines.append("")
+        lines.append(f"The broker's open files grow by **{per:.2f} per compute** over {a:.0f} with none (least squares "
+                     f"over the {k} runs that came up; one run per point, no interval). Where that line meets the limit: "
+                     f"{pred}. Observed: {seen}.")
+    return "\n".join(lines)
+
+
+BLOCKS = {"nova-setup": setup, "nova-findings": findings, "nova-rtt": rtt, "nova-loss": loss, "nova-wan": wan,
+          "nova-controller": controller}
 
 
 def render() -> dict[str, str]:
