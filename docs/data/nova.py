@@ -437,17 +437,43 @@ def controller_runs(path: Path = CONTROLLER) -> list[dict]:
 
 
 def came_up(run: dict) -> bool:
-    return run.get("computes_up") == int(str(run["benchmark"]).split("-")[2])
+    return run.get("computes_up") == computes_of(run)
+
+
+def at_limit(run: dict) -> bool:
+    """Whether the broker ran out of descriptors: its peak open files at its limit, or its own alarm said so."""
+    said = run.get("broker_said") or {}
+    b = run["broker_peak"]
+    return bool(b["limit"] and b["files"] >= b["limit"]) or bool(said.get("alarm_at") or said.get("accept_refusals"))
+
+
+def computes_of(run: dict) -> int:
+    return int(str(run["benchmark"]).split("-")[2])
 
 
 def broker_fit(runs: list[dict]) -> tuple[float, float, int] | None:
-    """The broker's peak open files against the computes, least squares over the runs whose computes all came up:
-    (files at no compute, files per compute, runs fitted); None under two distinct counts."""
-    pts = [(int(str(r["benchmark"]).split("-")[2]), r["broker_peak"]["files"]) for r in runs if came_up(r)]
+    """The broker's peak open files against the computes, least squares over the runs whose computes all came up
+    and whose broker stayed under its limit: (files at no compute, files per compute, runs fitted); None under two
+    distinct counts."""
+    pts = [(computes_of(r), r["broker_peak"]["files"]) for r in runs if came_up(r) and not at_limit(r)]
     if len({n for n, _ in pts}) < 2:
         return None
     slope, intercept = np.polyfit([n for n, _ in pts], [f for _, f in pts], 1)
     return float(intercept), float(slope), len(pts)
+
+
+def bracket(runs: list[dict], base: float) -> tuple[float, float, int] | None:
+    """A compute's demand on the broker's files from the tightest limit that both held and broke: (low, high, limit),
+    from the most computes under it and the fewest out of descriptors at it; None when no limit did both."""
+    best = None
+    for f in sorted({r.get("broker_fds") for r in runs if r.get("broker_fds")}):
+        under = [computes_of(r) for r in runs if r.get("broker_fds") == f and not at_limit(r) and came_up(r)]
+        over = [computes_of(r) for r in runs if r.get("broker_fds") == f and at_limit(r)]
+        if under and over and max(under) < min(over):
+            lo, hi = (f - base) / min(over), (f - base) / max(under)
+            if best is None or hi - lo < best[1] - best[0]:
+                best = (lo, hi, f)
+    return best
 
 
 def controller(_d=None, path: Path = CONTROLLER) -> str:
@@ -456,8 +482,8 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
         return "*Not measured yet: no docs/data/nova-controller.jsonl committed.*"
     lines = ["| computes | tenants | broker's file limit | came up | computes up | broker's peak: files (sockets) | "
              "the broker said | boot-and-deletes ok / run | mean (s) | deployed in |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(runs, key=lambda r: (r.get("broker_fds") or 0, int(str(r["benchmark"]).split("-")[2]), r.get("tenants") or 0)):
-        n = int(str(r["benchmark"]).split("-")[2])
+    for r in sorted(runs, key=lambda r: (r.get("broker_fds") or 0, computes_of(r), r.get("tenants") or 0)):
+        n = computes_of(r)
         b, said = r["broker_peak"], r.get("broker_said") or {}
         said_text = "; ".join(x for x in (f"alarm {said['alarm_at'][11:19]}" if said.get("alarm_at") else "",
                                           f"{said['accept_refusals']} accepts refused" if said.get("accept_refusals") else "")
@@ -466,21 +492,36 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
         ok = f"{it - failed} / {it}" if it is not None and failed is not None else "— (no load)"
         mean = f"{r['mean_iteration_s']:.2f}" if r.get("mean_iteration_s") else "—"
         fds = r.get("broker_fds") or f"{r['broker_peak']['limit']} (the lab's)"
+        limit = "**at the limit**" if at_limit(r) else "under"
         lines.append(f"| {n} | {r.get('tenants')} | {fds} | "
                      f"{'yes' if came_up(r) else '**no**'} | {r.get('computes_up')} | {b['files']} ({b['sockets']}) of "
-                     f"{b['limit']} | {said_text} | {ok} | {mean} | {r.get('deploy_s') or '—'} s |")
+                     f"{b['limit']}: {limit} | {said_text} | {ok} | {mean} | {r.get('deploy_s') or '—'} s |")
     fit = broker_fit(runs)
     if fit is not None:
         a, per, k = fit
         limits = sorted({r["broker_fds"] for r in runs if r.get("broker_fds")} | {DEFAULT_FDS})
         pred = ", ".join(f"{(f - a) / per:.0f} computes at {f} files" for f in limits)
-        up = [int(str(r["benchmark"]).split("-")[2]) for r in runs if came_up(r)]
-        down = [int(str(r["benchmark"]).split("-")[2]) for r in runs if not came_up(r)]
-        seen = (f"came up to {max(up)}, failed from {min(down)}" if down else f"every run came up (to {max(up)})")
+        seen = []
+        for f in sorted({r.get("broker_fds") for r in runs if r.get("broker_fds")}):
+            under = [computes_of(r) for r in runs if r.get("broker_fds") == f and not at_limit(r)]
+            over = [computes_of(r) for r in runs if r.get("broker_fds") == f and at_limit(r)]
+            seen.append(f"at {f} files, under the limit with {', '.join(map(str, sorted(under))) or 'none'} computes, "
+                        f"out of descriptors with {', '.join(map(str, sorted(over))) or 'none'}")
         lines.append("")
-        lines.append(f"The broker's open files grow by **{per:.2f} per compute** over {a:.0f} with none (least squares "
-                     f"over the {k} runs that came up; one run per point, no interval). Where that line meets the limit: "
-                     f"{pred}. Observed: {seen}.")
+        lines.append(f"The broker's peak open files, sampled every 2 s, grow by **{per:.2f} per compute** over {a:.0f} "
+                     f"with none (least squares over the {k} runs under their limit; one run per point, no interval). "
+                     f"Where that line meets a limit: {pred}. Observed: {'; '.join(seen)}.")
+        b = bracket(runs, a)
+        if b is not None:
+            lo, hi, f = b
+            far = ((DEFAULT_FDS - a) / hi, (DEFAULT_FDS - a) / lo)
+            verdict = ("agrees" if far[0] <= STUDY_BREAK <= far[1] else "contradicts")
+            lines.append("")
+            lines.append(f"**What a compute costs the broker, bracketed by the limit itself**: at {f} files it held "
+                         f"and then ran out, so a compute's demand (its files while the computes start) is between "
+                         f"**{lo:.1f} and {hi:.1f} files** (over the {a:.0f} without computes). At the {DEFAULT_FDS}-file "
+                         f"default that is **{far[0]:.0f} to {far[1]:.0f} computes**; the 2014 study's broker ran out "
+                         f"near {STUDY_BREAK}: {verdict}.")
     return "\n".join(lines)
 
 

@@ -117,3 +117,40 @@ def test_scale_fit_is_memory_over_a_region_and_says_no_region_without_one():
            "[   120s] trial 1/1 t000 (x) Injecting: 11 stage(s) deployed: again\n")
     deployed, ups = mod.stages(log)
     assert deployed == 90.0 and [t for t, _ in ups] == [4.0, 70.0]
+
+
+def _ctl(n: int, files: int, limit: int, up: int | None = None, said: dict | None = None, failed: int = 0) -> dict:
+    return {"benchmark": f"nova-ctl-{n}-2", "tenants": 2, "broker_fds": limit, "computes_up": n if up is None else up,
+            "broker_peak": {"files": files, "sockets": files - 30, "limit": limit}, "broker_said": said or {},
+            "iterations": 4, "failed_iterations": failed, "mean_iteration_s": 3.0 if failed < 4 else None,
+            "deploy_s": 60.0}
+
+
+def test_the_controller_block_fits_the_brokers_files_per_compute_and_says_where_the_limit_falls(tmp_path):
+    """Files = 40 + 5 per compute under a 200-file limit at 10 and 20 computes; at 40 computes the broker is at its
+    limit (its alarm said so, every boot failed): the fit reads 5 per compute, predicts 32 computes at 200 files and
+    the 1024 default's 197, and the runs are sorted into under and out of descriptors. A run at the limit is not
+    fitted (its files are the limit, not the computes' demand)."""
+    import json
+    nova = _nova()
+    runs = [_ctl(10, 90, 200), _ctl(20, 140, 200), _ctl(40, 200, 200, said={"alarm_at": "2026-11-30 20:18:23.1"},
+                                                          failed=4)]
+    f = tmp_path / "ctl.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    text = nova.controller(path=f)
+    assert "**5.00 per compute** over 40" in text and "32 computes at 200 files" in text
+    assert "197 computes at 1024 files" in text
+    assert "under the limit with 10, 20 computes, out of descriptors with 40" in text
+    assert "| 40 | 2 | 200 | yes | 40 | 200 (170) of 200: **at the limit** | alarm 20:18:23 | 0 / 4 |" in text
+    # the limit brackets a compute's demand: held at 20, out at 40 → (200 − 40) / 40 to / 20 = 4.0 to 8.0 files, so
+    # 123 to 246 computes at 1024: the study's 148 inside
+    assert "between **4.0 and 8.0 files**" in text and "**123 to 246 computes**" in text
+    assert "ran out near 148: agrees" in text
+    held = [_ctl(10, 90, 200), _ctl(30, 190, 200), _ctl(33, 200, 200, failed=4)]  # 5.1–5.3: at 1024, 185–192
+    f.write_text("".join(json.dumps(r) + "\n" for r in held))
+    assert "ran out near 148: contradicts" in nova.controller(path=f)
+    # a compute that never came up is said so, and is not fitted either
+    f.write_text("".join(json.dumps(r) + "\n" for r in [*runs, _ctl(30, 150, 200, up=12)]))
+    assert "| 30 | 2 | 200 | **no** | 12 |" in nova.controller(path=f)
+    assert "**5.00 per compute**" in nova.controller(path=f)
+    assert nova.controller(path=tmp_path / "none.jsonl").startswith("*Not measured yet")
