@@ -1,8 +1,8 @@
 """A Nova Benchmark from ``kubectl apply`` to ``Succeeded`` with real pods on the real node (issue 45 item 3).
 
-Shape stretched: one control plane in r1 (the mirrored openstack-helm 2026.1.0 ``rabbitmq``, ``placement``,
-``glance``, ``neutron`` and ``nova`` charts, images built here from Debian and PyPI), a fake compute in every
-region, Keystone per region, the central MariaDB through the real mariadb-operator; Rally in r3 boots and deletes
+Both shapes: stretched, one control plane in r1, and regions, one in every region (the mirrored openstack-helm
+2026.1.0 ``rabbitmq``, ``placement``, ``glance``, ``neutron`` and ``nova`` charts, images built here from Debian and
+PyPI); a fake compute in every region, Keystone per region, the central MariaDB through the real mariadb-operator; Rally in r3 boots and deletes
 servers as two tenants. The node has no netem (docs/real-e2e.md): the regions are 0 ms apart, so this proves the
 deployment and the load, not a WAN effect (the lab and the VM tier show those).
 
@@ -48,7 +48,7 @@ def _service_images(name: str, *keys: str) -> dict[str, str]:
             "ksEndpoints": ks, "depCheck": image_ref("dep-check")}
 
 
-def nova_benchmark(stack) -> str:
+def nova_benchmark(stack, shape: str = "stretched") -> str:
     tc = stack["tc"]
     ks, dep = image_ref("keystone"), image_ref("dep-check")
     topology = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Topology", "metadata": {"name": NAME},
@@ -61,7 +61,7 @@ def nova_benchmark(stack) -> str:
     bench = {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": NAME}, "spec": {
         "topologyRef": NAME,
         "openstack": {
-            "shape": "stretched", "controlRegion": "r1",
+            "shape": shape, **({"controlRegion": "r1"} if shape == "stretched" else {}),
             "keystone": {"chartRepo": "", "chart": stack["chart"], "chartVersion": "2026.1.0", "cache": True,
                          "images": {"keystoneApi": ks, "keystoneDbSync": ks, "keystoneDomainManage": ks,
                                     "bootstrap": ks, "depCheck": dep, "memcached": image_ref("memcached")}},
@@ -90,9 +90,10 @@ def nova_benchmark(stack) -> str:
     return yaml.safe_dump_all([topology, bench])
 
 
-def test_a_stretched_nova_benchmark_boots_servers_on_real_pods(stack, tmp_path):
+@pytest.mark.parametrize("shape", ["stretched", "regions"])
+def test_a_nova_benchmark_boots_servers_on_real_pods(stack, tmp_path, shape):
     tc, ns = stack["tc"], stack["ns"]
-    tc.apply(nova_benchmark(stack), ns)
+    tc.apply(nova_benchmark(stack, shape), ns)
     b = wait_done(tc, ns, NAME, 5400)
     trials = {t["metadata"]["name"]: t.get("status") or {} for t in tc.kubectl_json("get", "trials", "-n", ns)["items"]}
     assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)[-6000:]
@@ -103,9 +104,11 @@ def test_a_stretched_nova_benchmark_boots_servers_on_real_pods(stack, tmp_path):
         for pod in tc.kubectl_json("get", "pods", "-n", space)["items"]:
             assert pod["status"]["phase"] in ("Running", "Succeeded"), (space, pod["metadata"]["name"], pod["status"])
             assert pod["spec"]["nodeName"] == NODE
-    # the control plane in r1, a fake compute in every region
-    for app in ("nova", "placement", "glance", "neutron"):
-        assert tc.kubectl_json("get", "pods", "-n", r1, "-l", f"application={app}")["items"], (app, r1)
+    # the control plane in r1 (stretched) or in every region (regions), a fake compute in every region
+    planes = [r1] if shape == "stretched" else [s for s in spaces if s[-3:] in ("-r1", "-r2", "-r3")]
+    for plane in planes:
+        for app in ("nova", "placement", "glance", "neutron"):
+            assert tc.kubectl_json("get", "pods", "-n", plane, "-l", f"application={app}")["items"], (app, plane)
     computes = [s for s in spaces for p in tc.kubectl_json("get", "pods", "-n", s, "-l", "application=nova,component=compute")["items"]
                 if p["status"]["phase"] == "Running"]
     assert len(computes) == 3, (computes, spaces)

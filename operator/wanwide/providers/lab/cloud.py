@@ -383,6 +383,24 @@ def wait_services(api: Service, token: str, wanted: dict[str, list[str]], timeou
     return round(time.monotonic() - t0, 2)
 
 
+DISCOVER_TRIES = 5
+
+
+def discover_hosts(svc: Services, region: str, d: Path, tries: int = DISCOVER_TRIES, pause_s: float = 2.0) -> None:
+    """``nova-manage cell_v2 discover_hosts``, again when it collided with the scheduler's own periodic discovery
+    (``discover_hosts_in_cells_interval``): both mapped one host at once and nova-manage stopped at the duplicate
+    (exit 2, "Duplicate host mapping"; seen with 100 computes starting together). Another run maps the rest."""
+    argv = [str(paths.openstack_bin("nova-manage")), "--config-file", str(d / "nova.conf"), "cell_v2", "discover_hosts"]
+    for attempt in range(1, tries + 1):
+        try:
+            _run(svc, region, d, argv, f"discover-hosts-{int(time.time())}-{attempt}")
+            return
+        except LabError as e:
+            if attempt == tries or "Duplicate host mapping" not in str(e):
+                raise
+            time.sleep(pause_s)
+
+
 def nova_compute(svc: Services, cloud: Cloud, p: TrialPlan, stage: Stage, say: Say, timeout: float = 600) -> None:
     """The fake computes of every region of ``stage`` (each a nova-compute with its host name and state directory),
     started together; ready when their control plane's Nova reports each up, then mapped into its cell
@@ -419,10 +437,7 @@ def nova_compute(svc: Services, cloud: Cloud, p: TrialPlan, stage: Stage, say: S
         for r in stage.regions:
             if any(h in mine for h in cloud.computes.get(r, [])):
                 cloud.registered[r] = sorted(h for h in cloud.computes.get(r, []) if h in mine and h in up)
-        r = plane.where["nova"]
-        d = api.dir
-        _run(svc, r, d, [str(paths.openstack_bin("nova-manage")), "--config-file", str(d / "nova.conf"),
-                         "cell_v2", "discover_hosts"], f"discover-hosts-{int(time.time())}")
+        discover_hosts(svc, plane.where["nova"], api.dir)
         say("Provisioning", f"{len(hosts)} fake compute(s) of {plane_name} up and mapped "
             f"({time.monotonic() - t0:.0f}s)")
 
