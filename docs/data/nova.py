@@ -476,12 +476,17 @@ def bracket(runs: list[dict], base: float) -> tuple[float, float, int] | None:
     return best
 
 
+def _pct(v) -> str:
+    return f"{float(v):.0f} %" if v is not None else "—"
+
+
 def controller(_d=None, path: Path = CONTROLLER) -> str:
     runs = controller_runs(path)
     if not runs:
         return "*Not measured yet: no docs/data/nova-controller.jsonl committed.*"
     lines = ["| computes | tenants | broker's file limit | came up | computes up | broker's peak: files (sockets) | "
-             "the broker said | boot-and-deletes ok / run | mean (s) | deployed in |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "the broker said | boot-and-deletes ok / run | mean (s) | per second | CPU pressure | deployed in |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(runs, key=lambda r: (r.get("broker_fds") or 0, computes_of(r), r.get("tenants") or 0)):
         n = computes_of(r)
         b, said = r["broker_peak"], r.get("broker_said") or {}
@@ -491,27 +496,33 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
         it, failed = r.get("iterations"), r.get("failed_iterations")
         ok = f"{it - failed} / {it}" if it is not None and failed is not None else "— (no load)"
         mean = f"{r['mean_iteration_s']:.2f}" if r.get("mean_iteration_s") else "—"
+        rate = f"{r['tenants'] / r['mean_iteration_s']:.2f}" if r.get("mean_iteration_s") and r.get("tenants") else "—"
         fds = r.get("broker_fds") or f"{r['broker_peak']['limit']} (the lab's)"
         limit = "**at the limit**" if at_limit(r) else "under"
         lines.append(f"| {n} | {r.get('tenants')} | {fds} | "
                      f"{'yes' if came_up(r) else '**no**'} | {r.get('computes_up')} | {b['files']} ({b['sockets']}) of "
-                     f"{b['limit']}: {limit} | {said_text} | {ok} | {mean} | {r.get('deploy_s') or '—'} s |")
-    fit = broker_fit(runs)
+                     f"{b['limit']}: {limit} | {said_text} | {ok} | {mean} | {rate} | "
+                     f"{_pct(r.get('cpu_pressure_pct'))} | {r.get('deploy_s') or '—'} s |")
+    # the broker's sweep: the runs given a limit, all at one load (the files over the computes' own grow with the
+    # tenants' concurrency: the API's and conductor's connections), fitted and bracketed alone
+    sweep = [r for r in runs if r.get("broker_fds")]
+    fit = broker_fit(sweep)
     if fit is not None:
         a, per, k = fit
-        limits = sorted({r["broker_fds"] for r in runs if r.get("broker_fds")} | {DEFAULT_FDS})
+        limits = sorted({r["broker_fds"] for r in sweep} | {DEFAULT_FDS})
         pred = ", ".join(f"{(f - a) / per:.0f} computes at {f} files" for f in limits)
         seen = []
-        for f in sorted({r.get("broker_fds") for r in runs if r.get("broker_fds")}):
-            under = [computes_of(r) for r in runs if r.get("broker_fds") == f and not at_limit(r)]
-            over = [computes_of(r) for r in runs if r.get("broker_fds") == f and at_limit(r)]
+        for f in sorted({r["broker_fds"] for r in sweep}):
+            under = [computes_of(r) for r in sweep if r["broker_fds"] == f and not at_limit(r)]
+            over = [computes_of(r) for r in sweep if r["broker_fds"] == f and at_limit(r)]
             seen.append(f"at {f} files, under the limit with {', '.join(map(str, sorted(under))) or 'none'} computes, "
                         f"out of descriptors with {', '.join(map(str, sorted(over))) or 'none'}")
         lines.append("")
         lines.append(f"The broker's peak open files, sampled every 2 s, grow by **{per:.2f} per compute** over {a:.0f} "
-                     f"with none (least squares over the {k} runs under their limit; one run per point, no interval). "
+                     f"with none (least squares over the {k} runs of its sweep under their limit, "
+                     f"{'/'.join(sorted({str(r.get('tenants')) for r in sweep}))} tenants; one run per point, no interval). "
                      f"Where that line meets a limit: {pred}. Observed: {'; '.join(seen)}.")
-        b = bracket(runs, a)
+        b = bracket(sweep, a)
         if b is not None:
             lo, hi, f = b
             far = ((DEFAULT_FDS - a) / hi, (DEFAULT_FDS - a) / lo)

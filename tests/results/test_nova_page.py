@@ -141,7 +141,8 @@ def test_the_controller_block_fits_the_brokers_files_per_compute_and_says_where_
     assert "**5.00 per compute** over 40" in text and "32 computes at 200 files" in text
     assert "197 computes at 1024 files" in text
     assert "under the limit with 10, 20 computes, out of descriptors with 40" in text
-    assert "| 40 | 2 | 200 | yes | 40 | 200 (170) of 200: **at the limit** | alarm 20:18:23 | 0 / 4 |" in text
+    assert "| 40 | 2 | 200 | yes | 40 | 200 (170) of 200: **at the limit** | alarm 20:18:23 | 0 / 4 | — | — |" in text
+    assert "| 10 | 2 | 200 | yes | 10 | 90 (60) of 200: under | — | 4 / 4 | 3.00 | 0.67 |" in text  # 2 tenants / 3 s
     # the limit brackets a compute's demand: held at 20, out at 40 → (200 − 40) / 40 to / 20 = 4.0 to 8.0 files, so
     # 123 to 246 computes at 1024: the study's 148 inside
     assert "between **4.0 and 8.0 files**" in text and "**123 to 246 computes**" in text
