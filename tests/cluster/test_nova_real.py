@@ -109,7 +109,7 @@ def test_a_nova_benchmark_boots_servers_on_real_pods(stack, tmp_path, shape):
     for plane in planes:
         for app in ("nova", "placement", "glance", "neutron"):
             assert tc.kubectl_json("get", "pods", "-n", plane, "-l", f"application={app}")["items"], (app, plane)
-    computes = [s for s in spaces for p in tc.kubectl_json("get", "pods", "-n", s, "-l", "application=nova,component=compute")["items"]
+    computes = [s for s in spaces for p in tc.kubectl_json("get", "pods", "-n", s, "-l", "application=nova,component=compute-ironic")["items"]
                 if p["status"]["phase"] == "Running"]
     assert len(computes) == 3, (computes, spaces)
     # the bundle: every iteration booted and deleted a server, two tenants from the runner's one public image
