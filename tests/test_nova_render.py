@@ -379,3 +379,27 @@ def test_the_charts_observed_while_helm_still_renders_some_are_waited_for_not_a_
     stage = next(s for s in lc.stages(p) if s.service == "messaging")
     prog = deploy.progress(p, status, obs, render_trial(p, passwords=PW), stage)
     assert not prog.done and not prog.failed and "rendering the charts" in prog.waiting
+
+
+def test_every_service_charts_images_go_where_the_chart_reads_them():
+    """``images.tags`` of each release: the Benchmark's overrides, the Keystone Jobs on the keystone client image.
+    They once went to a top-level ``tags`` the charts never read, so real pods pulled quay.io's defaults (the kwok
+    tier pulls nothing; the real node found it)."""
+    ks, mine = "wanwide.local/keystone:1", "wanwide.local/{}:1"
+    doc = _doc("mariadb", "stretched", controlRegion="r1", neutron={"enabled": True},
+               placement={"images": {"placement": mine.format("placement"), "placementDbSync": mine.format("placement")}},
+               glance={"images": {"glanceApi": mine.format("glance")}},
+               nova={"enabled": True, "computes": 1, "images": {"novaApi": mine.format("nova"),
+                                                              "novaCompute": mine.format("nova")}})
+    doc["spec"]["openstack"]["neutron"]["images"] = {"neutronServer": mine.format("neutron")}
+    doc["spec"]["openstack"]["keystone"] = {"images": {"bootstrap": ks}}
+    rel = chart_releases(_plan(doc), PW)
+    want = {"placement": {"placement": mine.format("placement"), "placement_db_sync": mine.format("placement")},
+            "glance": {"glance_api": mine.format("glance")}, "neutron": {"neutron_server": mine.format("neutron")},
+            "nova": {"nova_api": mine.format("nova")}, "nova-compute": {"nova_compute": mine.format("nova")}}
+    for stage, tags in want.items():
+        v = rel[(stage, "r1")].values
+        assert "tags" not in v, stage
+        for k, image in {**tags, "ks_user": ks, "ks_service": ks, "ks_endpoints": ks}.items():
+            if stage != "nova-compute" or k == "nova_compute":
+                assert v["images"]["tags"][k] == image, (stage, k, v.get("images"))

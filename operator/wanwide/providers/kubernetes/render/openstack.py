@@ -170,13 +170,14 @@ def oslo_cache(plan: TrialPlan, at: str) -> dict[str, Any]:
 
 
 def images(tags: dict[str, str], keystone_image: str | None) -> dict[str, Any]:
-    """``images.tags``: the Benchmark's overrides; the Keystone jobs (ks-user, ks-service, ks-endpoints) run the
-    openstack client, which the keystone image given for Keystone's bootstrap carries."""
+    """The values' ``images`` entry (spread into a chart's values): ``images.tags``, the Benchmark's overrides; the
+    Keystone jobs (ks-user, ks-service, ks-endpoints) run the openstack client, which the keystone image given for
+    Keystone's bootstrap carries. Empty when nothing is overridden (the chart's own images)."""
     out = dict(tags)
     if keystone_image:
         for k in ("ks_user", "ks_service", "ks_endpoints"):
             out.setdefault(k, keystone_image)
-    return {"tags": out} if out else {}
+    return {"images": {"tags": out}} if out else {}
 
 
 def keystone_client_image(plan: TrialPlan) -> str | None:
