@@ -395,11 +395,13 @@ def test_every_service_charts_images_go_where_the_chart_reads_them():
     doc["spec"]["openstack"]["keystone"] = {"images": {"bootstrap": ks}}
     rel = chart_releases(_plan(doc), PW)
     want = {"placement": {"placement": mine.format("placement"), "placement_db_sync": mine.format("placement")},
-            "glance": {"glance_api": mine.format("glance")}, "neutron": {"neutron_server": mine.format("neutron")},
-            "nova": {"nova_api": mine.format("nova")}, "nova-compute": {"nova_compute": mine.format("nova")}}
+            "glance": {"glance_api": mine.format("glance")},
+            "neutron": {"neutron_server": mine.format("neutron"), "neutron_rpc_server": mine.format("neutron")},
+            "nova": {"nova_api": mine.format("nova")},
+            "nova-compute": {"nova_compute": mine.format("nova"), "nova_compute_ironic": mine.format("nova")}}
     for stage, tags in want.items():
         v = rel[(stage, "r1")].values
         assert "tags" not in v, stage
         for k, image in {**tags, "ks_user": ks, "ks_service": ks, "ks_endpoints": ks}.items():
-            if stage != "nova-compute" or k == "nova_compute":
+            if stage != "nova-compute" or k.startswith("nova_compute"):
                 assert v["images"]["tags"][k] == image, (stage, k, v.get("images"))

@@ -52,6 +52,9 @@ def values(plan: TrialPlan, region: str, plane_name: str, pw: dict[str, str] | N
         "manifests": OFF,
         **osr.images(s.images.model_dump(exclude_none=True), osr.keystone_client_image(plan)),
     }
+    tags = v.get("images", {}).get("tags", {})
+    if "neutron_server" in tags:  # the RPC workers run the server's image (the chart has a tag for each)
+        tags.setdefault("neutron_rpc_server", tags["neutron_server"])
     return deep_merge(v, s.values)
 
 
