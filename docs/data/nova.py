@@ -16,6 +16,7 @@ tests/results/test_nova_page.py fails when the page and the data disagree.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import shutil
@@ -431,8 +432,6 @@ DEFAULT_FDS = 1024  # the open-file limit a service gets by default (the study's
 
 
 def controller_runs(path: Path = CONTROLLER) -> list[dict]:
-    import json
-
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
@@ -462,13 +461,18 @@ def broker_fit(runs: list[dict]) -> tuple[float, float, int] | None:
     return float(intercept), float(slope), len(pts)
 
 
+def at_each_limit(runs: list[dict]) -> list[tuple[int, list[int], list[int]]]:
+    """Per broker limit given: (limit, the computes of the runs under it that came up, of those out of descriptors)."""
+    return [(f, sorted(computes_of(r) for r in runs if r.get("broker_fds") == f and not at_limit(r) and came_up(r)),
+             sorted(computes_of(r) for r in runs if r.get("broker_fds") == f and at_limit(r)))
+            for f in sorted({r["broker_fds"] for r in runs if r.get("broker_fds")})]
+
+
 def bracket(runs: list[dict], base: float) -> tuple[float, float, int] | None:
     """A compute's demand on the broker's files from the tightest limit that both held and broke: (low, high, limit),
     from the most computes under it and the fewest out of descriptors at it; None when no limit did both."""
     best = None
-    for f in sorted({r.get("broker_fds") for r in runs if r.get("broker_fds")}):
-        under = [computes_of(r) for r in runs if r.get("broker_fds") == f and not at_limit(r) and came_up(r)]
-        over = [computes_of(r) for r in runs if r.get("broker_fds") == f and at_limit(r)]
+    for f, under, over in at_each_limit(runs):
         if under and over and max(under) < min(over):
             lo, hi = (f - base) / min(over), (f - base) / max(under)
             if best is None or hi - lo < best[1] - best[0]:
@@ -511,12 +515,8 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
         a, per, k = fit
         limits = sorted({r["broker_fds"] for r in sweep} | {DEFAULT_FDS})
         pred = ", ".join(f"{(f - a) / per:.0f} computes at {f} files" for f in limits)
-        seen = []
-        for f in sorted({r["broker_fds"] for r in sweep}):
-            under = [computes_of(r) for r in sweep if r["broker_fds"] == f and not at_limit(r)]
-            over = [computes_of(r) for r in sweep if r["broker_fds"] == f and at_limit(r)]
-            seen.append(f"at {f} files, under the limit with {', '.join(map(str, sorted(under))) or 'none'} computes, "
-                        f"out of descriptors with {', '.join(map(str, sorted(over))) or 'none'}")
+        seen = [f"at {f} files, under the limit with {', '.join(map(str, under)) or 'none'} computes, "
+                f"out of descriptors with {', '.join(map(str, over)) or 'none'}" for f, under, over in at_each_limit(sweep)]
         lines.append("")
         lines.append(f"The broker's peak open files, sampled every 2 s, grow by **{per:.2f} per compute** over {a:.0f} "
                      f"with none (least squares over the {k} runs of its sweep under their limit, "

@@ -29,7 +29,8 @@ def glance_url(catalog: list[dict[str, Any]], region: str) -> str:
             if e.get("interface") == "public" and region in (e.get("region_id"), e.get("region")):
                 url = e["url"].rstrip("/")
                 return url if url.endswith("/v2") else f"{url}/v2"
-    raise KeystoneRefused(f"no public image endpoint for region {region} in the catalog (is Glance deployed there?)")
+    raise KeystoneRefused(f"no public image endpoint for region {region} in the catalog: spec.workload.loadRegion "
+                          f"{region} has no Glance registered (load from a region whose control plane serves it)")
 
 
 class SharedImages:

@@ -650,8 +650,11 @@ def _shared_images(r: _Run):
         for name in r.cfg.images:
             image_id = images.make(name)
             _say(f"image {name} ({image_id}): public, shared by the boots of every tenant")
-    except KeystoneError as e:
-        images.delete_all()
+    except BaseException as e:  # nothing half-made is left in Glance, whatever stopped it
+        for problem in images.delete_all():
+            _say(f"WARNING: {problem}")
+        if not isinstance(e, KeystoneError):
+            raise
         r.status = Status(result="failed", reason="RallySetupFailed",
                           message=f"making the shared image {', '.join(r.cfg.images)}: {e}")
         raise RallyError(str(e)) from None

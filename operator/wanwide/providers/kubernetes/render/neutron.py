@@ -50,11 +50,10 @@ def values(plan: TrialPlan, region: str, plane_name: str, pw: dict[str, str] | N
         "pod": {"replicas": {"server": s.replicas, "rpc_server": 1}, "labels": {"default": plan.labels(region, SERVICE)}},
         "labels": osr.node_labels(plan, region, ("job", "server", "rpc_server", "test")),
         "manifests": OFF,
-        **osr.images(s.images.model_dump(exclude_none=True), osr.keystone_client_image(plan)),
+        # the RPC workers run the server's image (the chart has a tag for each)
+        **osr.images(s.images.model_dump(exclude_none=True), osr.keystone_client_image(plan),
+                     same_as={"neutron_rpc_server": "neutron_server"}),
     }
-    tags = v.get("images", {}).get("tags", {})
-    if "neutron_server" in tags:  # the RPC workers run the server's image (the chart has a tag for each)
-        tags.setdefault("neutron_rpc_server", tags["neutron_server"])
     return deep_merge(v, s.values)
 
 

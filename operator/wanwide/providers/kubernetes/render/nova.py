@@ -123,11 +123,10 @@ def values(plan: TrialPlan, region: str, plane: Plane, pw: dict[str, str] | None
         "labels": {**osr.node_labels(plan, region, COMPONENTS),
                    "agent": osr.node_labels(plan, region, ("compute", "compute_ironic"))},
         "manifests": manifests,
-        **osr.images(n.images.model_dump(exclude_none=True), osr.keystone_client_image(plan)),
+        # the fake computes (the chart's ironic StatefulSet) run the image given for the computes
+        **osr.images(n.images.model_dump(exclude_none=True), osr.keystone_client_image(plan),
+                     same_as={"nova_compute_ironic": "nova_compute"}),
     }
-    tags = v.get("images", {}).get("tags", {})
-    if "nova_compute" in tags:  # the fake computes run the image given for the computes
-        tags.setdefault("nova_compute_ironic", tags["nova_compute"])
     return deep_merge(v, n.values)
 
 

@@ -169,14 +169,18 @@ def oslo_cache(plan: TrialPlan, at: str) -> dict[str, Any]:
     return {"namespace": plan.namespace(at), "hosts": {"default": MEMCACHED}, "host_fqdn_override": {"default": None}}
 
 
-def images(tags: dict[str, str], keystone_image: str | None) -> dict[str, Any]:
+def images(tags: dict[str, str], keystone_image: str | None, same_as: dict[str, str] | None = None) -> dict[str, Any]:
     """The values' ``images`` entry (spread into a chart's values): ``images.tags``, the Benchmark's overrides; the
     Keystone jobs (ks-user, ks-service, ks-endpoints) run the openstack client, which the keystone image given for
-    Keystone's bootstrap carries. Empty when nothing is overridden (the chart's own images)."""
+    Keystone's bootstrap carries; ``same_as``: chart tags that run the image given for another (tag → that one).
+    Empty when nothing is overridden (the chart's own images)."""
     out = dict(tags)
     if keystone_image:
         for k in ("ks_user", "ks_service", "ks_endpoints"):
             out.setdefault(k, keystone_image)
+    for k, source in (same_as or {}).items():
+        if source in out:
+            out.setdefault(k, out[source])
     return {"images": {"tags": out}} if out else {}
 
 
