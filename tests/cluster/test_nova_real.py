@@ -12,8 +12,10 @@ Marked ``realnode`` only: ``hack/e2e-real.sh -k nova`` runs it (not the gate: it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -96,10 +98,39 @@ def nova_benchmark(stack, shape: str = "stretched") -> str:
     return yaml.safe_dump_all([topology, bench])
 
 
+DIAG = ("nova", "placement", "glance", "neutron", "rabbitmq", "keystone")
+
+
+def keep_logs(tc, ns: str, out: Path) -> None:
+    """Every pod's log of the trial's namespaces into ``out`` (a failed run's evidence outlives the teardown that
+    deletes the namespaces): the scheduler says why no host was valid, the computes whether Placement took them."""
+    out.mkdir(parents=True, exist_ok=True)
+    for n in owned(tc, "namespaces", ns, NAME):
+        space = n["metadata"]["name"]
+        for pod in tc.kubectl_json("get", "pods", "-n", space)["items"]:
+            name = pod["metadata"]["name"]
+            if not name.startswith(DIAG) and pod["metadata"].get("labels", {}).get("application") not in DIAG:
+                continue
+            for c in pod["spec"]["containers"]:
+                r = tc.kubectl("logs", "-n", space, name, "-c", c["name"], "--tail=3000", check=False)
+                (out / f"{space}.{name}.{c['name']}.log").write_text(r.stdout + r.stderr)
+    print(f"the trial's pod logs: {out}")
+
+
 @pytest.mark.parametrize("shape", ["stretched", "regions"])
 def test_a_nova_benchmark_boots_servers_on_real_pods(stack, tmp_path, shape):
     tc, ns = stack["tc"], stack["ns"]
     tc.apply(nova_benchmark(stack, shape), ns)
+    logs = Path(os.environ.get("WANWIDE_TEST_LOGS", REPO / ".testlogs")) / f"nova-real-{shape}"
+    try:
+        _check(stack, tmp_path, shape)
+    except BaseException:
+        keep_logs(tc, ns, logs)
+        raise
+
+
+def _check(stack, tmp_path, shape):
+    tc, ns = stack["tc"], stack["ns"]
     b = wait_done(tc, ns, NAME, 5400)
     trials = {t["metadata"]["name"]: t.get("status") or {} for t in tc.kubectl_json("get", "trials", "-n", ns)["items"]}
     assert b["status"]["phase"] == "Succeeded", json.dumps(trials, indent=1)[-6000:]

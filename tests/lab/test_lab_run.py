@@ -156,6 +156,11 @@ def test_reduced_lab_end_to_end(tmp_path, lab_state_dir):
     assert during and all(t["sent"] >= 1 and t["lost"] == 0 for t in during.values()), during
     assert 45 <= during["r1/keystone"]["median_ms"] <= 60, during
     assert all(s[0] >= 0 for t in during.values() for s in t["samples"])  # seconds from the load start
+    # …and the regions' pairs between themselves, from inside the source region (issue 46 item 5): here r1→r2
+    (pair,) = net["during"]["pairs"]
+    assert (pair["src"], pair["dst"], pair["lost"]) == ("r1", "r2", 0) and pair["sent"] >= 1, pair
+    assert 45 <= pair["median_ms"] <= 60 and pair["requested_rtt_ms"] == 50 and pair["requested_loss_pct"] == 0, pair
+    assert net["during"]["coverage"] == {"pairs": 1, "of": 1, "how": "every pair of regions"}
     grew = net["shaper_counters"]["delta"]
     assert nets[1]["shaper_counters"] and "error" not in net["shaper_counters"]["after"], net["shaper_counters"]
     if nets[1]["shaper"] == "linkemu":  # the load crossed the link both ways, nothing dropped or overflowed

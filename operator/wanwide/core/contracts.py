@@ -90,6 +90,20 @@ class MemberTarget(_Model):
     port: int = 3306
 
 
+class PairTarget(_Model):
+    """A pair of regions probed between themselves during the load: from ``src`` (entered through its network
+    namespace ``netns``) to ``dst``'s ``kind`` endpoint."""
+
+    src: str
+    dst: str
+    kind: Literal["keystone", "database"]
+    host: str
+    port: int
+    netns: str
+    rtt_ms: float = Field(0.0, ge=0, description="The round trip the plan asks between the two (both delays).")
+    loss_pct: float = Field(0.0, ge=0, le=100, description="The share of round trips the plan's loss drops.")
+
+
 class Gauges(_Model):
     database: DatabaseGauge | None = None
     rtt_targets: list[RttTarget] = Field(default_factory=list)
@@ -102,6 +116,9 @@ class Gauges(_Model):
     members_linger_s: float = Field(default=0.0, ge=0)
     # during the load: every RTT target and watched member probed once per period (network.during)
     network_period_s: float = Field(default=0.0, ge=0, description="0: not sampled during the load.")
+    # …and pairs of regions between themselves (every pair, or a sample: pairs_coverage says which)
+    pairs: list[PairTarget] = Field(default_factory=list, max_length=128)
+    pairs_coverage: dict[str, Any] | None = None
     # the shaper's own counters: a command printing them as JSON, run before and after the measured task
     shaper_counters: list[str] = Field(default_factory=list)
 

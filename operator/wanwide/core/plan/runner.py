@@ -6,6 +6,8 @@ The plan decides everything in it; a provider only says where things are
 
 from __future__ import annotations
 
+import itertools
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,9 @@ NETWORK_PROBES_PER_S = 5.0
 2 s at least (3 regions: 6 targets every 2 s; 45 regions with members: ~60 every 12 s)."""
 MAX_WATCHED_MEMBERS = 45
 """The study's largest Galera; beyond it the watch samples this many members (the runner's config stays small)."""
+WATCH_PAIRS_MAX = 66
+"""During the load at most this many pairs of regions are probed between themselves (every pair up to 12 regions;
+beyond, a random sample of this many, half of it among the pairs the database's traffic crosses)."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +197,57 @@ def watched_members(plan: TrialPlan, where: Addresses) -> list[str]:
     return [r for r in names if r in picked]
 
 
+def database_pairs(plan: TrialPlan) -> list[tuple[str, str]]:
+    """The pairs of regions the database's own traffic crosses: with a member per region (Galera, CockroachDB)
+    every pair (members replicate to each other); a central MariaDB, each region to the primary's."""
+    names = plan.region_names
+    if plan.backend == "mariadb":
+        p = plan.primary_region
+        return [(a, b) for a, b in itertools.combinations(names, 2) if p in (a, b)]
+    return list(itertools.combinations(names, 2))
+
+
+def watch_pairs(plan: TrialPlan) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """The pairs of regions probed between themselves during the load, each unordered pair once in the plan's order,
+    and what was chosen (``coverage``: pairs, of, how). Every pair up to :data:`WATCH_PAIRS_MAX`; beyond, a random
+    sample seeded by the trial's name and seed (the same plan, the same pairs): up to half of it drawn among the database's
+    pairs (:func:`database_pairs`), the rest among all the others — so a fault or a shaping error on a member's
+    path is as likely to be seen as on any other."""
+    names = plan.region_names
+    every = list(itertools.combinations(names, 2))
+    if len(every) <= WATCH_PAIRS_MAX:
+        return every, {"pairs": len(every), "of": len(every), "how": "every pair of regions"}
+    key = f"{plan.name}/{plan.seed}/network-watch"
+    rng = random.Random(key)
+    db = database_pairs(plan)
+    in_db = set(db)
+    picked = rng.sample(db, min(len(db), WATCH_PAIRS_MAX // 2)) if len(db) < len(every) else []
+    rest = [pr for pr in every if pr not in in_db] if picked else every
+    picked += rng.sample(rest, min(len(rest), WATCH_PAIRS_MAX - len(picked)))
+    order = {pr: i for i, pr in enumerate(every)}
+    chosen = sorted(picked, key=order.__getitem__)
+    n_db = sum(pr in in_db for pr in chosen)
+    return chosen, {"pairs": len(chosen), "of": len(every),
+                    "how": f"a random sample (seeded by {key!r}): {n_db} of the {len(db)} pairs the database's "
+                           f"traffic crosses, {len(chosen) - n_db} of the {len(every) - len(db)} others"}
+
+
+def pair_targets(plan: TrialPlan, where: Addresses, netns: dict[str, str]) -> list[dict[str, Any]]:
+    """:func:`watch_pairs` as the runner probes them: from each pair's first region (entered through its network
+    namespace, ``netns``: region → path) to the second's database member (a member per region) or Keystone — one
+    address per region in the lab, so the same path as every service between the two."""
+    kind = "keystone" if plan.backend == "mariadb" else "database"
+    pairs, _ = watch_pairs(plan)
+    out = []
+    for a, b in pairs:
+        there, back = plan.links[(a, b)], plan.links[(b, a)]
+        out.append({"src": a, "dst": b, "kind": kind, "host": where.targets[(b, kind)][0],
+                    "port": where.targets[(b, kind)][1], "netns": netns[a],
+                    "rtt_ms": there.delay_ms + back.delay_ms,
+                    "loss_pct": round(100 * (1 - (1 - there.loss_pct / 100) * (1 - back.loss_pct / 100)), 4)})
+    return out
+
+
 def fault_spans(plan: TrialPlan) -> list[dict[str, Any]]:
     """The trial's fault windows as the runner records them next to the members' states."""
     return [{"name": w.name, "kind": w.kind, "regions": list(w.regions), "start_s": w.start_s,
@@ -223,6 +279,7 @@ def runner_config(
     contention: dict[str, Any] | None = None,
     network_check: dict[str, Any] | None = None,
     shaper_counters: list[str] | None = None,
+    netns: dict[str, str] | None = None,
 ) -> RunnerConfig:
     """The runner's configuration (docs/contracts.md); ``where`` holds the provider's addresses.
 
@@ -231,7 +288,9 @@ def runner_config(
     ``release`` (the lab's coordinator) replaces ``start_at``; ``contention`` names the
     experiment's own processes where the provider knows them; ``network_check`` the network check before
     the load in brief and ``shaper_counters`` a command printing the shaper's counters, where the provider has
-    them (the lab: linkemu's and netem's per link; Kubernetes: the runner pod's own netem qdiscs).
+    them (the lab: linkemu's and netem's per link; Kubernetes: the runner pod's own netem qdiscs); ``netns`` each
+    region's network namespace where the runner can enter it (the lab): the first load region's runner then probes
+    :func:`watch_pairs` between the regions themselves through the load too.
     """
     gauge_db = None
     if plan.backend in ("mariadb", "galera"):
@@ -292,7 +351,10 @@ def runner_config(
         cfg["release"] = release
     if contention:
         cfg["contention"] = contention
-    probed = len(targets) + len(cfg["gauges"].get("members") or [])
+    if netns and region == plan.load_regions[0]:
+        _, coverage = watch_pairs(plan)
+        cfg["gauges"].update(pairs=pair_targets(plan, where, netns), pairs_coverage=coverage)
+    probed = len(targets) + len(cfg["gauges"].get("members") or []) + len(cfg["gauges"].get("pairs") or [])
     if probed:
         cfg["gauges"]["network_period_s"] = max(2.0, round(probed / NETWORK_PROBES_PER_S, 1))
     if shaper_counters:

@@ -19,7 +19,8 @@ DEFAULT_THRESHOLD = 10.0  # % (see providers/lab/quiet.py for where the default 
 
 RUN_COLUMNS = ["benchmark", "trial", "repetition", "position", "region", "attempt", "run_id", "result", "reason",
                "start", "skew_s", "gate_waited_s", "cpu_pressure_pct", "foreign_cpu_pct", "steal_pct",
-               "memory_pressure_pct", "loadavg", "noisy", "noisy_why", "cache", "deployment", "machine"]
+               "memory_pressure_pct", "loadavg", "noisy", "noisy_why", "cache", "deployment", "machine",
+               "wan_watched", "wan_excess_ms_max", "wan_lost_pct_max"]
 DETAIL_COLUMNS = ["benchmark", "trial", "region", "run_id", "versions", "cache_settings", "warmup"]
 
 
@@ -72,6 +73,25 @@ def machine(host: dict[str, Any]) -> str:
     return " · ".join(x for x in (host.get("cpu_model") or "", f"boot {boot}" if boot else "") if x)
 
 
+def wan_during(network: dict[str, Any] | None) -> tuple[str, float | None, float | None]:
+    """The WAN through the load in brief (manifest ``network.during``, pipeline/runner/netwatch.py): which pairs of
+    regions were probed between themselves (``"6 of 6 pairs"``, or from the load region only), the largest
+    median RTT above the plan's on a pair, and the largest share of probes lost beyond the plan's loss (fault
+    windows included: a cut shows here)."""
+    during = (network or {}).get("during")
+    if not during:
+        return "not watched", None, None
+    pairs = [p for p in during.get("pairs") or [] if not p.get("error")]
+    cov = during.get("coverage") or {}
+    if not pairs:
+        return "from the load region only", None, None
+    watched = f"{len(pairs)} of {cov.get('of', len(pairs))} pairs"
+    excess = [p["median_ms"] - p["requested_rtt_ms"] for p in pairs
+              if p.get("median_ms") is not None and p.get("requested_rtt_ms") is not None]
+    lost = [p["loss_pct"] - (p.get("requested_loss_pct") or 0.0) for p in pairs if p.get("loss_pct") is not None]
+    return (watched, round(max(excess), 3) if excess else None, round(max(lost), 2) if lost else None)
+
+
 def runs_table(manifests: list[dict[str, Any]], threshold: float | None = None) -> pd.DataFrame:
     """One row per run: identity, status, start skew, contention, noisy or not, cache in words."""
     rows = []
@@ -92,6 +112,8 @@ def runs_table(manifests: list[dict[str, Any]], threshold: float | None = None) 
             "cache": cache_label((m.get("keystone") or {}).get("cache")),
             "deployment": _deployment(m.get("deployment")),
             "machine": machine(host),
+            **dict(zip(("wan_watched", "wan_excess_ms_max", "wan_lost_pct_max"), wan_during(m.get("network")),
+                       strict=True)),
         })
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 

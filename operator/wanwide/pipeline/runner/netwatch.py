@@ -1,6 +1,9 @@
 """The network through the load: every RTT target (Keystone and database endpoints of the regions the runner
 gauges) and every watched Galera member probed with the one probe (probe.py) once per period while the measured
 task runs, each answer or loss stamped with its offset from the load start: the manifest's ``network.during``.
+Where the provider lets the runner enter the other regions' network namespaces (the lab), pairs of regions are
+probed between themselves too (``gauges.pairs``: every pair, or the plan's stated sample), each from a thread of
+its own inside the source region's namespace.
 
 What it says is informational: the check before the load is the one that fails a trial (``NetworkOff``); a
 fault window's cut or loss shows here as the probes it lost (docs/operations.md, NetworkOff).
@@ -8,6 +11,8 @@ fault window's cut or loss shows here as the probes it lost (docs/operations.md,
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,13 +22,33 @@ from wanwide.core.lifecycle.network import answered, median
 from wanwide.pipeline.runner import probe
 from wanwide.pipeline.runner.gauges import percentile
 
+CLONE_NEWNET = 0x40000000
+
+
+def enter_netns(path: str) -> None:
+    """The calling thread (only it: Linux keeps a network namespace per thread) into the namespace at ``path``;
+    threads it starts afterwards inherit it. OSError when not permitted."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if hasattr(os, "setns"):
+            os.setns(fd, CLONE_NEWNET)
+        elif ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns {path}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
 
 class Watch:
     """A thread probing ``targets`` (dicts: region, kind, host, port) every ``period_s`` from the start ``t0``
-    (epoch seconds) until stopped."""
+    (epoch seconds) until stopped; from inside the network namespace ``netns`` when given (its first probes
+    ``offset_s`` late, so that several watches do not probe at one instant). A namespace it cannot enter probes
+    nothing (``error``): never from the wrong place."""
 
-    def __init__(self, src: str, targets: list[dict[str, Any]], period_s: float, t0: float, timeout: float = 1.0):
+    def __init__(self, src: str, targets: list[dict[str, Any]], period_s: float, t0: float, timeout: float = 1.0,
+                 netns: str | None = None, offset_s: float = 0.0):
         self.src, self.targets, self.period_s, self.t0, self.timeout = src, targets, period_s, t0, timeout
+        self.netns, self.offset_s, self.error = netns, offset_s, ""
         self.samples: list[list[list[float | None]]] = [[] for _ in targets]  # per target: [offset s, ms | None]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="network-watch", daemon=True)
@@ -37,6 +62,15 @@ class Watch:
         self._thread.join(timeout=self.timeout + 5)
 
     def _loop(self) -> None:
+        if self.netns:
+            try:
+                enter_netns(self.netns)
+            except OSError as e:
+                self.error = f"cannot enter {self.netns}: {e}"
+                return
+        if self._stop.wait(self.offset_s):
+            return
+        # the pool's threads start from this one, inside its namespace
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(self.targets)))) as pool:
             while not self._stop.is_set():
                 began = time.time()
@@ -46,7 +80,7 @@ class Watch:
                     self.samples[i].append([round(at - self.t0, 2), ms])
                 self._stop.wait(max(0.0, self.period_s - (time.time() - began)))
 
-    def document(self) -> dict[str, Any]:
+    def rows(self) -> list[dict[str, Any]]:
         """Per target: probes sent and lost, the median and p90 of the answered, every sample."""
         rows = []
         for t, s in zip(self.targets, self.samples, strict=True):
@@ -56,9 +90,54 @@ class Watch:
                          "sent": len(vals), "lost": len(vals) - len(got),
                          "loss_pct": round(100 * (len(vals) - len(got)) / len(vals), 2) if vals else None,
                          "median_ms": round(median(got), 3) if got else None,
-                         "p90_ms": round(percentile(got, 90), 3) if got else None, "samples": s})
+                         "p90_ms": round(percentile(got, 90), 3) if got else None, "samples": s,
+                         **{k: t[k] for k in ("requested_rtt_ms", "requested_loss_pct") if k in t},
+                         **({"error": self.error} if self.error else {})})
+        return rows
+
+    def document(self) -> dict[str, Any]:
         return {"period_s": self.period_s, "timeout_s": self.timeout, "method": "tcp-connect",
-                "verdict": "informational (the check before the load decides)", "targets": rows}
+                "verdict": "informational (the check before the load decides)", "targets": self.rows()}
+
+
+class Watches:
+    """The runner's own watch (its RTT targets and members, from its region) and one per source region of the
+    pairs (``gauges.pairs``), started and stopped together; one document."""
+
+    def __init__(self, own: Watch | None, pairs: list[Any], coverage: dict[str, Any] | None, period_s: float,
+                 t0: float, timeout: float = 1.0):
+        by_src: dict[str, list[Any]] = {}
+        for p in pairs:
+            by_src.setdefault(p.src, []).append(p)
+        n = len(by_src) + 1
+        self.own, self.coverage, self.period_s, self.timeout = own, coverage, period_s, timeout
+        self.pairs = [Watch(src, [{"region": p.dst, "kind": p.kind, "host": p.host, "port": p.port,
+                                   "requested_rtt_ms": p.rtt_ms, "requested_loss_pct": p.loss_pct} for p in ps],
+                            period_s, t0, timeout, netns=ps[0].netns, offset_s=period_s * (i + 1) / n)
+                      for i, (src, ps) in enumerate(by_src.items())]
+
+    def __enter__(self) -> Watches:
+        for w in ([self.own] if self.own else []) + self.pairs:
+            w.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for w in ([self.own] if self.own else []) + self.pairs:
+            w.__exit__(*exc)
+
+    def document(self) -> dict[str, Any]:
+        """The own watch's targets, then ``pairs`` (one row per pair probed between the regions themselves, with
+        ``coverage``: how many of how many, chosen how), or a note that only the load region's paths were."""
+        doc = self.own.document() if self.own else {"period_s": self.period_s, "timeout_s": self.timeout,
+                                                    "method": "tcp-connect", "targets": [],
+                                                    "verdict": "informational (the check before the load decides)"}
+        if self.pairs:
+            doc["pairs"] = [r for w in self.pairs for r in w.rows()]
+            doc["coverage"] = self.coverage
+        else:
+            doc["coverage"] = {"how": "from the load region only (its RTT targets and members): this provider does "
+                                      "not let the runner probe between the other regions"}
+        return doc
 
 
 def targets_of(rtt_targets: list[Any], members: list[Any]) -> list[dict[str, Any]]:

@@ -541,13 +541,15 @@ def _network_watch(r: _Run):
     """The RTT targets and Galera members probed through the measured task (pipeline/runner/netwatch.py)."""
     g = r.cfg.gauges
     targets = netwatch.targets_of(g.rtt_targets, g.members)
-    if not (g.network_period_s and targets):
+    if not (g.network_period_s and (targets or g.pairs)):
         yield None
         return
     start = r.start_info.scheduled or r.start_info.actual
     t0 = ts.parse(start).timestamp() if start else time.time()
-    _say(f"network: probing {len(targets)} target(s) every {g.network_period_s:g}s through the load")
-    with netwatch.Watch(r.cfg.region, targets, g.network_period_s, t0) as watch:
+    between = f" and {len(g.pairs)} pair(s) of regions between themselves" if g.pairs else ""
+    _say(f"network: probing {len(targets)} target(s){between} every {g.network_period_s:g}s through the load")
+    own = netwatch.Watch(r.cfg.region, targets, g.network_period_s, t0) if targets else None
+    with netwatch.Watches(own, g.pairs, g.pairs_coverage, g.network_period_s, t0) as watch:
         yield watch
 
 
@@ -565,12 +567,14 @@ def _shaper_counters(cfg: RunnerConfig) -> dict[str, Any] | None:
         return {"error": f"{' '.join(argv[:3])}…: {type(e).__name__}: {str(e)[:300]}" + (f": {said}" if said else "")}
 
 
-def _record_network(r: _Run, watch: netwatch.Watch | None, before: dict[str, Any] | None) -> None:
+def _record_network(r: _Run, watch: netwatch.Watches | None, before: dict[str, Any] | None) -> None:
     """The network through the load and the shaper's counters over it, in the manifest; a line per lossy target."""
     if watch is not None:
         r.network.during = watch.document()
-        for t in r.network.during["targets"]:
-            if t["lost"]:
+        for t in r.network.during["targets"] + r.network.during.get("pairs", []):
+            if t.get("error"):
+                _say(f"  network during the load {t['src']}→{t['dst']}: not probed ({t['error']})")
+            elif t["lost"]:
                 _say(f"  network during the load {t['src']}→{t['dst']} ({t['kind']}): {t['lost']} of {t['sent']} "
                      f"probes lost, median {t['median_ms']} ms")
     if before is not None:

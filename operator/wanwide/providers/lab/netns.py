@@ -128,6 +128,10 @@ class Network:
     def netns(self, region: str) -> str:
         return f"{NETNS_PREFIX}{self.tag}-{region}"
 
+    def netns_path(self, region: str) -> str:
+        """Where ``region``'s namespace is mounted (what a thread enters with setns)."""
+        return f"/run/netns/{self.netns(region)}"
+
     def node_netns(self, node: str) -> str:
         """A region's namespace, or a hub's (``ww-<tag>-_hub…``: hub names start with ``_``, no region's does)."""
         return self.netns(node)

@@ -220,7 +220,8 @@ class LabRun:
                              versions={**lab_versions(), "lab-shaper": dep.net.shaper}, deployment=dep.describe(p),
                              new_deployment=not dep.trials, release={"file": str(release), "timeout_s": budget},
                              contention=own, network_check=self.checked.get((p.benchmark, p.id)),
-                             shaper_counters=[sys.executable, "-m", "wanwide.providers.lab.counters", str(links)])
+                             shaper_counters=[sys.executable, "-m", "wanwide.providers.lab.counters", str(links)],
+                             netns={r: dep.net.netns_path(r) for r in p.region_names})
 
     def _start_runners(self, dep: Deployment, p: TrialPlan, attempt: int, logs: Path,
                        release: Path) -> dict[str, subprocess.Popen]:
