@@ -172,3 +172,60 @@ def test_a_failed_install_is_cleared_so_that_the_retry_installs() -> None:
     svc._install_db(tmp, data)
     assert (data / "mysql" / "global_priv.frm").exists(), sorted(p.name for p in (data / "mysql").iterdir())
     shutil.rmtree(tmp)
+
+
+CATALOG_SCRIPT = r'''
+import json, sys
+from wanwide.core.contracts import CatalogCopy, KeystoneSettings
+from wanwide.pipeline.runner import catalog
+from wanwide.pipeline.runner.users import KeystoneRefused, _call, admin_token
+url = sys.argv[1]
+ks = KeystoneSettings(url=url, region_name="r2", username="admin", password_env="X", project_name="admin")
+token = admin_token(ks, "admin-secret")
+# what r2's Keystone bootstrap and r1's Glance chart (ks-service, ks-endpoints) register
+_call("POST", f"{url}/regions", token, {"region": {"id": "r2"}})
+sid = _call("POST", f"{url}/services", token, {"service": {"type": "image", "name": "glance"}})[0]["service"]["id"]
+for i in ("public", "internal", "admin"):
+    _call("POST", f"{url}/endpoints", token, {"endpoint": {"service_id": sid, "interface": i, "region_id": "r1",
+                                                            "url": f"http://glance-api.r1:9292/{i}"}})
+want = CatalogCopy(source="r1", types=["image"])
+first = catalog.ensure(ks, "admin-secret", want)
+again = catalog.ensure(ks, "admin-secret", want)
+try:
+    catalog.ensure(ks, "admin-secret", CatalogCopy(source="r1", types=["image", "compute"]))
+    refused = ""
+except KeystoneRefused as e:
+    refused = str(e)
+listed = sorted((e["region_id"], e["interface"], e["url"]) for e in _call("GET", f"{url}/endpoints", token)[0]
+                ["endpoints"] if e["service_id"] == sid)
+print(json.dumps({"first": first, "again": again, "refused": refused, "listed": listed}))
+'''
+
+
+@pytest.mark.timeout(420)
+def test_the_runner_copies_its_planes_catalog_entries_under_its_region(leftovers) -> None:
+    """A stretched control plane's endpoints, registered under the plane's region only (openstack-helm's
+    ks-endpoints), copied by the runner under its own region through a real Keystone — once; a service type the
+    plane's region lacks is refused, naming it (pipeline/runner/catalog.py)."""
+    import json
+    import sys
+
+    net = _net(["r1", "r2"], 1)
+    try:
+        svc = _services(net)
+        db = svc.start_mariadb("r1", in_memory=True)
+        svc.create_database(db, "keystone", "keystone", "ks-secret")
+        ks = svc.start_keystone("r1", db_host=db.host, db_password="ks-secret", memcached=None,
+                                admin_password="admin-secret", db_sync=True)
+        r = net.exec_in("r2", [sys.executable, "-c", CATALOG_SCRIPT, ks.info["url"]], timeout=180)
+        got = json.loads(r.stdout)
+        assert sorted((a["type"], a["interface"]) for a in got["first"]) == [
+            ("image", "admin"), ("image", "internal"), ("image", "public")], got
+        assert got["again"] == [], got
+        assert "no compute endpoint under region r1" in got["refused"], got
+        assert got["listed"] == sorted([reg, i, f"http://glance-api.r1:9292/{i}"] for reg in ("r1", "r2")
+                                       for i in ("public", "internal", "admin")), got
+    finally:
+        tag = net.tag
+        net.destroy()
+    assert leftovers(tag) == []

@@ -176,3 +176,18 @@ def test_computes_are_bounded_per_trial():
 def test_compute_hosts_are_unique_names():
     hosts = ctl.compute_hosts("rennes", 500) + ctl.compute_hosts("paris", 500)
     assert len(set(hosts)) == 1000 and hosts[0] == "rennes-c001" and hosts[499] == "rennes-c500"
+
+
+def test_a_stretched_planes_other_regions_copy_its_catalog_entries_under_their_own_name():
+    """The runner of a region a stretched plane serves from afar finds the plane's services under its own region
+    (the lab registers them so; openstack-helm's ks-endpoints under the plane's region only): the plan names what
+    to copy from where; a plane's own region, and every region of shape ``regions``, copies nothing."""
+    from wanwide.core.plan.runner import catalog_copy
+
+    p = trial({"spec.openstack": {"shape": "stretched", "controlRegion": "rennes", "nova": NOVA,
+                                  "neutron": {"enabled": True}}})
+    assert catalog_copy(p, "rennes") is None
+    for r in ("paris", "chicago"):
+        assert catalog_copy(p, r) == {"source": "rennes", "types": ["compute", "placement", "image", "network"]}
+    assert all(catalog_copy(trial({"spec.openstack": {"shape": "regions", "nova": NOVA}}), r) is None for r in REGIONS)
+    assert all(catalog_copy(trial({}), r) is None for r in REGIONS)  # Keystone alone: nothing to copy

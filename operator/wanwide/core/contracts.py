@@ -202,6 +202,18 @@ RALLY_POLL_OPTIONS = tuple(f"nova_server_{a}_{k}" for a in RALLY_POLL_ACTIONS fo
 RALLY_POLL_MAX_S = 10.0
 
 
+CATALOG_TYPES = {"placement": "placement", "glance": "image", "nova": "compute", "neutron": "network"}
+"""The Keystone catalog's service type of each control-plane service."""
+
+
+class CatalogCopy(_Model):
+    """The control plane's catalog entries (``types``) registered under ``source``, its region, which the runner's
+    region must have too (pipeline/runner/catalog.py)."""
+
+    source: str = Field(min_length=1, max_length=63)
+    types: list[Literal["placement", "image", "compute", "network"]] = Field(min_length=1, max_length=4)
+
+
 class RunnerConfig(_Model):
     benchmark: str = Field(min_length=1)
     namespace: str = "lab"
@@ -223,6 +235,8 @@ class RunnerConfig(_Model):
     # public images the runner makes (the admin, the region's Glance) before the tasks and deletes after: the tiny
     # image a region's boot scenarios share across their tenants (pipeline/runner/images.py)
     images: list[str] = Field(default_factory=list, max_length=4)
+    # the serving control plane's entries copied under this region's name where missing (a stretched plane)
+    catalog: CatalogCopy | None = None
     contention: Contention = Field(default_factory=Contention)
     gauges: Gauges = Field(default_factory=Gauges)
     network_requested: list[LinkRequested] = Field(default_factory=list)

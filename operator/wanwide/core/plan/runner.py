@@ -15,6 +15,7 @@ from wanwide import __version__
 from wanwide.core.api.scenarios import boots, uploads
 from wanwide.core.api.units import pct, seconds
 from wanwide.core.contracts import (
+    CATALOG_TYPES,
     RALLY_POLL_OPTIONS,
     TINY_IMAGE_FILE,
     RunnerConfig,
@@ -95,6 +96,19 @@ FLAVORS = {"tiny": {"ram": 64, "vcpus": 1, "disk": 1}, "small": {"ram": 128, "vc
 def shared_image(region: str) -> str:
     """The public image ``region``'s boot scenarios share (made by its runner: pipeline/runner/images.py)."""
     return f"wanwide-tiny-{region}"
+
+
+def catalog_copy(plan: TrialPlan, region: str) -> dict[str, Any] | None:
+    """What ``region``'s catalog must hold of the control plane serving it, registered under that plane's region
+    (a stretched plane's other regions: core/plan/controlplane.py); None where the plane is the region's own."""
+    cp = plan.control_plane
+    if cp is None or not cp.services:
+        return None
+    plane = cp.plane_of(region)
+    if plane.name == region:
+        return None
+    types = [CATALOG_TYPES[s] for s in cp.services if s in CATALOG_TYPES]
+    return {"source": plane.name, "types": types} if types else None
 
 
 def shared_images(plan: TrialPlan, region: str) -> list[str]:
@@ -338,6 +352,8 @@ def runner_config(
         cfg["rally_openstack"] = rally_polling(seconds(plan.spec.workload.poll_interval))
     if images := shared_images(plan, region):
         cfg["images"] = images
+    if copy := catalog_copy(plan, region):
+        cfg["catalog"] = copy
     if plan.faults:
         cfg["faults"] = fault_spans(plan)
     if plan.scenarios:

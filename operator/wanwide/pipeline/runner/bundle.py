@@ -141,6 +141,8 @@ class RallyInfo(BaseModel):
     failed_iterations: int | None = None
     openstack_options: dict[str, float] | None = None  # rally.conf [openstack] in force (spec.workload.pollInterval)
     images: dict[str, str] | None = None  # the shared images the runner made for the tasks: name -> Glance id
+    # the serving control plane's catalog entries the runner registered under its region (a stretched plane)
+    catalog_added: list[dict[str, Any]] | None = None
     # Rally's own "something went wrong" per workload (a context or an argument that failed: no iteration ran)
     errors: list[str] = Field(default_factory=list)
 

@@ -34,7 +34,7 @@ from wanwide.core.contracts import (
     RunnerConfig,
 )
 from wanwide.core.errors import PermanentError
-from wanwide.pipeline.runner import contention, gauges, members, netwatch, slo
+from wanwide.pipeline.runner import catalog, contention, gauges, members, netwatch, slo
 from wanwide.pipeline.runner.bundle import (
     RALLY_JSON,
     ContentionInfo,
@@ -629,6 +629,7 @@ def _measured_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float
 def _execute(r: _Run, task_timeout_s: float) -> None:
     """The run proper, step by step; each step records what it learns in ``r``."""
     check_start(r.cfg, ts.now())
+    _catalog(r)
     rally = _setup_rally(r)
     with _shared_images(r):
         _warmup(r, rally, task_timeout_s)
@@ -640,6 +641,23 @@ def _execute(r: _Run, task_timeout_s: float) -> None:
         uuid, rc = _measured_task(r, rally, task_file, task_timeout_s)
         _db_counters_after(r, before)
         _export(r, rally, uuid, rc)
+
+
+def _catalog(r: _Run) -> None:
+    """The serving control plane's entries under this region's name where missing (pipeline/runner/catalog.py);
+    one that cannot be made fails the run as RallySetupFailed."""
+    want = r.cfg.catalog
+    if want is None:
+        return
+    try:
+        added = catalog.ensure(r.cfg.keystone, os.environ.get(r.cfg.keystone.password_env, ""), want)
+    except KeystoneError as e:
+        r.status = Status(result="failed", reason="RallySetupFailed",
+                          message=f"the catalog of region {r.cfg.region}: {e}")
+        raise RallyError(str(e)) from None
+    r.rally_info.catalog_added = added
+    _say(f"catalog: {len(added)} endpoint(s) of region {want.source}'s control plane registered under "
+         f"{r.cfg.region}" if added else f"catalog: region {r.cfg.region} already lists {want.source}'s control plane")
 
 
 @contextlib.contextmanager
