@@ -67,6 +67,8 @@ def test_nova_benchmark_boots_and_deletes_servers(tmp_path, lab_state_dir, shape
     # two tenants boot from one public image the runner made in r3's Glance (Rally's per-tenant copies, one name,
     # were ambiguous: no iteration ran)
     assert list(m["rally"]["images"]) == ["wanwide-tiny-r3"] and m["rally"]["errors"] == [], m["rally"]
+    # stretched: the runner in r3 checked r3's catalog for r1's plane and found the lab had registered it there
+    assert m["rally"]["catalog_added"] == ([] if shape == "stretched" else None), m["rally"]
     assert m["versions"]["nova"] == "34.0.0" and m["versions"]["openstack.placement"] == "16.0.0"
     assert m["versions"]["glance"] == "33.0.0" and m["versions"]["neutron"] == "29.0.0"
     # every region's fake compute registered with r1's Nova (reported up), and what each region's processes take

@@ -61,3 +61,17 @@ def test_the_shared_image_goes_to_the_runner_regions_public_glance():
 def test_no_glance_in_the_region_is_said():
     with pytest.raises(KeystoneRefused, match="no public image endpoint for region r3"):
         glance_url(CATALOG, "r3")
+
+
+def test_every_rally_field_of_the_bundle_comes_from_rally_json_the_task_or_the_runner():
+    """The bundle's ``rally`` is rebuilt from rally.json after the task; what the runner set before it (the poll
+    options, the shared images, the catalog entries it copied) is carried over by name (``RUNNER_SET``): a field
+    in neither list would be lost from every manifest (stop 60: ``catalog_added``, found by the real-node run)."""
+    from wanwide.pipeline.runner.run import RUNNER_SET
+
+    summary = _summarise_rally_json(DATA / "ambiguous-image.json")
+    from_rally = {k for k, v in summary.model_dump().items() if v not in (None, [])} | {"pass_sla"}
+    from_task = {"task_uuid", "exit_code"}
+    assert set(RallyInfo.model_fields) == from_rally | from_task | set(RUNNER_SET), (
+        set(RallyInfo.model_fields) - from_rally - from_task - set(RUNNER_SET))
+    assert not set(RUNNER_SET) & (from_rally | from_task)

@@ -190,6 +190,12 @@ def _record_cpu_per_scenario(r: _Run) -> None:
              f"({x['own_cpu_s'] if x['own_cpu_s'] is not None else x['busy_cpu_s']} s over {x['iterations']} iterations)")
 
 
+RUNNER_SET = ("openstack_options", "images", "catalog_added")
+"""The bundle's ``rally`` fields the runner sets before the task (the rest: :func:`_summarise_rally_json` and the
+task's exit), carried over when the summary replaces them (a field left out here was lost: stop 60's
+``catalog_added``)."""
+
+
 def _summarise_rally_json(path: Path) -> RallyInfo:
     data = json.loads(path.read_text())
     info = RallyInfo()
@@ -462,7 +468,8 @@ def _export(r: _Run, rally: Rally, uuid: str | None, rc: int) -> None:
         return
     summary = _summarise_rally_json(r.bundle_dir / RALLY_JSON)
     summary.task_uuid, summary.exit_code = uuid, rc
-    summary.openstack_options, summary.images = r.rally_info.openstack_options, r.rally_info.images
+    for k in RUNNER_SET:  # what the runner learned before the task; rally.json knows none of it
+        setattr(summary, k, getattr(r.rally_info, k))
     r.rally_info = summary
     _record_cpu_per_scenario(r)
     missed: list[str] = []
