@@ -520,6 +520,29 @@ def wan(d: Path) -> str:
     return se.wan_table(se.wan_checked(_read(d).manifests))
 
 
+def wan_during(d: Path) -> str:
+    """The WAN during the load between the regions themselves (network.during.pairs): per pair the probes sent and
+    lost — inside a fault window and outside it — and the median round trip against the plan's."""
+    r = _read(d)
+    lines = ["| run | pair (from → to) | kind | probes | lost in a fault window | lost outside | median RTT (ms) | "
+             "asked (ms) |", "|---|---|---|---|---|---|---|---|"]
+    for m in r.manifests:
+        during = (m.get("network") or {}).get("during") or {}
+        # the fault windows as the member watch recorded them (the manifest's database.members)
+        spans = [(w["start_s"], w["end_s"]) for w in ((m.get("database") or {}).get("members") or {}).get("windows", [])]
+        run = f"{m.get('benchmark')} {(m.get('trial') or {}).get('id')}"
+        cov = during.get("coverage") or {}
+        for p in during.get("pairs") or []:
+            lost = [at for at, ms in p["samples"] if ms is None]
+            # a probe sent up to its 1 s timeout before a window opens is lost to it too
+            inside = sum(any(a - during.get("timeout_s", 1.0) <= at < b for a, b in spans) for at in lost)
+            lines.append(f"| {run} | {p['src']} → {p['dst']} | {p['kind']} | {p['sent']} | {inside} | "
+                         f"{len(lost) - inside} | {p['median_ms']:.2f} | {p['requested_rtt_ms']:g} |")
+        lines.append(f"| {run} | *{cov.get('how', 'no pairs')}: {cov.get('pairs', 0)} of {cov.get('of', '?')}* "
+                     f"| | | | | | |")
+    return "\n".join(lines)
+
+
 def windows(d: Path) -> str:
     """Galera's send windows as the data ran them, per size and RTT (the deployments' record)."""
     r = _read(d)
@@ -708,10 +731,11 @@ def figures() -> list[Path]:
 BLOCKS = {"study-findings": findings, "study-rtt": rtt, "study-machines": machines, "study-controls": controls,
           "study-wan": wan, "study-windows": windows, "study-plan": plan, "load-region": load_region, "study-sizes": sizes, "study-delay": delay, "study-high": high,
           "study-failures": failures, "study-noise": noise, "study-rw": read_write, "study-figures": figure_links,
-          "study-layout": layout}
+          "study-layout": layout, "study-wan-during": wan_during}
 DATA = {"study-findings": "study", "study-rtt": "study", "study-machines": "study", "study-controls": "study",
         "study-wan": "study", "study-windows": "study", "study-plan": "study", "study-sizes": "study", "study-delay": "study", "study-high": "study", "study-failures": "study",
-        "study-noise": "study", "study-rw": "study-rw", "study-figures": "study", "study-layout": "study"}
+        "study-noise": "study", "study-rw": "study-rw", "study-figures": "study", "study-layout": "study",
+        "study-wan-during": "wan-watch"}
 
 
 def render() -> dict[str, str]:
