@@ -405,3 +405,37 @@ def test_every_service_charts_images_go_where_the_chart_reads_them():
         for k, image in {**tags, "ks_user": ks, "ks_service": ks, "ks_endpoints": ks}.items():
             if stage != "nova-compute" or k.startswith("nova_compute"):
                 assert v["images"]["tags"][k] == image, (stage, k, v.get("images"))
+
+
+def test_each_catalog_service_is_made_by_one_plane_only():
+    """Shape regions, three planes over one identity database: only the first plane's release makes each service
+    entity (``ks-service``); the others register their endpoints once it exists. All three making theirs at once
+    made three services of a type, and every ``ks-endpoints`` Job failed on the ambiguous lookup (the real node,
+    stop 60). The Jobs the others' ``ks-endpoints`` still wait for are the chart's own minus its ``ks-service``."""
+    doc = _doc("mariadb", "regions", neutron={"enabled": True}, nova={"enabled": True, "computes": 1})
+    rel = chart_releases(_plan(doc), PW)
+    for stage in ("placement", "glance", "neutron", "nova"):
+        first, *others = [rel[(stage, r)].values for r in ("r1", "r2", "r3")]
+        assert first.get("manifests", {}).get("job_ks_service", True) is True, stage
+        assert "ks_endpoints" not in first.get("dependencies", {}).get("static", {}), stage
+        for v in others:
+            assert v["manifests"]["job_ks_service"] is False, stage
+            assert f"{stage}-ks-service" not in v["dependencies"]["static"]["ks_endpoints"]["jobs"], stage
+    assert "job_ks_service" not in rel[("messaging", "r2")].values.get("manifests", {})
+    # stretched: one plane, it makes them
+    one = chart_releases(_plan(_doc("mariadb", "stretched", controlRegion="r1", nova={"enabled": True, "computes": 1})),
+                         PW)
+    assert one[("nova", "r1")].values.get("manifests", {}).get("job_ks_service", True) is True
+
+
+def test_what_ks_endpoints_waits_for_is_the_mirrored_charts_own_minus_ks_service():
+    from tests.upstream import upstream_dir
+    from wanwide.providers.kubernetes.render.openstack import KS_ENDPOINTS_AFTER
+
+    up = upstream_dir()
+    if up is None:
+        pytest.skip("no mirror of the upstream charts here (WANWIDE_UPSTREAM_DIR)")
+    for chart, after in KS_ENDPOINTS_AFTER.items():
+        values = yaml.safe_load((up / "openstack-helm-2026.1.0" / chart / "values.yaml").read_text())
+        jobs = values["dependencies"]["static"]["ks_endpoints"]["jobs"]
+        assert f"{chart}-ks-service" in jobs and [j for j in jobs if j != f"{chart}-ks-service"] == after, chart

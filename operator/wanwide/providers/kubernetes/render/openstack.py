@@ -15,7 +15,7 @@ from typing import Any
 
 from wanwide.core.plan.controlplane import ControlPlane, DatabaseAt, Plane
 from wanwide.core.plan.trial import TrialPlan
-from wanwide.providers.kubernetes.render.common import PLACEHOLDER
+from wanwide.providers.kubernetes.render.common import PLACEHOLDER, deep_merge
 from wanwide.providers.kubernetes.render.database import endpoint as trial_database
 from wanwide.providers.kubernetes.render.keystone import API_PORT as KEYSTONE_PORT
 from wanwide.providers.kubernetes.render.keystone import API_SERVICE as KEYSTONE_SERVICE
@@ -58,15 +58,33 @@ def planes_at(plan: TrialPlan, service: str) -> list[tuple[str, Plane]]:
     return [(p.where[service], p) for p in cp.planes]
 
 
+KS_ENDPOINTS_AFTER = {"placement": ["placement-ks-user"], "glance": [], "neutron": [], "nova": []}
+"""What each chart's ``ks-endpoints`` Job waits for besides its ``ks-service`` Job (openstack-helm 2026.1.0's
+``dependencies.static.ks_endpoints.jobs``; tests/test_nova_render.py checks it against the mirrored charts)."""
+
+
+def one_service_entry(service: str, first: bool) -> dict[str, Any]:
+    """Values that keep a catalog service (the entity of a type, not its endpoints) made once for the trial's one
+    identity database: every plane's release but the first leaves its ``ks-service`` Job out, and its
+    ``ks-endpoints`` Job stops waiting for it (it retries until the first plane's has made the service). Three
+    planes of shape regions each making theirs at once made three services of one type, and every ``ks-endpoints``
+    Job then failed on the ambiguous lookup (stop 60, the real node)."""
+    if first or service not in KS_ENDPOINTS_AFTER:
+        return {}
+    return {"manifests": {"job_ks_service": False},
+            "dependencies": {"static": {"ks_endpoints": {"jobs": KS_ENDPOINTS_AFTER[service]}}}}
+
+
 def plane_releases(plan: TrialPlan, service: str, key: str, release: str,
                    values_of: Callable[[str, Plane], dict[str, Any]],
                    patches: tuple[dict[str, Any], ...] = ()) -> list[HelmRelease]:
-    """One release of ``spec.openstack.<key>``'s chart per plane, in the region where ``service`` runs in it."""
+    """One release of ``spec.openstack.<key>``'s chart per plane, in the region where ``service`` runs in it; the
+    service's catalog entity made by the first plane's only (:func:`one_service_entry`)."""
     s = getattr(plan.spec.openstack, key)
     return [HelmRelease(name=release, namespace=plan.namespace(r), region=r, repo=s.chart_repo, chart=s.chart,
-                        version=s.chart_version, values=values_of(r, p), wave=0, field=f"spec.openstack.{key}",
-                        patches=patches)
-            for r, p in planes_at(plan, service)]
+                        version=s.chart_version, values=deep_merge(values_of(r, p), one_service_entry(service, i == 0)),
+                        wave=0, field=f"spec.openstack.{key}", patches=patches)
+            for i, (r, p) in enumerate(planes_at(plan, service))]
 
 
 def node_labels(plan: TrialPlan, region: str, components: tuple[str, ...]) -> dict[str, Any]:
