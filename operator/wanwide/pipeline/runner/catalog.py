@@ -29,7 +29,8 @@ def ensure(ks: KeystoneSettings, password: str, want: CatalogCopy) -> list[dict[
     missing = sorted(set(want.types) - {services[e["service_id"]] for e in source})
     if missing:
         raise KeystoneRefused(f"the catalog has no {', '.join(missing)} endpoint under region {want.source}, whose "
-                              f"control plane serves {ks.region_name}: its services did not register")
+                              f"control plane serves {ks.region_name}: its services did not register (see their "
+                              f"ks-endpoints Jobs in {want.source}, then run the trial again)")
     added = []
     for e in source:
         if (e["service_id"], e["interface"]) in here:

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wanwide.core.contracts import CATALOG_TYPES
+
 PORTS = {"nova": 8774, "placement": 8778, "glance": 9292, "neutron": 9696, "messaging": 5672, "openstack-db": 3307}
 """Where each service listens on its region's address (the trial's database keeps 3306, Keystone 5000)."""
-CATALOG = {"nova": ("compute", "/v2.1"), "placement": ("placement", ""), "glance": ("image", ""),
-           "neutron": ("network", "")}
+CATALOG = {s: (CATALOG_TYPES[s], path) for s, path in
+           {"nova": "/v2.1", "placement": "", "glance": "", "neutron": ""}.items()}
 """service → (its catalog type, the path its endpoints end with)."""
 INTERFACES = ("public", "internal", "admin")
 SERVICE_PROJECT = "service"

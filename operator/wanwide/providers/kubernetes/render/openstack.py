@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from wanwide.core.contracts import CATALOG_TYPES
 from wanwide.core.plan.controlplane import ControlPlane, DatabaseAt, Plane
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.render.common import PLACEHOLDER, deep_merge
@@ -34,7 +35,7 @@ APIS = {  # endpoint name in helm-toolkit → (Service, port, path)
     "compute": ("nova-api", 8774, "/v2.1/"),
     "network": ("neutron-server", 9696, None),
 }
-SERVICE_OF = {"placement": "placement", "image": "glance", "compute": "nova", "network": "neutron"}
+SERVICE_OF = {t: s for s, t in CATALOG_TYPES.items()}  # catalog type (helm-toolkit's endpoint name) → service
 PASSWORD_KEYS = SERVICE_PASSWORD
 """The generated password of each service (its Keystone, database and bus user; the bus's admin and Erlang cookie)."""
 
