@@ -65,14 +65,17 @@ def _secret(chart, name: str, key: str) -> str:
 def test_every_release_renders_with_the_mirrored_chart_in_hook_order_and_confined(testcluster, charts, doc):
     p = _plan(doc)
     rendered = _rendered(p, charts)
+    cp = p.control_plane
     for (svc, region), c in rendered.items():
         jobs = [j.split("/", 1)[1] for s in c.stages for j in s.jobs]
-        assert jobs == HOOKS[svc], (svc, region, jobs)
+        first = svc not in cp.services or cp.planes[0].where[svc] == region
+        # the catalog's service entity is made once, by the first plane's release (render/openstack.py)
+        want = HOOKS[svc] if first else [j for j in HOOKS[svc] if not j.endswith("-ks-service")]
+        assert jobs == want, (svc, region, jobs)
         assert {o["metadata"]["namespace"] for o in c.objects} <= {p.namespace(x) for x in p.region_names} | {
             p.db_namespace}
         kinds = {o["kind"] for o in c.objects}
         assert "PersistentVolumeClaim" not in kinds and "DaemonSet" not in kinds and "Ingress" not in kinds
-    cp = p.control_plane
     for r in cp.regions_of("nova-compute"):
         c = rendered[("nova-compute", r)]
         (sts,) = [o for o in c.objects if o["kind"] == "StatefulSet"]
