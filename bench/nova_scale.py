@@ -5,6 +5,10 @@ controller breaks as its fake computes and parallel tenants grow (issue 45 item 
     .venv/bin/python bench/nova_scale.py --regions 3 --regions 5 --out docs/data/nova-scale.jsonl
     .venv/bin/python bench/nova_scale.py --computes 25 --computes 100 --tenants 10 --broker-fds 1024 \
         --out docs/data/nova-controller.jsonl                             # one controller, computes grown
+    .venv/bin/python bench/nova_scale.py --computes 10 --computes 30 --computes 40 --tenants 2 --broker-fds 256 \
+        --repeat 3 --out docs/data/nova-controller.jsonl                  # the broker's bracket, 3 repetitions
+    .venv/bin/python bench/nova_scale.py --computes 10 --tenants 100 --users-per-tenant 10 \
+        --out docs/data/nova-controller.jsonl                             # the study's 100 tenants of 10 users
 
 Per region count: ``wanwide lab run`` of a Benchmark in shape ``regions`` (every region its own RabbitMQ,
 Placement, Glance, Neutron's server, Nova API/conductor/scheduler, one fake compute, MariaDB and Keystone, identity
@@ -36,6 +40,7 @@ import argparse
 import json
 import math
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -68,8 +73,9 @@ def benchmark(regions: int, name: str) -> dict:
                      "timeouts": {"provisioning": "60m", "loading": "30m"}}}
 
 
-def controller(computes: int, tenants: int, broker_fds: int | None, name: str) -> dict:
-    """The Benchmark of one controller: one region, ``computes`` fake computes beside it, ``tenants`` parallel."""
+def controller(computes: int, tenants: int, broker_fds: int | None, name: str, users: int = 1) -> dict:
+    """The Benchmark of one controller: one region, ``computes`` fake computes beside it, ``tenants`` parallel (with
+    ``users`` users each: Rally picks one of a tenant's users per iteration)."""
     messaging = {"fileDescriptors": broker_fds} if broker_fds else {}
     return {"apiVersion": "wanwide.io/v1alpha1", "kind": "Benchmark", "metadata": {"name": name},
             "spec": {"topology": {"generate": {"count": 1}},
@@ -79,7 +85,7 @@ def controller(computes: int, tenants: int, broker_fds: int | None, name: str) -
                      "workload": {"load": "light", "loadRegion": "r1", "warmup": {"times": 1},
                                   "scenarios": [{"name": "NovaServers.boot_and_delete_server", "times": 2 * tenants,
                                                  "concurrency": tenants,
-                                                 "users": {"tenants": tenants, "usersPerTenant": 1}}]},
+                                                 "users": {"tenants": tenants, "usersPerTenant": users}}]},
                      "timeouts": {"provisioning": "60m", "loading": "30m"}}}
 
 
@@ -243,8 +249,18 @@ def main() -> int:
     ap.add_argument("--tenants", type=int, action="append", help="--computes: parallel tenants booting (repeatable: "
                     "every count of computes with every count of tenants; default 4)")
     ap.add_argument("--broker-fds", type=int, help="--computes: the broker's open-file limit (default: the lab's)")
+    ap.add_argument("--users-per-tenant", type=int, default=1, help="--computes: users in each tenant (the 2014 study's "
+                    "100 tenants had 10 each; default 1)")
+    ap.add_argument("--repeat", type=int, default=1, help="run every point this many times: repetition after "
+                    "repetition, each in an order drawn from --seed (default 1)")
+    ap.add_argument("--seed", type=int, help="the order's seed (default: drawn, printed and recorded)")
     ap.add_argument("--out", type=Path, help="append each result as a JSON line here")
     a = ap.parse_args()
+    if not 1 <= a.repeat <= 10:
+        ap.error(f"--repeat {a.repeat}: 1 to 10")
+    if not 1 <= a.users_per_tenant <= 10:
+        ap.error(f"--users-per-tenant {a.users_per_tenant}: 1 to 10")
+    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(2**31)
     runs: list[tuple[int, dict | None]] = []
     for n in a.regions or ([] if a.computes else [3]):
         if not 1 <= n <= 20:
@@ -256,13 +272,21 @@ def main() -> int:
         for t in a.tenants or [4]:
             if not 1 <= t <= 100:
                 ap.error(f"--tenants {t}: 1 to 100")
-            runs.append((1, controller(c, t, a.broker_fds, f"nova-ctl-{c}-{t}")))
-    for n, doc in runs:
+            u = a.users_per_tenant
+            runs.append((1, controller(c, t, a.broker_fds, f"nova-ctl-{c}-{t}" + (f"-u{u}" if u > 1 else ""), u)))
+    order = [(i, n, doc) for i in range(a.repeat) for n, doc in random.Random(seed + i).sample(runs, len(runs))]
+    print(f"{len(order)} run(s): {a.repeat} repetition(s) of {len(runs)} point(s), each repetition's order drawn "
+          f"from seed {seed} (--seed {seed} repeats it)", flush=True)
+    for k, (i, n, doc) in enumerate(order, 1):
+        print(f"run {k}/{len(order)} (repetition {i + 1}): {doc['metadata']['name'] if doc else f'{n} region(s)'}",
+              flush=True)
         with tempfile.TemporaryDirectory(prefix="nova-scale-", dir="/var/tmp") as tmp:
             Path(tmp).chmod(0o755)  # the lab's MariaDB and memcached run as their own users
             r = measure(n, Path(tmp), doc)
         r["tenants"] = doc["spec"]["workload"]["scenarios"][0]["users"]["tenants"] if doc else None
         r["broker_fds"] = a.broker_fds if doc else None
+        r["users_per_tenant"] = doc["spec"]["workload"]["scenarios"][0]["users"]["usersPerTenant"] if doc else None
+        r["repetition"], r["seed"] = i + 1, seed
         b = r["broker_peak"]
         print(f"{r['benchmark']}: {r['result'] or 'failed'} (rc {r['rc']}); deployed in {r['deploy_s']} s "
               f"(whole run {r['wall_s']:.0f} s); computes up {r['computes_up']}; a region's PSS "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,5 +15,6 @@ def load(name: str, path: Path | None = None) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path or DOCS / "data" / f"{name}.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # a dataclass in it resolves its annotations through its module
     spec.loader.exec_module(mod)
     return mod

@@ -15,11 +15,13 @@ tests/results/test_nova_page.py fails when the page and the data disagree.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -450,94 +452,296 @@ def computes_of(run: dict) -> int:
     return int(str(run["benchmark"]).split("-")[2])
 
 
-def broker_fit(runs: list[dict]) -> tuple[float, float, int] | None:
-    """The broker's peak open files against the computes, least squares over the runs whose computes all came up
-    and whose broker stayed under its limit: (files at no compute, files per compute, runs fitted); None under two
-    distinct counts."""
+def users_of(run: dict) -> int:
+    return int(run.get("users_per_tenant") or 1)  # the runs before the option had one user per tenant
+
+
+def point_of(run: dict) -> tuple[int, int, int, int]:
+    """(the broker's limit given, 0 for the lab's; computes; tenants; users per tenant): the runs of one point."""
+    return run.get("broker_fds") or 0, computes_of(run), int(run.get("tenants") or 0), users_of(run)
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerFit:
+    """The broker's sampled peak files = ``base`` + ``per`` × computes, least squares over ``n`` runs, with each
+    coefficient's interval (Student's t over n − 2 degrees of freedom; None under 3 runs)."""
+
+    base: float
+    per: float
+    n: int
+    base_ci: tuple[float, float] | None
+    per_ci: tuple[float, float] | None
+
+
+def broker_fit(runs: list[dict], confidence: float = CONFIDENCE) -> BrokerFit | None:
+    """The broker's peak open files against the computes, over the runs whose computes all came up and whose broker
+    stayed under its limit; None under two distinct counts."""
     pts = [(computes_of(r), r["broker_peak"]["files"]) for r in runs if came_up(r) and not at_limit(r)]
     if len({n for n, _ in pts}) < 2:
         return None
-    slope, intercept = np.polyfit([n for n, _ in pts], [f for _, f in pts], 1)
-    return float(intercept), float(slope), len(pts)
+    x, y = np.array([n for n, _ in pts], float), np.array([f for _, f in pts], float)
+    per, base = np.polyfit(x, y, 1)
+    n = len(pts)
+    if n < 3:
+        return BrokerFit(float(base), float(per), n, None, None)
+    sxx = float(((x - x.mean()) ** 2).sum())
+    s = math.sqrt(float(((y - (base + per * x)) ** 2).sum()) / (n - 2))
+    t = float(stats.t.ppf((1 + confidence) / 2, n - 2))
+    h_per, h_base = t * s / math.sqrt(sxx), t * s * math.sqrt(1 / n + x.mean() ** 2 / sxx)
+    return BrokerFit(float(base), float(per), n, (base - h_base, base + h_base), (per - h_per, per + h_per))
 
 
-def at_each_limit(runs: list[dict]) -> list[tuple[int, list[int], list[int]]]:
-    """Per broker limit given: (limit, the computes of the runs under it that came up, of those out of descriptors)."""
-    return [(f, sorted(computes_of(r) for r in runs if r.get("broker_fds") == f and not at_limit(r) and came_up(r)),
-             sorted(computes_of(r) for r in runs if r.get("broker_fds") == f and at_limit(r)))
-            for f in sorted({r["broker_fds"] for r in runs if r.get("broker_fds")})]
+@dataclasses.dataclass(frozen=True)
+class AtLimit:
+    """One broker limit's runs by computes: held in every run, out of descriptors in every run, or some of each."""
+
+    limit: int
+    held: list[int]  # every run came up and stayed under the limit
+    broke: list[int]  # every run ran the broker out of descriptors
+    mixed: dict[int, tuple[int, int]]  # computes: (runs out of descriptors, runs)
+    runs: dict[int, int]  # computes: runs
 
 
-def bracket(runs: list[dict], base: float) -> tuple[float, float, int] | None:
-    """A compute's demand on the broker's files from the tightest limit that both held and broke: (low, high, limit),
-    from the most computes under it and the fewest out of descriptors at it; None when no limit did both."""
+def at_each_limit(runs: list[dict]) -> list[AtLimit]:
+    """Per broker limit given, its counts of computes sorted by what the broker did in their runs (a run whose
+    computes did not all come up counts for neither side)."""
+    out = []
+    for f in sorted({r["broker_fds"] for r in runs if r.get("broker_fds")}):
+        by: dict[int, list[dict]] = {}
+        for r in runs:
+            if r.get("broker_fds") == f and (came_up(r) or at_limit(r)):
+                by.setdefault(computes_of(r), []).append(r)
+        held = sorted(n for n, rs in by.items() if not any(map(at_limit, rs)))
+        broke = sorted(n for n, rs in by.items() if all(map(at_limit, rs)))
+        mixed = {n: (sum(map(at_limit, rs)), len(rs)) for n, rs in sorted(by.items()) if n not in held + broke}
+        out.append(AtLimit(f, held, broke, mixed, {n: len(rs) for n, rs in by.items()}))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Bracket:
+    """A compute's demand on the broker's files, bracketed by a limit that held with ``held`` computes in every run
+    and ran out with ``broke`` in every run: between ``low`` and ``high`` files, the base's interval included."""
+
+    low: float
+    high: float
+    limit: int
+    held: int
+    broke: int
+    runs_held: int
+    runs_broke: int
+
+
+def bracket(runs: list[dict], fit: BrokerFit) -> Bracket | None:
+    """The tightest bracket over the limits that both held and broke; None when no limit did both. Held at H: base
+    + H × d < limit; out at B: base + B × d ≥ limit; so d lies in [(limit − base) / B, (limit − base) / H], widened
+    by the base's interval where it has one."""
+    lo_base, hi_base = fit.base_ci or (fit.base, fit.base)
     best = None
-    for f, under, over in at_each_limit(runs):
-        if under and over and max(under) < min(over):
-            lo, hi = (f - base) / min(over), (f - base) / max(under)
-            if best is None or hi - lo < best[1] - best[0]:
-                best = (lo, hi, f)
+    for a in at_each_limit(runs):
+        if a.held and a.broke and max(a.held) < min(a.broke):
+            h, b = max(a.held), min(a.broke)
+            lo, hi = (a.limit - hi_base) / b, (a.limit - lo_base) / h
+            if best is None or hi - lo < best.high - best.low:
+                best = Bracket(lo, hi, a.limit, h, b, a.runs[h], a.runs[b])
     return best
+
+
+def predicted(fit: BrokerFit, b: Bracket, limit: int) -> tuple[float, float]:
+    """(held below, out of descriptors from): the computes a limit holds whatever the demand and base inside their
+    intervals, and those it cannot."""
+    lo_base, hi_base = fit.base_ci or (fit.base, fit.base)
+    return (limit - hi_base) / b.high, (limit - lo_base) / b.low
 
 
 def _pct(v) -> str:
     return f"{float(v):.0f} %" if v is not None else "—"
 
 
+def _spread(vals: list[float], fmt: str = "{:.0f}") -> str:
+    """One value, or the median and the range of a point's runs."""
+    if not vals:
+        return "—"
+    if len(vals) == 1 or min(vals) == max(vals):
+        return fmt.format(vals[0])
+    return f"{fmt.format(statistics.median(vals))} [{fmt.format(min(vals))}–{fmt.format(max(vals))}]"
+
+
+def _failures(rs: list[dict]) -> str:
+    """What failed the iterations of a point's runs: each error's type (and, for an API error, the exception it names),
+    most frequent first."""
+    c: dict[str, int] = {}
+    for r in rs:
+        for k, n in (r.get("errors") or {}).items():
+            kind = k.split(":", 1)[0]
+            inner = re.search(r"<class '[\w.]*?(\w+)'>", k)
+            kind = f"{kind} ({inner[1]})" if inner else kind
+            c[kind] = c.get(kind, 0) + n
+        for e in r.get("rally_errors") or []:
+            kind = str(e).split(":", 1)[0][:60]
+            c[kind] = c.get(kind, 0) + 1
+    return ", ".join(f"{k} ×{n}" for k, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) or "—"
+
+
+def _ci(ci: tuple[float, float] | None, digits: int) -> str:
+    return f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else " (no interval: 2 runs)"
+
+
 def controller(_d=None, path: Path = CONTROLLER) -> str:
     runs = controller_runs(path)
     if not runs:
         return "*Not measured yet: no docs/data/nova-controller.jsonl committed.*"
-    lines = ["| computes | tenants | broker's file limit | came up | computes up | broker's peak: files (sockets) | "
-             "the broker said | boot-and-deletes ok / run | mean (s) | per second | CPU pressure | deployed in |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(runs, key=lambda r: (r.get("broker_fds") or 0, computes_of(r), r.get("tenants") or 0)):
-        n = computes_of(r)
-        b, said = r["broker_peak"], r.get("broker_said") or {}
-        said_text = "; ".join(x for x in (f"alarm {said['alarm_at'][11:19]}" if said.get("alarm_at") else "",
-                                          f"{said['accept_refusals']} accepts refused" if said.get("accept_refusals") else "")
-                              if x) or "—"
-        it, failed = r.get("iterations"), r.get("failed_iterations")
-        ok = f"{it - failed} / {it}" if it is not None and failed is not None else "— (no load)"
-        mean = f"{r['mean_iteration_s']:.2f}" if r.get("mean_iteration_s") else "—"
-        rate = f"{r['tenants'] / r['mean_iteration_s']:.2f}" if r.get("mean_iteration_s") and r.get("tenants") else "—"
-        fds = r.get("broker_fds") or f"{r['broker_peak']['limit']} (the lab's)"
-        limit = "**at the limit**" if at_limit(r) else "under"
-        lines.append(f"| {n} | {r.get('tenants')} | {fds} | "
-                     f"{'yes' if came_up(r) else '**no**'} | {r.get('computes_up')} | {b['files']} ({b['sockets']}) of "
-                     f"{b['limit']}: {limit} | {said_text} | {ok} | {mean} | {rate} | "
-                     f"{_pct(r.get('cpu_pressure_pct'))} | {r.get('deploy_s') or '—'} s |")
+    lines = ["| computes | tenants × users | broker's file limit | runs | came up | broker's peak files (sockets), "
+             "median [range] | out of descriptors | the broker said | boot-and-deletes ok | what failed | mean (s) | "
+             "per second | CPU pressure | deployed in (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    by: dict[tuple[int, int, int, int], list[dict]] = {}
+    for r in runs:
+        by.setdefault(point_of(r), []).append(r)
+    for (f, n, t, u), rs in sorted(by.items()):
+        alarms = sum(bool((r.get("broker_said") or {}).get("alarm_at")) for r in rs)
+        refused = sum((r.get("broker_said") or {}).get("accept_refusals") or 0 for r in rs)
+        said = "; ".join(x for x in (f"alarm in {alarms}" if alarms else "",
+                                     f"{refused} accepts refused" if refused else "") if x) or "—"
+        its = [r for r in rs if r.get("iterations") is not None and r.get("failed_iterations") is not None]
+        ok = (f"{sum(r['iterations'] - r['failed_iterations'] for r in its)} / {sum(r['iterations'] for r in its)}"
+              if its else "— (no load)")
+        means = [r["mean_iteration_s"] for r in rs if r.get("mean_iteration_s")]
+        rates = [t / m for m in means] if t else []
+        out = sum(map(at_limit, rs))
+        limit = f"{f}" if f else f"{rs[0]['broker_peak']['limit']} (the lab's)"
+        up = sum(map(came_up, rs))
+        lines.append(
+            f"| {n} | {t} × {u} | {limit} | {len(rs)} | {'all' if up == len(rs) else f'**{up} of {len(rs)}**'} | "
+            f"{_spread([r['broker_peak']['files'] for r in rs])} "
+            f"({_spread([r['broker_peak']['sockets'] for r in rs])}) | "
+            f"{f'**{out} of {len(rs)}**' if out else 'none'} | {said} | {ok} | {_failures(rs)} | "
+            f"{_spread(means, '{:.2f}')} | {_spread(rates, '{:.2f}')} | "
+            f"{_spread([r['cpu_pressure_pct'] for r in rs if r.get('cpu_pressure_pct') is not None], '{:.0f} %')} | "
+            f"{_spread([r['deploy_s'] for r in rs if r.get('deploy_s')])} |")
     # the broker's sweep: the runs given a limit, all at one load (the files over the computes' own grow with the
     # tenants' concurrency: the API's and conductor's connections), fitted and bracketed alone
     sweep = [r for r in runs if r.get("broker_fds")]
     fit = broker_fit(sweep)
-    if fit is not None:
-        a, per, k = fit
-        limits = sorted({r["broker_fds"] for r in sweep} | {DEFAULT_FDS})
-        pred = ", ".join(f"{(f - a) / per:.0f} computes at {f} files" for f in limits)
-        seen = [f"at {f} files, under the limit with {', '.join(map(str, under)) or 'none'} computes, "
-                f"out of descriptors with {', '.join(map(str, over)) or 'none'}" for f, under, over in at_each_limit(sweep)]
-        lines.append("")
-        lines.append(f"The broker's peak open files, sampled every 2 s, grow by **{per:.2f} per compute** over {a:.0f} "
-                     f"with none (least squares over the {k} runs of its sweep under their limit, "
-                     f"{'/'.join(sorted({str(r.get('tenants')) for r in sweep}))} tenants; one run per point, no interval). "
-                     f"Where that line meets a limit: {pred}. Observed: {'; '.join(seen)}.")
-        b = bracket(sweep, a)
-        if b is not None:
-            lo, hi, f = b
-            far = ((DEFAULT_FDS - a) / hi, (DEFAULT_FDS - a) / lo)
-            verdict = ("agrees" if far[0] <= STUDY_BREAK <= far[1] else "contradicts")
-            lines.append("")
-            lines.append(f"**What a compute costs the broker, bracketed by the limit itself**: at {f} files it held "
-                         f"and then ran out, so a compute's demand (its files while the computes start) is between "
-                         f"**{lo:.1f} and {hi:.1f} files** (over the {a:.0f} without computes). At the {DEFAULT_FDS}-file "
-                         f"default that is **{far[0]:.0f} to {far[1]:.0f} computes**; the 2014 study's broker ran out "
-                         f"near {STUDY_BREAK}: {verdict}.")
+    if fit is None:
+        return "\n".join(lines)
+    level = f"{CONFIDENCE:.0%}"
+    limits = sorted({r["broker_fds"] for r in sweep} | {DEFAULT_FDS})
+    pred = ", ".join(f"{(f - fit.base) / fit.per:.0f} computes at {f} files" for f in limits)
+    seen = []
+    for a in at_each_limit(sweep):
+        mixed = "".join(f"; with {n}, out in {k} of {m} runs" for n, (k, m) in a.mixed.items())
+        seen.append(f"at {a.limit} files, under the limit in every run with "
+                    f"{', '.join(f'{n} ({a.runs[n]})' for n in a.held) or 'none'} computes, out of descriptors in "
+                    f"every run with {', '.join(f'{n} ({a.runs[n]})' for n in a.broke) or 'none'}{mixed}")
+    lines += ["", f"The broker's peak open files, sampled every 2 s, grow by **{fit.per:.2f} per compute**"
+              f"{_ci(fit.per_ci, 2)} over {fit.base:.0f}{_ci(fit.base_ci, 0) if fit.base_ci else ''} with none (least squares over the "
+              f"{fit.n} runs of its sweep under their limit, {'/'.join(sorted({str(r.get('tenants')) for r in sweep}))} "
+              f"tenants; intervals {level}). Where that line meets a limit: {pred}. Observed (runs in brackets): "
+              f"{'; '.join(seen)}."]
+    b = bracket(sweep, fit)
+    if b is None:
+        return "\n".join(lines)
+    lo_n, hi_n = predicted(fit, b, DEFAULT_FDS)
+    verdict = "agrees" if lo_n <= STUDY_BREAK <= hi_n else "contradicts"
+    lines += ["", f"**What a compute costs the broker, bracketed by the limit itself**: at {b.limit} files it held "
+              f"with {b.held} computes in {b.runs_held} of {b.runs_held} runs and ran out with {b.broke} in "
+              f"{b.runs_broke} of {b.runs_broke}, so a compute's demand (its files while the computes start) is "
+              f"between **{b.low:.1f} and {b.high:.1f} files** (over the base {'and its interval' if fit.base_ci else ''}"
+              f"{'' if fit.base_ci else f'of {fit.base:.0f}'}). At the {DEFAULT_FDS}-file default that is "
+              f"**{lo_n:.0f} to {hi_n:.0f} computes**; the 2014 study's broker ran out near {STUDY_BREAK}: {verdict}."]
+    checks = []
+    for a in at_each_limit(sweep):
+        if a.limit == b.limit:
+            continue
+        hold, out = predicted(fit, b, a.limit)
+        for n in sorted(a.runs):
+            did = "held" if n in a.held else "ran out" if n in a.broke else "held in some runs only"
+            want = "hold" if n < hold else "run out" if n >= out else "either"
+            ok = ("agrees" if (want, did) in (("hold", "held"), ("run out", "ran out")) else
+                  "cannot tell" if want == "either" else "contradicts")
+            checks.append(f"{n} computes at {a.limit} files (held below {hold:.0f}, out from {out:.0f}): predicted "
+                          f"to {want}, {did} in {a.runs[n]} run{'s' if a.runs[n] > 1 else ''}: **{ok}**")
+    if checks:
+        lines += ["", "**The bracket tested at another limit** (what it predicts with the demand and the base anywhere "
+                  "inside their intervals): " + "; ".join(checks) + "."]
     return "\n".join(lines)
 
 
+SCALE = HERE / "nova-scale.jsonl"  # bench/nova_scale.py --regions N, a line a run
+HEADROOM_MIB = 2048  # left to the kernel and the tools (bench/nova_scale.py's)
+
+
+def _mean_ci(vals: list[float], confidence: float = CONFIDENCE) -> tuple[float, tuple[float, float] | None]:
+    """The mean and its t interval (None under 2 values)."""
+    m = statistics.mean(vals)
+    if len(vals) < 2:
+        return m, None
+    h = float(stats.t.ppf((1 + confidence) / 2, len(vals) - 1)) * statistics.stdev(vals) / math.sqrt(len(vals))
+    return m, (m - h, m + h)
+
+
+def _mci(vals: list[float], digits: int = 0) -> str:
+    m, ci = _mean_ci(vals)
+    return f"{m:,.{digits}f}" + (f" [{ci[0]:,.{digits}f}, {ci[1]:,.{digits}f}]" if ci else " (one run)")
+
+
+def lost_per_region(run: dict) -> float:
+    """What the machine lost while the run's regions were up (MemAvailable before less its lowest), per region: the
+    processes' PSS and what they do not count (the in-memory databases' files, the page cache)."""
+    return (run["available_before_mib"] - run["available_min_mib"]) / run["regions"]
+
+
+def scale(_d=None, path: Path = SCALE) -> str:
+    runs = [r for r in controller_runs(path) if r.get("regions")]
+    if not runs:
+        return "*Not measured yet: no docs/data/nova-scale.jsonl committed.*"
+    level = f"{CONFIDENCE:.0%}"
+    lines = [f"| regions | runs | succeeded | deployed in (s), mean [{level}] | whole run (s) | a region's PSS (MiB), "
+             "median [range] | processes a region | MemAvailable before → lowest (MiB), median | lost per region (MiB), "
+             f"mean [{level}] | boots ok | CPU pressure |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    by: dict[int, list[dict]] = {}
+    for r in runs:
+        by.setdefault(r["regions"], []).append(r)
+    for n, rs in sorted(by.items()):
+        pss = [v["pss_mib"] for r in rs for v in (r.get("memory") or {}).values()]
+        procs = [v["processes"] for r in rs for v in (r.get("memory") or {}).values()]
+        its = [r for r in rs if r.get("iterations") is not None]
+        ok = sum(r["iterations"] - (r.get("failed_iterations") or 0) for r in its)
+        lines.append(
+            f"| {n} | {len(rs)} | {sum(r.get('result') == 'succeeded' for r in rs)} | "
+            f"{_mci([r['deploy_s'] for r in rs if r.get('deploy_s')])} | {_spread([r['wall_s'] for r in rs])} | "
+            f"{_spread(pss)} | {_spread(procs)} | {statistics.median(r['available_before_mib'] for r in rs):,.0f} → "
+            f"{statistics.median(r['available_min_mib'] for r in rs):,.0f} | {_mci([lost_per_region(r) for r in rs])} | "
+            f"{ok} / {sum(r['iterations'] for r in its)} | "
+            f"{_spread([r['cpu_pressure_pct'] for r in rs if r.get('cpu_pressure_pct') is not None], '{:.0f} %')} |")
+    small = min(by)
+    per, ci = _mean_ci([lost_per_region(r) for r in by[small]])
+    avail = statistics.median(r["available_before_mib"] for r in by[small])
+    fits = [(avail - HEADROOM_MIB) / x for x in ((ci[1], per, ci[0]) if ci else (per, per, per))]
+    out = ["", f"**How many regions fit by memory** (what the machine lost per region at {small} regions, "
+           f"{len(by[small])} run{'s' if len(by[small]) > 1 else ''}, against the {avail:,.0f} MiB available less "
+           f"{HEADROOM_MIB:,} MiB headroom): **{fits[1]:.0f} regions**"
+           + (f" [{fits[0]:.0f}, {fits[2]:.0f}]" if ci else " (one run: no interval)") + ". The CPU (2 cores) is the "
+           "other bound; the table's CPU pressure is the deploy's and the light load's, not a limit found."]
+    for n in sorted(by):
+        if n == small or ci is None:
+            continue
+        lost = [r["available_before_mib"] - r["available_min_mib"] for r in by[n]]
+        lo, hi = n * ci[0], n * ci[1]
+        verdict = ("agrees" if all(lo <= x <= hi for x in lost) else
+                   "more than predicted" if all(x > hi for x in lost) else
+                   "less than predicted" if all(x < lo for x in lost) else "mixed")
+        out.append("")
+        out.append(f"**{n} regions against the prediction from {small}**: {n} × [{ci[0]:,.0f}, {ci[1]:,.0f}] = "
+                   f"[{lo:,.0f}, {hi:,.0f}] MiB lost predicted, {', '.join(f'{x:,.0f}' for x in lost)} MiB measured: "
+                   f"**{verdict}**.")
+    return "\n".join(lines + out)
+
+
 BLOCKS = {"nova-setup": setup, "nova-findings": findings, "nova-rtt": rtt, "nova-loss": loss, "nova-wan": wan,
-          "nova-controller": controller}
+          "nova-controller": controller, "nova-scale": scale}
 
 
 def render() -> dict[str, str]:

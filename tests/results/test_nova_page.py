@@ -119,11 +119,19 @@ def test_scale_fit_is_memory_over_a_region_and_says_no_region_without_one():
     assert deployed == 90.0 and [t for t, _ in ups] == [4.0, 70.0]
 
 
-def _ctl(n: int, files: int, limit: int, up: int | None = None, said: dict | None = None, failed: int = 0) -> dict:
+def _ctl(n: int, files: int, limit: int, up: int | None = None, said: dict | None = None, failed: int = 0,
+         users: int | None = None) -> dict:
     return {"benchmark": f"nova-ctl-{n}-2", "tenants": 2, "broker_fds": limit, "computes_up": n if up is None else up,
             "broker_peak": {"files": files, "sockets": files - 30, "limit": limit}, "broker_said": said or {},
             "iterations": 4, "failed_iterations": failed, "mean_iteration_s": 3.0 if failed < 4 else None,
-            "deploy_s": 60.0}
+            "deploy_s": 60.0, **({"users_per_tenant": users} if users else {}),
+            "errors": {"ClientException: Unexpected API Error.\n<class 'oslo_messaging.exceptions.MessageDeliveryFailure'>"
+                       " (HTTP ": failed} if failed else {}}
+
+
+def _write(f, runs) -> None:
+    import json
+    f.write_text("".join(json.dumps(r) + "\n" for r in runs))
 
 
 def test_the_controller_block_fits_the_brokers_files_per_compute_and_says_where_the_limit_falls(tmp_path):
@@ -131,27 +139,83 @@ def test_the_controller_block_fits_the_brokers_files_per_compute_and_says_where_
     limit (its alarm said so, every boot failed): the fit reads 5 per compute, predicts 32 computes at 200 files and
     the 1024 default's 197, and the runs are sorted into under and out of descriptors. A run at the limit is not
     fitted (its files are the limit, not the computes' demand)."""
-    import json
     nova = _nova()
     runs = [_ctl(10, 90, 200), _ctl(20, 140, 200), _ctl(40, 200, 200, said={"alarm_at": "2026-11-30 20:18:23.1"},
                                                           failed=4)]
     f = tmp_path / "ctl.jsonl"
-    f.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    _write(f, runs)
     text = nova.controller(path=f)
-    assert "**5.00 per compute** over 40" in text and "32 computes at 200 files" in text
+    assert "**5.00 per compute** (no interval: 2 runs) over 40" in text and "32 computes at 200 files" in text
     assert "197 computes at 1024 files" in text
-    assert "under the limit with 10, 20 computes, out of descriptors with 40" in text
-    assert "| 40 | 2 | 200 | yes | 40 | 200 (170) of 200: **at the limit** | alarm 20:18:23 | 0 / 4 | — | — |" in text
-    assert "| 10 | 2 | 200 | yes | 10 | 90 (60) of 200: under | — | 4 / 4 | 3.00 | 0.67 |" in text  # 2 tenants / 3 s
+    assert "under the limit in every run with 10 (1), 20 (1) computes, out of descriptors in every run with 40 (1)" in text
+    assert ("| 40 | 2 × 1 | 200 | 1 | all | 200 (170) | **1 of 1** | alarm in 1 | 0 / 4 | "
+            "ClientException (MessageDeliveryFailure) ×4 | — | — |") in text
+    assert "| 10 | 2 × 1 | 200 | 1 | all | 90 (60) | none | — | 4 / 4 | — | 3.00 | 0.67 |" in text  # 2 tenants / 3 s
     # the limit brackets a compute's demand: held at 20, out at 40 → (200 − 40) / 40 to / 20 = 4.0 to 8.0 files, so
     # 123 to 246 computes at 1024: the study's 148 inside
     assert "between **4.0 and 8.0 files**" in text and "**123 to 246 computes**" in text
     assert "ran out near 148: agrees" in text
     held = [_ctl(10, 90, 200), _ctl(30, 190, 200), _ctl(33, 200, 200, failed=4)]  # 5.1–5.3: at 1024, 185–192
-    f.write_text("".join(json.dumps(r) + "\n" for r in held))
+    _write(f, held)
     assert "ran out near 148: contradicts" in nova.controller(path=f)
     # a compute that never came up is said so, and is not fitted either
-    f.write_text("".join(json.dumps(r) + "\n" for r in [*runs, _ctl(30, 150, 200, up=12)]))
-    assert "| 30 | 2 | 200 | **no** | 12 |" in nova.controller(path=f)
+    _write(f, [*runs, _ctl(30, 150, 200, up=12)])
+    assert "| 30 | 2 × 1 | 200 | 1 | **0 of 1** |" in nova.controller(path=f)
     assert "**5.00 per compute**" in nova.controller(path=f)
     assert nova.controller(path=tmp_path / "none.jsonl").startswith("*Not measured yet")
+
+
+def test_repeated_runs_give_the_fit_intervals_widen_the_bracket_and_test_it_at_another_limit(tmp_path):
+    """Files = 40 + 5n ± 2 over nine runs under their limits (three at 10 and at 20 computes, two at 30, one at 50),
+    two out of descriptors at 40 under 200 files, 30 out in one of its two runs there. The fit's intervals by hand
+    (s = √(16 / 7), Sxx = 1355.6, t(0.975, 7) = 2.365): 5 ± 0.10 per compute, base 40 ± 2.5; the bracket from 20
+    (held 3 of 3) and 40 (out 2 of 2) widened by the base's interval: (200 − 42.5) / 40 = 3.9 to (200 − 37.5) / 20 =
+    8.1 files; at 1024, 121 to 250 computes. At 400 files it holds below (400 − 42.5) / 8.12 = 44 and runs out from
+    (400 − 37.5) / 3.94 = 92 computes: 20 out contradicts, 30 held agrees, 50 held cannot tell, 120 out agrees."""
+    nova = _nova()
+    runs = [_ctl(10, y, 200) for y in (88, 90, 92)] + [_ctl(20, y, 200) for y in (138, 140, 142)]
+    runs += [_ctl(40, 200, 200, failed=4)] * 2 + [_ctl(30, 190, 200), _ctl(30, 200, 200, failed=4)]
+    runs += [_ctl(20, 400, 400, failed=4), _ctl(30, 190, 400), _ctl(50, 290, 400), _ctl(120, 400, 400, failed=4)]
+    f = tmp_path / "ctl.jsonl"
+    _write(f, runs)
+    text = nova.controller(path=f)
+    assert "**5.00 per compute** [4.90, 5.10] over 40 [38, 42]" in text and "the 9 runs" in text
+    assert "| 10 | 2 × 1 | 200 | 3 | all | 90 [88–92] (60 [58–62]) | none |" in text
+    assert "| 30 | 2 × 1 | 200 | 2 | all | 195 [190–200] (165 [160–170]) | **1 of 2** |" in text
+    assert "with 30, out in 1 of 2 runs" in text
+    assert "held with 20 computes in 3 of 3 runs and ran out with 40 in 2 of 2" in text
+    assert "between **3.9 and 8.1 files**" in text and "**121 to 250 computes**" in text
+    both = "at 400 files (held below 44, out from 92): predicted to"
+    assert f"20 computes {both} hold, ran out in 1 run: **contradicts**" in text
+    assert f"30 computes {both} hold, held in 1 run: **agrees**" in text
+    assert f"50 computes {both} either, held in 1 run: **cannot tell**" in text
+    assert f"120 computes {both} run out, ran out in 1 run: **agrees**" in text
+    # users per tenant are a point of their own
+    _write(f, [_ctl(10, 90, 200), _ctl(10, 95, 200, users=10)])
+    assert "| 10 | 2 × 10 | 200 | 1 |" in nova.controller(path=f)
+
+
+def _scale(n: int, lost: float, deploy: float = 90.0) -> dict:
+    return {"regions": n, "result": "succeeded", "deploy_s": deploy, "wall_s": deploy + 70,
+            "available_before_mib": 20_000.0, "available_min_mib": 20_000.0 - lost, "iterations": 2,
+            "failed_iterations": 0, "cpu_pressure_pct": 5.0,
+            "memory": {f"r{i + 1}": {"processes": 24, "pss_mib": 1_300.0, "rss_mib": 1_700.0} for i in range(n)}}
+
+
+def test_the_scale_block_reads_memory_per_region_with_its_interval_and_tests_it_at_a_larger_count(tmp_path):
+    """Three 3-region runs losing 3,000 ± 300 MiB: 1,000 MiB a region, sd 100, t(0.975, 2) = 4.303, so
+    [752, 1,248]; (20,000 − 2,048) / that = 18 regions [14, 24]. An 8-region run losing 8,000 MiB lies in 8 × the
+    interval (agrees); one losing 12,000 does not (more than predicted)."""
+    nova = _nova()
+    f = tmp_path / "scale.jsonl"
+    _write(f, [_scale(3, 3_000, 88), _scale(3, 2_700, 90), _scale(3, 3_300, 92), _scale(8, 8_000, 200)])
+    text = nova.scale(path=f)
+    assert "| 3 | 3 | 3 | 90 [85, 95] |" in text  # deploy 88/90/92: sd 2, 4.303 × 2 / √3 = 5.0
+    assert "| 1,000 [752, 1,248] |" in text
+    assert "**18 regions** [14, 24]" in text
+    assert "[6,013, 9,987] MiB lost predicted, 8,000 MiB measured: **agrees**" in text
+    _write(f, [_scale(3, 3_000), _scale(3, 2_700), _scale(3, 3_300), _scale(8, 12_000)])
+    assert "12,000 MiB measured: **more than predicted**" in nova.scale(path=f)
+    _write(f, [_scale(3, 3_000)])
+    assert "(one run: no interval)" in nova.scale(path=f)
+    assert nova.scale(path=tmp_path / "none.jsonl").startswith("*Not measured yet")
