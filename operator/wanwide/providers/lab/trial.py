@@ -82,6 +82,8 @@ class LabTrial:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     sleep: Callable[[float], None] = time.sleep
     poll_s: float = 2.0  # look at least this often (runners, the load's progress)
+    min_gap_s: float = 0.25  # and at most this often when nothing moved: a step asking "again at once" while
+    # it waits on something outside (runners preparing, warming up) would otherwise spin a core of 2
     status: dict[str, Any] = field(default_factory=dict)
     log: list[dict[str, Any]] = field(default_factory=list)  # the lifecycle's event log
     stages: dict[str, lc.Progress] = field(default_factory=dict)  # each deployment stage as it went
@@ -272,7 +274,7 @@ class LabTrial:
                     self.say("Loading", line)
                     last_progress = line
             wake = step.wake_s if step.wake_s is not None else self.poll_s
-            self.sleep(max(0.0, min(wake, self.poll_s)))
+            self.sleep(max(self.min_gap_s, min(wake, self.poll_s)))
         return self.status
 
 
