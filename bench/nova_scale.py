@@ -241,6 +241,17 @@ def measure(regions: int, work: Path, doc: dict | None = None) -> dict:
             **({"tail": p.stdout[-3000:] + p.stderr[-2000:]} if p.returncode else {})}
 
 
+def harness() -> dict:
+    """The wanwide that measured (its commit, and whether the tree differed from it): the lab's own behaviour is part
+    of every run (until 2e31b72 its loop spun a core through each warm-up)."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True, timeout=20).stdout.strip()
+    try:
+        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--", "operator"))}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--regions", type=int, action="append", help="region counts, shape regions (repeatable)")
@@ -286,7 +297,7 @@ def main() -> int:
         r["tenants"] = doc["spec"]["workload"]["scenarios"][0]["users"]["tenants"] if doc else None
         r["broker_fds"] = a.broker_fds if doc else None
         r["users_per_tenant"] = doc["spec"]["workload"]["scenarios"][0]["users"]["usersPerTenant"] if doc else None
-        r["repetition"], r["seed"] = i + 1, seed
+        r["repetition"], r["seed"], r["harness"] = i + 1, seed, harness()
         b = r["broker_peak"]
         print(f"{r['benchmark']}: {r['result'] or 'failed'} (rc {r['rc']}); deployed in {r['deploy_s']} s "
               f"(whole run {r['wall_s']:.0f} s); computes up {r['computes_up']}; a region's PSS "

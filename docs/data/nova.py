@@ -456,9 +456,19 @@ def users_of(run: dict) -> int:
     return int(run.get("users_per_tenant") or 1)  # the runs before the option had one user per tenant
 
 
-def point_of(run: dict) -> tuple[int, int, int, int]:
-    """(the broker's limit given, 0 for the lab's; computes; tenants; users per tenant): the runs of one point."""
-    return run.get("broker_fds") or 0, computes_of(run), int(run.get("tenants") or 0), users_of(run)
+SPINNING = "until 2e31b72"  # the lab's loop spun a core through each warm-up (a run records its harness from then on)
+FIXED = "from 2e31b72"
+
+
+def era_of(run: dict) -> str:
+    """Which lab measured the run: the runs that name no harness were measured before its loop stopped spinning."""
+    return FIXED if run.get("harness") else SPINNING
+
+
+def point_of(run: dict) -> tuple[str, int, int, int, int]:
+    """(the lab's era, the broker's limit given, 0 for the lab's; computes; tenants; users per tenant): the runs of
+    one point."""
+    return era_of(run), run.get("broker_fds") or 0, computes_of(run), int(run.get("tenants") or 0), users_of(run)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -591,14 +601,14 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
     runs = controller_runs(path)
     if not runs:
         return "*Not measured yet: no docs/data/nova-controller.jsonl committed.*"
-    lines = ["| computes | tenants × users | broker's file limit | runs | came up | broker's peak files (sockets), "
+    lines = ["| lab | computes | tenants × users | broker's file limit | runs | came up | broker's peak files (sockets), "
              "median [range] | out of descriptors | the broker said | boot-and-deletes ok | what failed | mean (s) | "
              "per second | CPU pressure | deployed in (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    by: dict[tuple[int, int, int, int], list[dict]] = {}
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    by: dict[tuple[str, int, int, int, int], list[dict]] = {}
     for r in runs:
         by.setdefault(point_of(r), []).append(r)
-    for (f, n, t, u), rs in sorted(by.items()):
+    for (era, f, n, t, u), rs in sorted(by.items(), key=lambda kv: (kv[0][0] != SPINNING, *kv[0][1:])):
         alarms = sum(bool((r.get("broker_said") or {}).get("alarm_at")) for r in rs)
         refused = sum((r.get("broker_said") or {}).get("accept_refusals") or 0 for r in rs)
         said = "; ".join(x for x in (f"alarm in {alarms}" if alarms else "",
@@ -612,7 +622,7 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
         limit = f"{f}" if f else f"{rs[0]['broker_peak']['limit']} (the lab's)"
         up = sum(map(came_up, rs))
         lines.append(
-            f"| {n} | {t} × {u} | {limit} | {len(rs)} | {'all' if up == len(rs) else f'**{up} of {len(rs)}**'} | "
+            f"| {era} | {n} | {t} × {u} | {limit} | {len(rs)} | {'all' if up == len(rs) else f'**{up} of {len(rs)}**'} | "
             f"{_spread([r['broker_peak']['files'] for r in rs])} "
             f"({_spread([r['broker_peak']['sockets'] for r in rs])}) | "
             f"{f'**{out} of {len(rs)}**' if out else 'none'} | {said} | {ok} | {_failures(rs)} | "
@@ -620,11 +630,20 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
             f"{_spread([r['cpu_pressure_pct'] for r in rs if r.get('cpu_pressure_pct') is not None], '{:.0f} %')} | "
             f"{_spread([r['deploy_s'] for r in rs if r.get('deploy_s')])} |")
     # the broker's sweep: the runs given a limit, all at one load (the files over the computes' own grow with the
-    # tenants' concurrency: the API's and conductor's connections), fitted and bracketed alone
-    sweep = [r for r in runs if r.get("broker_fds")]
+    # tenants' concurrency: the API's and conductor's connections), fitted and bracketed alone, each lab's alone
+    for era in (SPINNING, FIXED):
+        sweep = [r for r in runs if r.get("broker_fds") and era_of(r) == era]
+        if sweep:
+            lines += sweep_text(sweep, era)
+    return "\n".join(lines)
+
+
+def sweep_text(sweep: list[dict], era: str) -> list[str]:
+    """The broker's sweep of one lab: the fit, the bracket, the bracket tested at the other limits."""
+    lines: list[str] = []
     fit = broker_fit(sweep)
     if fit is None:
-        return "\n".join(lines)
+        return lines
     level = f"{CONFIDENCE:.0%}"
     limits = sorted({r["broker_fds"] for r in sweep} | {DEFAULT_FDS})
     pred = ", ".join(f"{(f - fit.base) / fit.per:.0f} computes at {f} files" for f in limits)
@@ -634,14 +653,14 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
         seen.append(f"at {a.limit} files, under the limit in every run with "
                     f"{', '.join(f'{n} ({a.runs[n]})' for n in a.held) or 'none'} computes, out of descriptors in "
                     f"every run with {', '.join(f'{n} ({a.runs[n]})' for n in a.broke) or 'none'}{mixed}")
-    lines += ["", f"The broker's peak open files, sampled every 2 s, grow by **{fit.per:.2f} per compute**"
+    lines += ["", f"*The lab {era}*: the broker's peak open files, sampled every 2 s, grow by **{fit.per:.2f} per compute**"
               f"{_ci(fit.per_ci, 2)} over {fit.base:.0f}{_ci(fit.base_ci, 0) if fit.base_ci else ''} with none (least squares over the "
               f"{fit.n} runs of its sweep under their limit, {'/'.join(sorted({str(r.get('tenants')) for r in sweep}))} "
               f"tenants; intervals {level}). Where that line meets a limit: {pred}. Observed (runs in brackets): "
               f"{'; '.join(seen)}."]
     b = bracket(sweep, fit)
     if b is None:
-        return "\n".join(lines)
+        return lines
     lo_n, hi_n = predicted(fit, b, DEFAULT_FDS)
     verdict = "agrees" if lo_n <= STUDY_BREAK <= hi_n else "contradicts"
     lines += ["", f"**What a compute costs the broker, bracketed by the limit itself**: at {b.limit} files it held "
@@ -665,7 +684,7 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
     if checks:
         lines += ["", "**The bracket tested at another limit** (what it predicts with the demand and the base anywhere "
                   "inside their intervals): " + "; ".join(checks) + "."]
-    return "\n".join(lines)
+    return lines
 
 
 SCALE = HERE / "nova-scale.jsonl"  # bench/nova_scale.py --regions N, a line a run

@@ -219,3 +219,19 @@ def test_the_scale_block_reads_memory_per_region_with_its_interval_and_tests_it_
     _write(f, [_scale(3, 3_000)])
     assert "(one run: no interval)" in nova.scale(path=f)
     assert nova.scale(path=tmp_path / "none.jsonl").startswith("*Not measured yet")
+
+
+def test_the_runs_of_the_spinning_lab_and_of_the_fixed_one_are_fitted_apart(tmp_path):
+    """Until 2e31b72 the lab's loop spun a core through each warm-up; runs from then on record their harness. The
+    two labs' runs are separate points and separate fits: a fixed-lab sweep of 4 + 6 per compute beside an earlier
+    one of 40 + 5."""
+    nova = _nova()
+    old = [_ctl(10, 90, 200), _ctl(20, 140, 200)]
+    new = [{**_ctl(10, 64, 200), "harness": {"commit": "x", "dirty": False}},
+           {**_ctl(20, 124, 200), "harness": {"commit": "x", "dirty": False}}]
+    f = tmp_path / "ctl.jsonl"
+    _write(f, old + new)
+    text = nova.controller(path=f)
+    assert "*The lab until 2e31b72*: the broker's peak open files, sampled every 2 s, grow by **5.00 per compute**" in text
+    assert "*The lab from 2e31b72*: the broker's peak open files, sampled every 2 s, grow by **6.00 per compute**" in text
+    assert "| until 2e31b72 | 10 | 2 × 1 | 200 | 1 |" in text and "| from 2e31b72 | 10 | 2 × 1 | 200 | 1 |" in text
