@@ -473,7 +473,7 @@ def point_of(run: dict) -> tuple[str, int, int, int, int]:
 
 @dataclasses.dataclass(frozen=True)
 class BrokerFit:
-    """The broker's sampled peak files = ``base`` + ``per`` × computes, least squares over ``n`` runs, with each
+    """The broker's sampled peak sockets = ``base`` + ``per`` × computes, least squares over ``n`` runs, with each
     coefficient's interval (Student's t over n − 2 degrees of freedom; None under 3 runs)."""
 
     base: float
@@ -483,10 +483,36 @@ class BrokerFit:
     per_ci: tuple[float, float] | None
 
 
+ANNOUNCED = re.compile(r"approx (\d+) file handles \((\d+) sockets\)")
+
+
+def announced(runs: list[dict]) -> dict[int, tuple[int, int]]:
+    """What RabbitMQ announced at boot for each open-file limit it ran with: (file handles, sockets it lets
+    connections obtain). Its file-descriptor alarm is the sockets' count reaching the second."""
+    out = {}
+    for r in runs:
+        m = ANNOUNCED.search(str((r.get("broker_said") or {}).get("announced") or ""))
+        if m and r["broker_peak"].get("limit"):
+            out[int(r["broker_peak"]["limit"])] = (int(m[1]), int(m[2]))
+    return out
+
+
+def socket_limit(limit: int, seen: dict[int, tuple[int, int]]) -> tuple[int, str]:
+    """The sockets RabbitMQ lets connections obtain under an open-file limit, and how it is known: announced by a run,
+    else by RabbitMQ's rule (file_handle_cache's OBTAIN_LIMIT: trunc(0.9 × handles − 2)) over the handles it keeps
+    below the limit in the runs that announced theirs (the same offset at every limit seen)."""
+    if limit in seen:
+        return seen[limit][1], "announced"
+    offsets = sorted({f - h for f, (h, _) in seen.items()})
+    if len(offsets) != 1:
+        raise ValueError(f"RabbitMQ's handles below its limit: {offsets or 'none announced'}; cannot carry them over")
+    return math.trunc(0.9 * (limit - offsets[0]) - 2), f"by RabbitMQ's rule, {offsets[0]} handles kept below the limit"
+
+
 def broker_fit(runs: list[dict], confidence: float = CONFIDENCE) -> BrokerFit | None:
-    """The broker's peak open files against the computes, over the runs whose computes all came up and whose broker
+    """The broker's peak open sockets against the computes, over the runs whose computes all came up and whose broker
     stayed under its limit; None under two distinct counts."""
-    pts = [(computes_of(r), r["broker_peak"]["files"]) for r in runs if came_up(r) and not at_limit(r)]
+    pts = [(computes_of(r), r["broker_peak"]["sockets"]) for r in runs if came_up(r) and not at_limit(r)]
     if len({n for n, _ in pts}) < 2:
         return None
     x, y = np.array([n for n, _ in pts], float), np.array([f for _, f in pts], float)
@@ -530,38 +556,40 @@ def at_each_limit(runs: list[dict]) -> list[AtLimit]:
 
 @dataclasses.dataclass(frozen=True)
 class Bracket:
-    """A compute's demand on the broker's files, bracketed by a limit that held with ``held`` computes in every run
-    and ran out with ``broke`` in every run: between ``low`` and ``high`` files, the base's interval included."""
+    """A compute's demand on the broker's sockets, bracketed by a limit that held with ``held`` computes in every run
+    and ran out with ``broke`` in every run: between ``low`` and ``high`` sockets, the base's interval included."""
 
     low: float
     high: float
-    limit: int
+    limit: int  # the open-file limit
+    sockets: int  # the sockets RabbitMQ let connections obtain under it
     held: int
     broke: int
     runs_held: int
     runs_broke: int
 
 
-def bracket(runs: list[dict], fit: BrokerFit) -> Bracket | None:
-    """The tightest bracket over the limits that both held and broke; None when no limit did both. Held at H: base
-    + H × d < limit; out at B: base + B × d ≥ limit; so d lies in [(limit − base) / B, (limit − base) / H], widened
-    by the base's interval where it has one."""
+def bracket(runs: list[dict], fit: BrokerFit, seen: dict[int, tuple[int, int]]) -> Bracket | None:
+    """The tightest bracket over the limits that both held and broke; None when no limit did both. With S the
+    sockets a limit lets connections obtain: held at H, base + H × d < S; out at B, base + B × d ≥ S; so d lies in
+    [(S − base) / B, (S − base) / H], widened by the base's interval where it has one."""
     lo_base, hi_base = fit.base_ci or (fit.base, fit.base)
     best = None
     for a in at_each_limit(runs):
         if a.held and a.broke and max(a.held) < min(a.broke):
             h, b = max(a.held), min(a.broke)
-            lo, hi = (a.limit - hi_base) / b, (a.limit - lo_base) / h
+            cap = socket_limit(a.limit, seen)[0]
+            lo, hi = (cap - hi_base) / b, (cap - lo_base) / h
             if best is None or hi - lo < best.high - best.low:
-                best = Bracket(lo, hi, a.limit, h, b, a.runs[h], a.runs[b])
+                best = Bracket(lo, hi, a.limit, cap, h, b, a.runs[h], a.runs[b])
     return best
 
 
-def predicted(fit: BrokerFit, b: Bracket, limit: int) -> tuple[float, float]:
-    """(held below, out of descriptors from): the computes a limit holds whatever the demand and base inside their
-    intervals, and those it cannot."""
+def predicted(fit: BrokerFit, b: Bracket, sockets: int) -> tuple[float, float]:
+    """(held below, out of descriptors from): the computes a socket limit holds whatever the demand and base inside
+    their intervals, and those it cannot."""
     lo_base, hi_base = fit.base_ci or (fit.base, fit.base)
-    return (limit - hi_base) / b.high, (limit - lo_base) / b.low
+    return (sockets - hi_base) / b.high, (sockets - lo_base) / b.low
 
 
 def _pct(v) -> str:
@@ -634,46 +662,50 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
     for era in (SPINNING, FIXED):
         sweep = [r for r in runs if r.get("broker_fds") and era_of(r) == era]
         if sweep:
-            lines += sweep_text(sweep, era)
+            lines += sweep_text(sweep, era, announced(runs))
     return "\n".join(lines)
 
 
-def sweep_text(sweep: list[dict], era: str) -> list[str]:
+def sweep_text(sweep: list[dict], era: str, seen: dict[int, tuple[int, int]]) -> list[str]:
     """The broker's sweep of one lab: the fit, the bracket, the bracket tested at the other limits."""
     lines: list[str] = []
     fit = broker_fit(sweep)
     if fit is None:
         return lines
     level = f"{CONFIDENCE:.0%}"
-    limits = sorted({r["broker_fds"] for r in sweep} | {DEFAULT_FDS})
-    pred = ", ".join(f"{(f - fit.base) / fit.per:.0f} computes at {f} files" for f in limits)
-    seen = []
+    caps = {f: socket_limit(f, seen) for f in sorted({r["broker_fds"] for r in sweep} | {DEFAULT_FDS})}
+    pred = ", ".join(f"{(cap - fit.base) / fit.per:.0f} computes at {f} files ({cap} sockets, {how})"
+                     for f, (cap, how) in caps.items())
+    observed = []
     for a in at_each_limit(sweep):
         mixed = "".join(f"; with {n}, out in {k} of {m} runs" for n, (k, m) in a.mixed.items())
-        seen.append(f"at {a.limit} files, under the limit in every run with "
-                    f"{', '.join(f'{n} ({a.runs[n]})' for n in a.held) or 'none'} computes, out of descriptors in "
-                    f"every run with {', '.join(f'{n} ({a.runs[n]})' for n in a.broke) or 'none'}{mixed}")
-    lines += ["", f"*The lab {era}*: the broker's peak open files, sampled every 2 s, grow by **{fit.per:.2f} per compute**"
-              f"{_ci(fit.per_ci, 2)} over {fit.base:.0f}{_ci(fit.base_ci, 0) if fit.base_ci else ''} with none (least squares over the "
-              f"{fit.n} runs of its sweep under their limit, {'/'.join(sorted({str(r.get('tenants')) for r in sweep}))} "
-              f"tenants; intervals {level}). Where that line meets a limit: {pred}. Observed (runs in brackets): "
-              f"{'; '.join(seen)}."]
-    b = bracket(sweep, fit)
+        observed.append(f"at {a.limit} files, under the limit in every run with "
+                        f"{', '.join(f'{n} ({a.runs[n]})' for n in a.held) or 'none'} computes, out of descriptors "
+                        f"in every run with {', '.join(f'{n} ({a.runs[n]})' for n in a.broke) or 'none'}{mixed}")
+    lines += ["", f"*The lab {era}*: the broker's peak open sockets, sampled every 2 s, grow by "
+              f"**{fit.per:.2f} per compute**{_ci(fit.per_ci, 2)} over {fit.base:.0f}"
+              f"{_ci(fit.base_ci, 0) if fit.base_ci else ''} with none (least squares over the {fit.n} runs of its "
+              f"sweep under their limit, {'/'.join(sorted({str(r.get('tenants')) for r in sweep}))} tenants; "
+              f"intervals {level}). Where that line meets a limit: {pred}. Observed (runs in brackets): "
+              f"{'; '.join(observed)}."]
+    b = bracket(sweep, fit, seen)
     if b is None:
         return lines
-    lo_n, hi_n = predicted(fit, b, DEFAULT_FDS)
+    cap, how = caps[DEFAULT_FDS]
+    lo_n, hi_n = predicted(fit, b, cap)
     verdict = "agrees" if lo_n <= STUDY_BREAK <= hi_n else "contradicts"
-    lines += ["", f"**What a compute costs the broker, bracketed by the limit itself**: at {b.limit} files it held "
-              f"with {b.held} computes in {b.runs_held} of {b.runs_held} runs and ran out with {b.broke} in "
-              f"{b.runs_broke} of {b.runs_broke}, so a compute's demand (its files while the computes start) is "
-              f"between **{b.low:.1f} and {b.high:.1f} files** (over the base {'and its interval' if fit.base_ci else ''}"
-              f"{'' if fit.base_ci else f'of {fit.base:.0f}'}). At the {DEFAULT_FDS}-file default that is "
-              f"**{lo_n:.0f} to {hi_n:.0f} computes**; the 2014 study's broker ran out near {STUDY_BREAK}: {verdict}."]
+    lines += ["", f"**What a compute costs the broker, bracketed by the limit itself**: at {b.limit} files "
+              f"({b.sockets} sockets) it held with {b.held} computes in {b.runs_held} of {b.runs_held} runs and ran "
+              f"out with {b.broke} in {b.runs_broke} of {b.runs_broke}, so a compute's demand (its sockets while the "
+              f"computes start and the load runs) is between **{b.low:.1f} and {b.high:.1f} sockets** (over the base"
+              f"{' and its interval' if fit.base_ci else f' of {fit.base:.0f}'}). At the {DEFAULT_FDS}-file default "
+              f"({cap} sockets, {how}) that is **{lo_n:.0f} to {hi_n:.0f} computes**; the 2014 study's broker ran out "
+              f"near {STUDY_BREAK}: {verdict}."]
     checks = []
     for a in at_each_limit(sweep):
         if a.limit == b.limit:
             continue
-        hold, out = predicted(fit, b, a.limit)
+        hold, out = predicted(fit, b, socket_limit(a.limit, seen)[0])
         for n in sorted(a.runs):
             did = "held" if n in a.held else "ran out" if n in a.broke else "held in some runs only"
             want = "hold" if n < hold else "run out" if n >= out else "either"

@@ -119,10 +119,15 @@ def test_scale_fit_is_memory_over_a_region_and_says_no_region_without_one():
     assert deployed == 90.0 and [t for t, _ in ups] == [4.0, 70.0]
 
 
-def _ctl(n: int, files: int, limit: int, up: int | None = None, said: dict | None = None, failed: int = 0,
-         users: int | None = None) -> dict:
+ANNOUNCED = {256: "approx 159 file handles (141 sockets)", 20000: "approx 19903 file handles (17910 sockets)"}
+# what RabbitMQ 3.10 (Debian) said at boot under each limit (docs/data/nova-controller.jsonl)
+
+
+def _ctl(n: int, sockets: int, limit: int, up: int | None = None, said: dict | None = None, failed: int = 0,
+         users: int | None = None, files: int | None = None) -> dict:
     return {"benchmark": f"nova-ctl-{n}-2", "tenants": 2, "broker_fds": limit, "computes_up": n if up is None else up,
-            "broker_peak": {"files": files, "sockets": files - 30, "limit": limit}, "broker_said": said or {},
+            "broker_peak": {"files": files or sockets + 31, "sockets": sockets, "limit": limit},
+            "broker_said": {**({"announced": ANNOUNCED[limit]} if limit in ANNOUNCED else {}), **(said or {})},
             "iterations": 4, "failed_iterations": failed, "mean_iteration_s": 3.0 if failed < 4 else None,
             "deploy_s": 60.0, **({"users_per_tenant": users} if users else {}),
             "errors": {"ClientException: Unexpected API Error.\n<class 'oslo_messaging.exceptions.MessageDeliveryFailure'>"
@@ -134,65 +139,98 @@ def _write(f, runs) -> None:
     f.write_text("".join(json.dumps(r) + "\n" for r in runs))
 
 
-def test_the_controller_block_fits_the_brokers_files_per_compute_and_says_where_the_limit_falls(tmp_path):
-    """Files = 40 + 5 per compute under a 200-file limit at 10 and 20 computes; at 40 computes the broker is at its
-    limit (its alarm said so, every boot failed): the fit reads 5 per compute, predicts 32 computes at 200 files and
-    the 1024 default's 197, and the runs are sorted into under and out of descriptors. A run at the limit is not
-    fitted (its files are the limit, not the computes' demand)."""
+ALARM = {"alarm_at": "2026-11-30 20:18:23.1"}
+
+
+def test_rabbitmqs_socket_limit_is_what_it_announced_else_its_rule_over_the_handles_it_keeps():
+    """RabbitMQ lets connections obtain trunc(0.9 × handles − 2) sockets, its handles 97 below the open-file limit
+    (announced: 256 → 159 / 141, 20000 → 19903 / 17910): 1024 → 927 handles, 832 sockets; 512 → 371."""
     nova = _nova()
-    runs = [_ctl(10, 90, 200), _ctl(20, 140, 200), _ctl(40, 200, 200, said={"alarm_at": "2026-11-30 20:18:23.1"},
-                                                          failed=4)]
+    seen = nova.announced([_ctl(10, 60, 256), _ctl(10, 60, 20000)])
+    assert seen == {256: (159, 141), 20000: (19903, 17910)}
+    assert nova.socket_limit(256, seen) == (141, "announced")
+    assert nova.socket_limit(1024, seen)[0] == 832 and nova.socket_limit(512, seen)[0] == 371
+    # the rule over its own announcements: trunc(0.9 × 159 − 2) = 141, trunc(0.9 × 19903 − 2) = 17910
+    assert all(nova.socket_limit(f, {g: v for g, v in seen.items() if g != f})[0] == seen[f][1] for f in seen)
+    with pytest.raises(ValueError, match="none announced"):
+        nova.socket_limit(1024, {})
+
+
+def test_the_controller_block_fits_the_brokers_sockets_per_compute_and_says_where_the_limit_falls(tmp_path):
+    """Sockets = 20 + 4 per compute at 10 and 20 computes under 256 files (141 sockets announced); at 40 computes the
+    broker's alarm went off and every boot failed: the fit reads 4 per compute, meets 141 at 30 computes and the
+    1024 default's 832 at 203. The bracket: held at 20, out at 40, (141 − 20) / 40 = 3.0 to / 20 = 6.0 sockets a
+    compute; at 1024, 812 / 6.05 = 134 to 812 / 3.025 = 268 computes: the study's 148 inside. A run at its limit is
+    not fitted (its sockets are where the broker stopped, not the computes' demand)."""
+    nova = _nova()
+    runs = [_ctl(10, 60, 256), _ctl(20, 100, 256), _ctl(40, 225, 256, said=ALARM, failed=4, files=256)]
     f = tmp_path / "ctl.jsonl"
     _write(f, runs)
     text = nova.controller(path=f)
-    assert "**5.00 per compute** (no interval: 2 runs) over 40" in text and "32 computes at 200 files" in text
-    assert "197 computes at 1024 files" in text
+    assert "**4.00 per compute** (no interval: 2 runs) over 20" in text
+    assert "30 computes at 256 files (141 sockets, announced)" in text
+    assert "203 computes at 1024 files (832 sockets, by RabbitMQ's rule, 97 handles kept below the limit)" in text
     assert "under the limit in every run with 10 (1), 20 (1) computes, out of descriptors in every run with 40 (1)" in text
-    assert ("| 40 | 2 × 1 | 200 | 1 | all | 200 (170) | **1 of 1** | alarm in 1 | 0 / 4 | "
+    assert ("| 40 | 2 × 1 | 256 | 1 | all | 256 (225) | **1 of 1** | alarm in 1 | 0 / 4 | "
             "ClientException (MessageDeliveryFailure) ×4 | — | — |") in text
-    assert "| 10 | 2 × 1 | 200 | 1 | all | 90 (60) | none | — | 4 / 4 | — | 3.00 | 0.67 |" in text  # 2 tenants / 3 s
-    # the limit brackets a compute's demand: held at 20, out at 40 → (200 − 40) / 40 to / 20 = 4.0 to 8.0 files, so
-    # 123 to 246 computes at 1024: the study's 148 inside
-    assert "between **4.0 and 8.0 files**" in text and "**123 to 246 computes**" in text
+    assert "| 10 | 2 × 1 | 256 | 1 | all | 91 (60) | none | — | 4 / 4 | — | 3.00 | 0.67 |" in text  # 2 tenants / 3 s
+    assert "between **3.0 and 6.0 sockets**" in text and "**134 to 268 computes**" in text
     assert "ran out near 148: agrees" in text
-    held = [_ctl(10, 90, 200), _ctl(30, 190, 200), _ctl(33, 200, 200, failed=4)]  # 5.1–5.3: at 1024, 185–192
+    held = [_ctl(10, 60, 256), _ctl(25, 120, 256), _ctl(27, 200, 256, said=ALARM, failed=4)]  # 4.5–4.8: 168–181
     _write(f, held)
-    assert "ran out near 148: contradicts" in nova.controller(path=f)
+    assert "**168 to 181 computes**; the 2014 study's broker ran out near 148: contradicts" in nova.controller(path=f)
     # a compute that never came up is said so, and is not fitted either
-    _write(f, [*runs, _ctl(30, 150, 200, up=12)])
-    assert "| 30 | 2 × 1 | 200 | 1 | **0 of 1** |" in nova.controller(path=f)
-    assert "**5.00 per compute**" in nova.controller(path=f)
+    _write(f, [*runs, _ctl(30, 150, 256, up=12)])
+    assert "| 30 | 2 × 1 | 256 | 1 | **0 of 1** |" in nova.controller(path=f)
+    assert "**4.00 per compute**" in nova.controller(path=f)
     assert nova.controller(path=tmp_path / "none.jsonl").startswith("*Not measured yet")
 
 
 def test_repeated_runs_give_the_fit_intervals_widen_the_bracket_and_test_it_at_another_limit(tmp_path):
-    """Files = 40 + 5n ± 2 over nine runs under their limits (three at 10 and at 20 computes, two at 30, one at 50),
-    two out of descriptors at 40 under 200 files, 30 out in one of its two runs there. The fit's intervals by hand
-    (s = √(16 / 7), Sxx = 1355.6, t(0.975, 7) = 2.365): 5 ± 0.10 per compute, base 40 ± 2.5; the bracket from 20
-    (held 3 of 3) and 40 (out 2 of 2) widened by the base's interval: (200 − 42.5) / 40 = 3.9 to (200 − 37.5) / 20 =
-    8.1 files; at 1024, 121 to 250 computes. At 400 files it holds below (400 − 42.5) / 8.12 = 44 and runs out from
-    (400 − 37.5) / 3.94 = 92 computes: 20 out contradicts, 30 held agrees, 50 held cannot tell, 120 out agrees."""
+    """Sockets = 20 + 4n ± 2 over nine runs under their limits (three at 10 and at 20 computes, two at 30, one at
+    50), two out of descriptors at 40 under 256 files, 30 out in one of its two runs there. The fit's intervals by
+    hand (s = √(16 / 7), Sxx = 1355.6, t(0.975, 7) = 2.365): 4 ± 0.10 per compute, base 20 ± 2.5; the bracket from
+    20 (held 3 of 3) and 40 (out 2 of 2) widened by the base's interval: (141 − 22.5) / 40 = 3.0 to (141 − 17.5) /
+    20 = 6.2 sockets; at 1024 (832), 131 to 275 computes. At 512 files (371 sockets by the rule) it holds below
+    (371 − 22.5) / 6.17 = 56 and runs out from (371 − 17.5) / 2.96 = 119 computes: 20 out contradicts, 30 and 50
+    held agree, 80 out cannot tell, 120 out agrees."""
     nova = _nova()
-    runs = [_ctl(10, y, 200) for y in (88, 90, 92)] + [_ctl(20, y, 200) for y in (138, 140, 142)]
-    runs += [_ctl(40, 200, 200, failed=4)] * 2 + [_ctl(30, 190, 200), _ctl(30, 200, 200, failed=4)]
-    runs += [_ctl(20, 400, 400, failed=4), _ctl(30, 190, 400), _ctl(50, 290, 400), _ctl(120, 400, 400, failed=4)]
+    runs = [_ctl(10, y, 256) for y in (58, 60, 62)] + [_ctl(20, y, 256) for y in (98, 100, 102)]
+    runs += [_ctl(40, 225, 256, said=ALARM, failed=4)] * 2 + [_ctl(30, 140, 256), _ctl(30, 150, 256, said=ALARM)]
+    runs += [_ctl(20, 371, 512, failed=4), _ctl(30, 140, 512), _ctl(50, 220, 512), _ctl(80, 371, 512, failed=4),
+             _ctl(120, 371, 512, failed=4)]
     f = tmp_path / "ctl.jsonl"
     _write(f, runs)
     text = nova.controller(path=f)
-    assert "**5.00 per compute** [4.90, 5.10] over 40 [38, 42]" in text and "the 9 runs" in text
-    assert "| 10 | 2 × 1 | 200 | 3 | all | 90 [88–92] (60 [58–62]) | none |" in text
-    assert "| 30 | 2 × 1 | 200 | 2 | all | 195 [190–200] (165 [160–170]) | **1 of 2** |" in text
+    assert "**4.00 per compute** [3.90, 4.10] over 20 [18, 22]" in text and "the 9 runs" in text
+    assert "| 10 | 2 × 1 | 256 | 3 | all | 91 [89–93] (60 [58–62]) | none |" in text
+    assert "| 30 | 2 × 1 | 256 | 2 | all | 176 [171–181] (145 [140–150]) | **1 of 2** |" in text
     assert "with 30, out in 1 of 2 runs" in text
     assert "held with 20 computes in 3 of 3 runs and ran out with 40 in 2 of 2" in text
-    assert "between **3.9 and 8.1 files**" in text and "**121 to 250 computes**" in text
-    both = "at 400 files (held below 44, out from 92): predicted to"
+    assert "between **3.0 and 6.2 sockets**" in text and "**131 to 275 computes**" in text
+    both = "at 512 files (held below 56, out from 119): predicted to"
     assert f"20 computes {both} hold, ran out in 1 run: **contradicts**" in text
     assert f"30 computes {both} hold, held in 1 run: **agrees**" in text
-    assert f"50 computes {both} either, held in 1 run: **cannot tell**" in text
+    assert f"50 computes {both} hold, held in 1 run: **agrees**" in text
+    assert f"80 computes {both} either, ran out in 1 run: **cannot tell**" in text
     assert f"120 computes {both} run out, ran out in 1 run: **agrees**" in text
     # users per tenant are a point of their own
-    _write(f, [_ctl(10, 90, 200), _ctl(10, 95, 200, users=10)])
-    assert "| 10 | 2 × 10 | 200 | 1 |" in nova.controller(path=f)
+    _write(f, [_ctl(10, 60, 256), _ctl(10, 65, 256, users=10)])
+    assert "| 10 | 2 × 10 | 256 | 1 |" in nova.controller(path=f)
+
+
+def test_the_runs_of_the_spinning_lab_and_of_the_fixed_one_are_fitted_apart(tmp_path):
+    """Until 2e31b72 the lab's loop spun a core through each warm-up; runs from then on record their harness. The
+    two labs' runs are separate points and separate fits: a fixed-lab sweep of 10 + 5 per compute beside an earlier
+    one of 20 + 4."""
+    nova = _nova()
+    fixed = {"harness": {"commit": "x", "dirty": False}}
+    f = tmp_path / "ctl.jsonl"
+    _write(f, [_ctl(10, 60, 256), _ctl(20, 100, 256), {**_ctl(10, 60, 256), **fixed}, {**_ctl(20, 110, 256), **fixed}])
+    text = nova.controller(path=f)
+    assert "*The lab until 2e31b72*: the broker's peak open sockets, sampled every 2 s, grow by **4.00 per compute**" in text
+    assert "*The lab from 2e31b72*: the broker's peak open sockets, sampled every 2 s, grow by **5.00 per compute**" in text
+    assert "| until 2e31b72 | 10 | 2 × 1 | 256 | 1 |" in text and "| from 2e31b72 | 10 | 2 × 1 | 256 | 1 |" in text
 
 
 def _scale(n: int, lost: float, deploy: float = 90.0) -> dict:
@@ -219,19 +257,3 @@ def test_the_scale_block_reads_memory_per_region_with_its_interval_and_tests_it_
     _write(f, [_scale(3, 3_000)])
     assert "(one run: no interval)" in nova.scale(path=f)
     assert nova.scale(path=tmp_path / "none.jsonl").startswith("*Not measured yet")
-
-
-def test_the_runs_of_the_spinning_lab_and_of_the_fixed_one_are_fitted_apart(tmp_path):
-    """Until 2e31b72 the lab's loop spun a core through each warm-up; runs from then on record their harness. The
-    two labs' runs are separate points and separate fits: a fixed-lab sweep of 4 + 6 per compute beside an earlier
-    one of 40 + 5."""
-    nova = _nova()
-    old = [_ctl(10, 90, 200), _ctl(20, 140, 200)]
-    new = [{**_ctl(10, 64, 200), "harness": {"commit": "x", "dirty": False}},
-           {**_ctl(20, 124, 200), "harness": {"commit": "x", "dirty": False}}]
-    f = tmp_path / "ctl.jsonl"
-    _write(f, old + new)
-    text = nova.controller(path=f)
-    assert "*The lab until 2e31b72*: the broker's peak open files, sampled every 2 s, grow by **5.00 per compute**" in text
-    assert "*The lab from 2e31b72*: the broker's peak open files, sampled every 2 s, grow by **6.00 per compute**" in text
-    assert "| until 2e31b72 | 10 | 2 × 1 | 200 | 1 |" in text and "| from 2e31b72 | 10 | 2 × 1 | 200 | 1 |" in text
