@@ -197,8 +197,8 @@ def test_repeated_runs_give_the_fit_intervals_widen_the_bracket_and_test_it_at_a
     nova = _nova()
     runs = [_ctl(10, y, 256) for y in (58, 60, 62)] + [_ctl(20, y, 256) for y in (98, 100, 102)]
     runs += [_ctl(40, 225, 256, said=ALARM, failed=4)] * 2 + [_ctl(30, 140, 256), _ctl(30, 150, 256, said=ALARM)]
-    runs += [_ctl(20, 371, 512, failed=4), _ctl(30, 140, 512), _ctl(50, 220, 512), _ctl(80, 371, 512, failed=4),
-             _ctl(120, 371, 512, failed=4)]
+    runs += [_ctl(20, 371, 512, said=ALARM, failed=4), _ctl(30, 140, 512), _ctl(50, 220, 512),
+             _ctl(80, 371, 512, said=ALARM, failed=4), _ctl(120, 371, 512, said=ALARM, failed=4)]
     f = tmp_path / "ctl.jsonl"
     _write(f, runs)
     text = nova.controller(path=f)
