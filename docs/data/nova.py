@@ -481,6 +481,18 @@ class BrokerFit:
     n: int
     base_ci: tuple[float, float] | None
     per_ci: tuple[float, float] | None
+    cov: tuple[float, float, float] | None = None  # var(base), var(per), cov(base, per)
+    t: float | None = None  # the t quantile of the intervals
+
+    def crossing(self, sockets: int) -> tuple[float, tuple[float, float] | None]:
+        """Where the line meets ``sockets``: the computes (sockets − base) / per, and its interval (the delta
+        method over the fit's covariance; None without one)."""
+        n = (sockets - self.base) / self.per
+        if self.cov is None or self.t is None:
+            return n, None
+        va, vb, cab = self.cov
+        h = self.t * math.sqrt(max(0.0, va + n * n * vb + 2 * n * cab)) / abs(self.per)
+        return n, (n - h, n + h)
 
 
 ANNOUNCED = re.compile(r"approx (\d+) file handles \((\d+) sockets\)")
@@ -524,7 +536,9 @@ def broker_fit(runs: list[dict], confidence: float = CONFIDENCE) -> BrokerFit | 
     s = math.sqrt(float(((y - (base + per * x)) ** 2).sum()) / (n - 2))
     t = float(stats.t.ppf((1 + confidence) / 2, n - 2))
     h_per, h_base = t * s / math.sqrt(sxx), t * s * math.sqrt(1 / n + x.mean() ** 2 / sxx)
-    return BrokerFit(float(base), float(per), n, (base - h_base, base + h_base), (per - h_per, per + h_per))
+    cov = (s * s * (1 / n + x.mean() ** 2 / sxx), s * s / sxx, -x.mean() * s * s / sxx)
+    return BrokerFit(float(base), float(per), n, (base - h_base, base + h_base), (per - h_per, per + h_per),
+                     tuple(map(float, cov)), t)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -674,8 +688,10 @@ def sweep_text(sweep: list[dict], era: str, seen: dict[int, tuple[int, int]]) ->
         return lines
     level = f"{CONFIDENCE:.0%}"
     caps = {f: socket_limit(f, seen) for f in sorted({r["broker_fds"] for r in sweep} | {DEFAULT_FDS})}
-    pred = ", ".join(f"{(cap - fit.base) / fit.per:.0f} computes at {f} files ({cap} sockets, {how})"
-                     for f, (cap, how) in caps.items())
+    def at(cap: int) -> str:
+        n, ci = fit.crossing(cap)
+        return f"{n:.0f}" + (f" [{ci[0]:.0f}, {ci[1]:.0f}]" if ci else "")
+    pred = ", ".join(f"{at(cap)} computes at {f} files ({cap} sockets, {how})" for f, (cap, how) in caps.items())
     observed = []
     for a in at_each_limit(sweep):
         mixed = "".join(f"; with {n}, out in {k} of {m} runs" for n, (k, m) in a.mixed.items())
@@ -688,6 +704,23 @@ def sweep_text(sweep: list[dict], era: str, seen: dict[int, tuple[int, int]]) ->
               f"sweep under their limit, {'/'.join(sorted({str(r.get('tenants')) for r in sweep}))} tenants; "
               f"intervals {level}). Where that line meets a limit: {pred}. Observed (runs in brackets): "
               f"{'; '.join(observed)}."]
+    tested = []
+    for a in at_each_limit(sweep):
+        n, ci = fit.crossing(socket_limit(a.limit, seen)[0])
+        lo, hi = ci or (n, n)
+        below, above = max(a.held, default=0), min(a.broke, default=math.inf)
+        ok = ("agrees" if below < lo and hi <= above else  # the crossing between the last held and the first out
+              "contradicts" if hi <= below or lo > above else "cannot tell")
+        tested.append(f"at {a.limit} files it meets the limit at {at(socket_limit(a.limit, seen)[0])} computes, "
+                      f"the broker held in every run up to {below or 'none'} and ran out in every run from "
+                      f"{above if above != math.inf else 'none'}: **{ok}**")
+    n, ci = fit.crossing(caps[DEFAULT_FDS][0])
+    if ci:
+        side = ("agrees" if ci[0] <= STUDY_BREAK <= ci[1] else
+                f"contradicts: the study's broker ran out at {STUDY_BREAK / n:.0%} of what this line predicts")
+        tested.append(f"at the {DEFAULT_FDS}-file default it predicts {at(caps[DEFAULT_FDS][0])} computes; the 2014 "
+                      f"study's broker ran out near {STUDY_BREAK}: **{side}**")
+    lines += ["", "**The line tested where the broker ran out**: " + "; ".join(tested) + "."]
     b = bracket(sweep, fit, seen)
     if b is None:
         return lines

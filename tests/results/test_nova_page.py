@@ -203,6 +203,16 @@ def test_repeated_runs_give_the_fit_intervals_widen_the_bracket_and_test_it_at_a
     _write(f, runs)
     text = nova.controller(path=f)
     assert "**4.00 per compute** [3.90, 4.10] over 20 [18, 22]" in text and "the 9 runs" in text
+    # where the line meets each limit, its interval by the delta method (var(a) = s²(1/n + x̄²/Sxx), var(b) = s²/Sxx,
+    # cov = −x̄ s²/Sxx; x̄ = 22.2): 141 → 30.25 ± 0.36, 371 → 87.75 ± 1.6, 832 → 203 ± 4.4
+    assert "30 [30, 31] computes at 256 files (141 sockets, announced)" in text
+    assert "88 [86, 89] computes at 512 files (371 sockets, by RabbitMQ's rule" in text
+    assert "203 [199, 207] computes at 1024 files (832 sockets" in text
+    assert ("at 256 files it meets the limit at 30 [30, 31] computes, the broker held in every run up to 20 and ran out "
+            "in every run from 40: **agrees**") in text
+    assert "at 512 files it meets the limit at 88 [86, 89] computes" in text and "from 20: **contradicts**" in text
+    assert ("it predicts 203 [199, 207] computes; the 2014 study's broker ran out near 148: **contradicts: the study's "
+            "broker ran out at 73% of what this line predicts**") in text
     assert "| 10 | 2 × 1 | 256 | 3 | all | 91 [89–93] (60 [58–62]) | none |" in text
     assert "| 30 | 2 × 1 | 256 | 2 | all | 176 [171–181] (145 [140–150]) | **1 of 2** |" in text
     assert "with 30, out in 1 of 2 runs" in text
