@@ -663,8 +663,11 @@ def controller(_d=None, path: Path = CONTROLLER) -> str:
         out = sum(map(at_limit, rs))
         limit = f"{f}" if f else f"{rs[0]['broker_peak']['limit']} (the lab's)"
         up = sum(map(came_up, rs))
+        failed = [r for r in rs if (r.get("trial") or {}).get("result") == "failed"]
+        came = ("all" if up == len(rs) else f"**{up} of {len(rs)}**") + "".join(
+            f"; **trial failed**: {str(r['trial'].get('reason'))[:72]}" for r in failed)
         lines.append(
-            f"| {era} | {n} | {t} × {u} | {limit} | {len(rs)} | {'all' if up == len(rs) else f'**{up} of {len(rs)}**'} | "
+            f"| {era} | {n} | {t} × {u} | {limit} | {len(rs)} | {came} | "
             f"{_spread([r['broker_peak']['files'] for r in rs])} "
             f"({_spread([r['broker_peak']['sockets'] for r in rs])}) | "
             f"{f'**{out} of {len(rs)}**' if out else 'none'} | {said} | {ok} | {_failures(rs)} | "

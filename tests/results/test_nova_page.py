@@ -267,3 +267,16 @@ def test_the_scale_block_reads_memory_per_region_with_its_interval_and_tests_it_
     _write(f, [_scale(3, 3_000)])
     assert "(one run: no interval)" in nova.scale(path=f)
     assert nova.scale(path=tmp_path / "none.jsonl").startswith("*Not measured yet")
+
+
+def test_a_run_whose_trial_failed_says_why_and_is_not_fitted(tmp_path):
+    """The first 100-tenant × 10-user run hit its Benchmark's own loading timeout: no bundle, so no computes counted
+    and no iterations; the table says the trial failed and why, and nothing of it enters a fit."""
+    nova = _nova()
+    lost = {**_ctl(10, 82, 256, up=0, users=10), "iterations": None, "failed_iterations": None,
+            "trial": {"result": "failed", "reason": "LoadingTimeout: Loading took longer than its timeout"}}
+    f = tmp_path / "ctl.jsonl"
+    _write(f, [_ctl(10, 60, 256), _ctl(20, 100, 256), lost])
+    text = nova.controller(path=f)
+    assert "| 10 | 2 × 10 | 256 | 1 | **0 of 1**; **trial failed**: LoadingTimeout: Loading took longer" in text
+    assert "— (no load)" in text and "**4.00 per compute** (no interval: 2 runs)" in text
