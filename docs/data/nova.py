@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from wanwide.pipeline.results.ci import CONFIDENCE, bonferroni
+from wanwide.pipeline.results.ci import CONFIDENCE, bonferroni, t_quantile
 from wanwide.pipeline.results.effects import Effect, paired_difference, paired_slope
 from wanwide.pipeline.results.headline import ROUND_TRIPS_BOUND
 from wanwide.pipeline.results.paired import BLOCK, Paired, paired_change, unit_means
@@ -534,7 +534,7 @@ def broker_fit(runs: list[dict], confidence: float = CONFIDENCE) -> BrokerFit | 
         return BrokerFit(float(base), float(per), n, None, None)
     sxx = float(((x - x.mean()) ** 2).sum())
     s = math.sqrt(float(((y - (base + per * x)) ** 2).sum()) / (n - 2))
-    t = float(stats.t.ppf((1 + confidence) / 2, n - 2))
+    t = t_quantile(n - 2, confidence)
     h_per, h_base = t * s / math.sqrt(sxx), t * s * math.sqrt(1 / n + x.mean() ** 2 / sxx)
     cov = (s * s * (1 / n + x.mean() ** 2 / sxx), s * s / sxx, -x.mean() * s * s / sxx)
     return BrokerFit(float(base), float(per), n, (base - h_base, base + h_base), (per - h_per, per + h_per),
@@ -756,7 +756,6 @@ def sweep_text(sweep: list[dict], era: str, seen: dict[int, tuple[int, int]]) ->
 
 
 SCALE = HERE / "nova-scale.jsonl"  # bench/nova_scale.py --regions N, a line a run
-HEADROOM_MIB = 2048  # left to the kernel and the tools (bench/nova_scale.py's)
 
 
 def _mean_ci(vals: list[float], confidence: float = CONFIDENCE) -> tuple[float, tuple[float, float] | None]:
@@ -764,7 +763,7 @@ def _mean_ci(vals: list[float], confidence: float = CONFIDENCE) -> tuple[float, 
     m = statistics.mean(vals)
     if len(vals) < 2:
         return m, None
-    h = float(stats.t.ppf((1 + confidence) / 2, len(vals) - 1)) * statistics.stdev(vals) / math.sqrt(len(vals))
+    h = t_quantile(len(vals) - 1, confidence) * statistics.stdev(vals) / math.sqrt(len(vals))
     return m, (m - h, m + h)
 
 
@@ -806,10 +805,11 @@ def scale(_d=None, path: Path = SCALE) -> str:
     small = min(by)
     per, ci = _mean_ci([lost_per_region(r) for r in by[small]])
     avail = statistics.median(r["available_before_mib"] for r in by[small])
-    fits = [(avail - HEADROOM_MIB) / x for x in ((ci[1], per, ci[0]) if ci else (per, per, per))]
+    headroom = statistics.median(r["headroom_mib"] for r in by[small])  # what bench/nova_scale.py leaves aside
+    fits = [(avail - headroom) / x for x in ((ci[1], per, ci[0]) if ci else (per, per, per))]
     out = ["", f"**How many regions fit by memory** (what the machine lost per region at {small} regions, "
            f"{len(by[small])} run{'s' if len(by[small]) > 1 else ''}, against the {avail:,.0f} MiB available less "
-           f"{HEADROOM_MIB:,} MiB headroom): **{fits[1]:.0f} regions**"
+           f"{headroom:,.0f} MiB headroom): **{fits[1]:.0f} regions**"
            + (f" [{fits[0]:.0f}, {fits[2]:.0f}]" if ci else " (one run: no interval)") + ". The CPU (2 cores) is the "
            "other bound; the table's CPU pressure is the deploy's and the light load's, not a limit found."]
     for n in sorted(by):

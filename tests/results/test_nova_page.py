@@ -245,7 +245,8 @@ def test_the_runs_of_the_spinning_lab_and_of_the_fixed_one_are_fitted_apart(tmp_
 
 def _scale(n: int, lost: float, deploy: float = 90.0) -> dict:
     return {"regions": n, "result": "succeeded", "deploy_s": deploy, "wall_s": deploy + 70,
-            "available_before_mib": 20_000.0, "available_min_mib": 20_000.0 - lost, "iterations": 2,
+            "available_before_mib": 20_000.0, "available_min_mib": 20_000.0 - lost, "headroom_mib": 2_048,
+            "iterations": 2,
             "failed_iterations": 0, "cpu_pressure_pct": 5.0,
             "memory": {f"r{i + 1}": {"processes": 24, "pss_mib": 1_300.0, "rss_mib": 1_700.0} for i in range(n)}}
 
