@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import json
 
 import pytest
@@ -14,7 +15,7 @@ from tests.plan.specs import benchmark
 from wanwide.core import lifecycle as lc
 from wanwide.core import timestamps as ts
 from wanwide.core.api.units import seconds
-from wanwide.core.contracts import S3Target
+from wanwide.core.contracts import S3Target, WatchConfig
 from wanwide.core.lifecycle import probe_pairs, rtt_requested
 from wanwide.core.plan.load import load_documents
 from wanwide.core.plan.matrix import expand
@@ -37,6 +38,7 @@ from wanwide.providers.kubernetes.controller.trial import (
 from wanwide.providers.kubernetes.kube import readiness
 from wanwide.providers.kubernetes.render import chaos, render_trial
 from wanwide.providers.kubernetes.render.chart import documents, stages
+from wanwide.providers.kubernetes.render.rally import WATCH
 
 T0 = dt.datetime(2026, 11, 23, 10, 0, 0, tzinfo=dt.UTC)
 
@@ -394,17 +396,31 @@ def test_loading_chooses_a_start_then_applies_the_runners_with_it():
     delay = seconds(P.spec.workload.start_delay)  # prepare and warm up before the common start
     assert delay == 120 and d.recorded["loadStartAt"] == ts.iso(T0 + dt.timedelta(seconds=delay)) and not d.actions
     d = phases.decide(P, _loading(), {}, T0)
-    cms = [o for o in _applied(d) if o["kind"] == "ConfigMap"]
+    cms = [o for o in _applied(d) if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "rally-config"]
     assert len(cms) == len(P.load_regions) and "load-1" in d.step.status["done"]
     assert all(json.loads(c["data"]["runner.json"])["start_at"] == ts.iso(T0) for c in cms)
+    # the pairs' watches start with them: a Job in each source region (paris probes rennes and chicago, rennes
+    # chicago), from the same start; the first load region's runner collects them
+    watches = [o for o in _applied(d) if o["kind"] == "ConfigMap" and o["metadata"]["name"] == WATCH]
+    assert [w["metadata"]["namespace"] for w in watches] == [P.namespace(r) for r in P.region_names[:2]]
+    docs = [WatchConfig.model_validate_json(w["data"]["watch.json"]) for w in watches]
+    assert all(c.start_at == ts.iso(T0) for c in docs)
+    assert [(c.region, t.region) for c in docs for t in c.targets] == list(itertools.combinations(P.region_names, 2))
+    first = json.loads(cms[0]["data"]["runner.json"])
+    assert cms[0]["metadata"]["namespace"] == P.namespace(P.load_regions[0])
+    assert first["gauges"]["pair_watches"]["sources"] == P.region_names[:2]
+    assert all("pair_watches" not in json.loads(c["data"]["runner.json"])["gauges"] for c in cms[1:])
 
 
 def test_loading_retries_a_failed_runner_then_gives_up():
     jobs = dict.fromkeys(P.load_regions, "running") | {P.load_regions[-1]: "failed"}
     d = phases.decide(P, _loading("load-1"), {"jobs": jobs}, T0)
     assert d.step.status["attempt"] == 2 and d.step.status["loadStartAt"] is None and "load-1" not in d.step.status["done"]
-    assert {a.namespace for a in d.actions if isinstance(a, Delete) and a.kind == "Job"} == \
+    assert {a.namespace for a in d.actions if isinstance(a, Delete) and a.kind == "Job" and a.name == "rally"} == \
         {P.namespace(r) for r in P.load_regions}
+    # the watches too: each stores its document on SIGTERM; the next attempt's go under during-2
+    assert {a.namespace for a in d.actions if isinstance(a, Delete) and a.kind == "Job" and a.name == WATCH} == \
+        {P.namespace(r) for r in P.region_names[:2]}
     last = P.spec.runner.max_attempts
     d = phases.decide(P, _loading(f"load-{last}", attempt=last), {"jobs": jobs}, T0)
     assert (d.step.phase, d.step.reason, d.step.status["outcome"]) == ("CleaningUp", "LoadFailed", "Failed")

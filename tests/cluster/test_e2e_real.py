@@ -123,6 +123,15 @@ def test_benchmark_runs_real_keystone_database_and_rally(request, stack, backend
     assert len(probes) == 3, keys  # uniform, 3 regions: every pair, each region probing once
     doc = json.loads(s3_client(tc).get_object(Bucket=BUCKET, Key=probes[0])["Body"].read())
     assert all(len(t["samples_ms"]) == 20 and max(t["samples_ms"]) < 50 for t in doc["targets"]), doc
+    # and through the load (issue 46 item 5): a watch Job in each source region (r1 probes r2 and r3, r2 probes
+    # r3; `wanwide runner watch`), each storing its final document when r1's runner marked the load done; the
+    # runner folded them into the bundle beside its own targets
+    during = sorted(k.rsplit("/", 1)[1] for k in keys if "/_network/during-1/" in k)
+    assert during == ["done", "r1.json", "r2.json"], keys
+    seen = man["network"]["during"]
+    assert [(p["src"], p["dst"]) for p in seen["pairs"]] == [("r1", "r2"), ("r1", "r3"), ("r2", "r3")], seen
+    assert all(p["sent"] >= 3 and p["lost"] == 0 and p["median_ms"] < 50 for p in seen["pairs"]), seen["pairs"]
+    assert seen["coverage"]["stored"] == seen["coverage"]["sources"] == 2, seen["coverage"]
     # the report reads it back from S3
     env = {**tc.env, "S3_ENDPOINT": stack["s3"], "AWS_ACCESS_KEY_ID": tc.s3["AWS_ACCESS_KEY_ID"],
            "AWS_SECRET_ACCESS_KEY": tc.s3["AWS_SECRET_ACCESS_KEY"]}

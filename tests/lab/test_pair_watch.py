@@ -68,3 +68,71 @@ def test_a_namespace_it_cannot_enter_probes_nothing() -> None:
         time.sleep(0.5)
     (row,) = w.rows()
     assert row["sent"] == 0 and "cannot enter /run/netns/ww-no-such-namespace" in row["error"]
+
+
+@pytest.mark.timeout(180)
+def test_watch_jobs_as_on_kubernetes_measure_their_links_and_the_runner_collects_them(net: netns.Network,
+                                                                                       tmp_path) -> None:
+    """Kubernetes' way (no namespace the runner can enter): ``wanwide runner watch``, the real command, started
+    inside r1 and inside r2 as a watch Job's pod is inside its region, each storing into a real S3 (versitygw on the
+    lab's host address) across its region's host link; r1's ends by SIGTERM (its document stored first), r2's by
+    the mark the load's runner stores, which then collects both: the shaped 40 ms, from each source."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    from datetime import UTC, datetime
+
+    from tests.ports import free_port
+    from wanwide.core import timestamps as ts
+    from wanwide.core.contracts import PairWatches, S3Target, WatchConfig
+    from wanwide.pipeline.runner import pairwatch
+    from wanwide.providers.lab import paths, services
+    from wanwide.providers.lab.netns import HOST_ADDRESS
+
+    if not paths.versitygw().exists():
+        pytest.skip("versitygw not built (hack/install-lab.sh)")
+    boto3 = pytest.importorskip("boto3")
+    svc = services.Services(None, tmp_path / "run")
+    try:
+        s3 = svc.start_s3(host=HOST_ADDRESS, port=free_port())
+        boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=s3.info["access_key"],
+                     aws_secret_access_key=s3.info["secret_key"], region_name="us-east-1",
+                     config=boto3.session.Config(s3={"addressing_style": "path"})).create_bucket(Bucket="results")
+        target = S3Target(endpoint=s3.info["url"], bucket="results", prefix="lab")
+        env = {"PATH": "/usr/bin:/bin", "AWS_ACCESS_KEY_ID": s3.info["access_key"],
+               "AWS_SECRET_ACCESS_KEY": s3.info["secret_key"], "PYTHONPATH": ":".join(sys.path)}
+        start = ts.iso(datetime.now(UTC), precise=True)
+        procs = {}
+        for src, dsts in (("r1", ["r2"]), ("r2", ["r3"])):
+            cfg = WatchConfig(benchmark="b", trial="t000", region=src, start_at=start, period_s=0.5, flush_s=1,
+                              max_s=120, results=target, coverage={"pairs": 2, "of": 3, "how": "test"},
+                              targets=[{**_target(net, d)[0], "requested_rtt_ms": RTT_MS} for d in dsts])
+            path = tmp_path / f"watch-{src}.json"
+            path.write_text(cfg.model_dump_json())
+            procs[src] = net.popen_in(src, [sys.executable, "-m", "wanwide.cli", "runner", "watch", "--config",
+                                            str(path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True)
+        time.sleep(4)
+        procs["r1"].send_signal(signal.SIGTERM)
+        assert procs["r1"].wait(60) == 0, procs["r1"].stdout.read()
+        got = pairwatch.collect(target, "b", "t000", 1, PairWatches(sources=["r1", "r2"], coverage={"pairs": 2},
+                                                                    wait_s=60), poll_s=0.5, say=print)
+        assert procs["r2"].wait(60) == 0, procs["r2"].stdout.read()
+        said = procs["r2"].stdout.read()
+        assert "(the load is done)" in said, said
+        rows = {(p["src"], p["dst"]): p for p in got["pairs"]}
+        assert list(rows) == [("r1", "r2"), ("r2", "r3")] and got["coverage"]["stored"] == 2, got
+        for row in rows.values():
+            answered = [ms for _, ms in row["samples"] if ms is not None]
+            assert row["sent"] >= 5 and row["lost"] == 0, row
+            assert all(RTT_MS * 0.95 <= ms < RTT_MS + 200 for ms in answered), row  # the shaped link
+        doc = json.loads(boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=s3.info["access_key"],
+                                      aws_secret_access_key=s3.info["secret_key"], region_name="us-east-1")
+                         .get_object(Bucket="results", Key="lab/b/t000/_network/during-1/r1.json")["Body"].read())
+        assert doc["final"] is True and doc["ended"] == "terminated"
+    finally:
+        for p in locals().get("procs", {}).values():
+            if p.poll() is None:
+                p.kill()
+        svc.stop_all()

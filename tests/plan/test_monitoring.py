@@ -62,7 +62,7 @@ def test_the_runners_live_metrics_are_scraped_in_every_load_region():
     (mon,) = [m for m in _monitors(render_trial(p).objects) if m["metadata"]["name"] == "rally"]
     assert mon["spec"]["namespaceSelector"]["matchNames"] == [p.namespace(r) for r in p.load_regions]
     assert mon["spec"]["selector"]["matchLabels"]["wanwide.io/role"] == "load"
-    for job in (o for o in jobs(p) if o["kind"] == "Job"):
+    for job in (o for o in jobs(p) if o["kind"] == "Job" and o["metadata"]["labels"]["wanwide.io/role"] == "load"):
         c = job["spec"]["template"]["spec"]["containers"][0]
         assert c["args"][-2:] == ["--metrics-port", str(RUNNER_METRICS_PORT)]
         assert c["ports"] == [{"name": "metrics", "containerPort": RUNNER_METRICS_PORT}]

@@ -12,7 +12,7 @@ from wanwide.core.plan.load import load_documents
 from wanwide.core.plan.trial import plan
 from wanwide.providers.kubernetes.controller.benchmark import with_runner_image
 from wanwide.providers.kubernetes.render import render_trial
-from wanwide.providers.kubernetes.render.rally import JOB, RUNNER_RESOURCES, probe_jobs
+from wanwide.providers.kubernetes.render.rally import JOB, RUNNER_RESOURCES, WATCH, probe_jobs
 
 POD = {
     "serviceAccountName": "rally",
@@ -33,8 +33,9 @@ def _plans(doc: dict) -> list:
 
 
 def _pods(p, kind: str = "runner") -> list[dict]:
-    if kind == "runner":
-        jobs = [o for o in render_trial(p).load if o["kind"] == "Job" and o["metadata"]["name"] == JOB]
+    if kind in ("runner", "watch"):
+        name = JOB if kind == "runner" else WATCH
+        jobs = [o for o in render_trial(p).load if o["kind"] == "Job" and o["metadata"]["name"] == name]
     else:
         jobs = [o for o in probe_jobs(p, 1, s3_target(p.spec.results.s3)) if o["kind"] == "Job"]
     assert jobs, f"no {kind} Job rendered"
@@ -46,7 +47,7 @@ def test_runner_and_probe_pods_run_as_and_where_spec_runner_pod_says():
         "load": "high", "scenarios": [{"name": "authenticate_user_and_validate_token"}]})
     doc["spec"]["topology"]["placement"] = {"mode": "regionLabel"}  # pinned by wanwide.io/region
     (p, *_) = _plans(doc)
-    for kind in ("runner", "probe"):
+    for kind in ("runner", "probe", "watch"):
         for pod in _pods(p, kind):
             assert pod["serviceAccountName"] == "rally"
             assert pod["imagePullSecrets"] == [{"name": "registry-keys"}]
@@ -93,7 +94,7 @@ def test_s3_without_a_secret_ref_uses_the_pods_identity():
     objs = r.objects
     # no Secret is copied into the trial's namespaces, and no pod reads keys from one
     assert not [o for o in objs if o["kind"] == "Secret" and "s3" in o["metadata"]["name"]]
-    for kind in ("runner", "probe"):
+    for kind in ("runner", "probe", "watch"):
         for pod in _pods(p, kind):
             env = {e["name"] for e in pod["containers"][0].get("env") or []}
             assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} & env, (kind, env)

@@ -11,6 +11,7 @@ import time
 import yaml
 
 from tests.plan.specs import benchmark
+from wanwide.core.contracts import S3Target, WatchConfig
 from wanwide.core.plan.load import load_documents
 from wanwide.core.plan.runner import (
     NETWORK_PROBES_PER_S,
@@ -18,7 +19,9 @@ from wanwide.core.plan.runner import (
     Addresses,
     database_pairs,
     runner_config,
+    watch_configs,
     watch_pairs,
+    watch_sources,
 )
 from wanwide.core.plan.trial import TrialPlan, plan
 
@@ -105,3 +108,44 @@ def test_a_central_mariadb_is_probed_at_each_regions_keystone():
                         netns={r: f"/n/{r}" for r in p.region_names})
     assert {(t.src, t.dst, t.kind, t.port) for t in cfg.gauges.pairs} == {
         ("r1", "r2", "keystone", 5000), ("r1", "r3", "keystone", 5000), ("r2", "r3", "keystone", 5000)}
+
+
+S3 = S3Target(endpoint="http://s3.example:9000", bucket="results", prefix="runs")
+
+
+def test_where_the_runner_cannot_enter_the_regions_a_watch_per_source_probes_each_pair_once():
+    """Kubernetes: a watch Job per source region; together they probe every pair once, at the other end's Keystone
+    (the pair's link, as the network check crosses it), their first probes spread over a period; the first load
+    region's runner is told whose documents to collect, the others and the lab's runner are not."""
+    p = _plan(5)  # high load: a runner per region
+    cfgs = watch_configs(p, _where(p), start_at="2026-12-01T10:00:00Z", attempt=2, results=S3, max_s=900)
+    assert [c.region for c in cfgs] == watch_sources(p) == p.region_names[:-1]
+    got = [(c.region, t.region, t.kind, t.host, t.port, t.requested_rtt_ms) for c in cfgs for t in c.targets]
+    assert got == [(a, b, "keystone", f"keystone-{b}", 5000, 50.0) for a, b in itertools.combinations(p.region_names, 2)]
+    offsets = [c.offset_s for c in cfgs]
+    assert offsets == sorted(set(offsets)) and offsets[0] > 0 and offsets[-1] < cfgs[0].period_s
+    assert cfgs[0].period_s == max(2.0, round(10 / NETWORK_PROBES_PER_S, 1))
+    keys = {c.key for c in cfgs}
+    assert len(keys) == 4 and all("/_network/during-2/" in k and k.startswith("runs/") for k in keys)
+    assert cfgs[0].done_key.endswith("/_network/during-2/done") and cfgs[0].done_key not in keys
+    assert all(WatchConfig.model_validate_json(c.model_dump_json()) == c for c in cfgs)
+    where, first, second = _where(p), p.load_regions[0], p.load_regions[1]
+    want = runner_config(p, first, where, start_at=None, local_dir="/r", results=S3, pair_watch=True).gauges
+    assert want.pair_watches.sources == watch_sources(p) and want.pairs == []
+    assert want.pair_watches.coverage == {"pairs": 10, "of": 10, "how": "every pair of regions"}
+    assert want.pair_watches.wait_s >= 3 * cfgs[0].period_s
+    assert runner_config(p, second, where, start_at=None, local_dir="/r", results=S3, pair_watch=True
+                         ).gauges.pair_watches is None
+    assert runner_config(p, first, where, start_at=None, local_dir="/r", pair_watch=True).gauges.pair_watches is None
+    lab = runner_config(p, first, where, start_at=None, local_dir="/r", results=S3,
+                        netns={r: f"/n/{r}" for r in p.region_names}).gauges
+    assert lab.pair_watches is None and len(lab.pairs) == 10
+
+
+def test_beyond_the_bound_the_watches_probe_the_stated_sample_and_no_more():
+    p = _plan(45, "mariadb", "light")
+    cfgs = watch_configs(p, _where(p), start_at="2026-12-01T10:00:00Z", attempt=1, results=S3, max_s=900)
+    pairs, cov = watch_pairs(p)
+    assert [(c.region, t.region) for c in cfgs for t in c.targets] == pairs
+    assert len(pairs) == WATCH_PAIRS_MAX and all(c.coverage == cov for c in cfgs)
+    assert cfgs[0].period_s == round(WATCH_PAIRS_MAX / NETWORK_PROBES_PER_S, 1)

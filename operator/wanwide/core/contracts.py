@@ -104,6 +104,16 @@ class PairTarget(_Model):
     loss_pct: float = Field(0.0, ge=0, le=100, description="The share of round trips the plan's loss drops.")
 
 
+class PairWatches(_Model):
+    """The pairs probed by watch Jobs (:class:`WatchConfig`), one per source region: the load's runner stores a
+    mark when its measured task ends (:func:`watch_key` ``done``), each watch then stores its last document, and
+    the runner folds them into ``network.during`` (``pairs``, ``coverage``), waiting at most ``wait_s``."""
+
+    sources: list[str] = Field(min_length=1, max_length=128)
+    coverage: dict[str, Any]
+    wait_s: float = Field(90.0, gt=0, le=3600)
+
+
 class Gauges(_Model):
     database: DatabaseGauge | None = None
     rtt_targets: list[RttTarget] = Field(default_factory=list)
@@ -119,6 +129,9 @@ class Gauges(_Model):
     # …and pairs of regions between themselves (every pair, or a sample: pairs_coverage says which)
     pairs: list[PairTarget] = Field(default_factory=list, max_length=128)
     pairs_coverage: dict[str, Any] | None = None
+    # …or, where the runner cannot enter the other regions (Kubernetes), probed by a watch Job in each source
+    # region (``wanwide runner watch``) and collected from the results store after the load
+    pair_watches: PairWatches | None = None
     # the shaper's own counters: a command printing them as JSON, run before and after the measured task
     shaper_counters: list[str] = Field(default_factory=list)
 
@@ -326,6 +339,61 @@ class ProbeConfig(_Model):
     @property
     def key(self) -> str:
         return probe_key(self.results.prefix, self.benchmark, self.trial, self.check, self.region)
+
+
+class WatchTarget(_Model):
+    """One pair watched from a watch Job's region: ``region`` is the pair's other end, reached at ``host:port``."""
+
+    region: str
+    kind: Literal["keystone", "database"]
+    host: str
+    port: int
+    requested_rtt_ms: float = Field(0.0, ge=0)
+    requested_loss_pct: float = Field(0.0, ge=0, le=100)
+
+
+class WatchConfig(_Model):
+    """``wanwide runner watch``: the pairs of regions from one region probed through the load (the Kubernetes
+    provider's watch Job, where the load's runner cannot enter the other regions' network namespaces): every
+    ``period_s`` from ``start_at``, its document stored at :attr:`key` every ``flush_s`` and once more, final,
+    when the load's runner marks the load done (:attr:`done_key`), at ``max_s`` after the start, or on SIGTERM."""
+
+    benchmark: str
+    trial: str
+    region: str
+    attempt: int = Field(1, ge=1)
+    start_at: str
+    targets: list[WatchTarget] = Field(min_length=1, max_length=128)
+    period_s: float = Field(gt=0, le=600)
+    timeout_s: float = Field(1.0, gt=0, le=30)
+    offset_s: float = Field(0.0, ge=0, le=600, description="The first probes this late (watches do not probe at "
+                                                           "one instant).")
+    flush_s: float = Field(30.0, gt=0, le=3600)
+    max_s: float = Field(gt=0, le=7 * 24 * 3600, description="Stop this long after the start whatever happens.")
+    coverage: dict[str, Any] | None = None
+    results: S3Target
+
+    @field_validator("start_at")
+    @classmethod
+    def _check_start_at(cls, v: str) -> str:
+        parse_time(v)
+        return v
+
+    @property
+    def key(self) -> str:
+        return watch_key(self.results.prefix, self.benchmark, self.trial, self.attempt, self.region)
+
+    @property
+    def done_key(self) -> str:
+        return watch_key(self.results.prefix, self.benchmark, self.trial, self.attempt, None)
+
+
+def watch_key(prefix: str, benchmark: str, trial: str, attempt: int, region: str | None) -> str:
+    """Where a watch Job stores the pairs it probed through attempt ``attempt``'s load (``region``), or where the
+    load's runner marks that load done (None): beside the network check's documents."""
+    leaf = f"{region}.json" if region else "done"
+    return "/".join(p.strip("/") for p in (prefix, benchmark, trial, "_network", f"during-{attempt}", leaf)
+                    if p and p.strip("/"))
 
 
 def probe_key(prefix: str, benchmark: str, trial: str, check: int, region: str) -> str:

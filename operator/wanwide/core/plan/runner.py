@@ -21,6 +21,8 @@ from wanwide.core.contracts import (
     RunnerConfig,
     S3Target,
     SloSpec,
+    WatchConfig,
+    WatchTarget,
 )
 from wanwide.core.plan.latency import classes_of
 from wanwide.core.plan.services import REJOIN_MARGIN_S
@@ -246,20 +248,59 @@ def watch_pairs(plan: TrialPlan) -> tuple[list[tuple[str, str]], dict[str, Any]]
                            f"traffic crosses, {len(chosen) - n_db} of the {len(every) - len(db)} others"}
 
 
-def pair_targets(plan: TrialPlan, where: Addresses, netns: dict[str, str]) -> list[dict[str, Any]]:
-    """:func:`watch_pairs` as the runner probes them: from each pair's first region (entered through its network
-    namespace, ``netns``: region → path) to the second's database member (a member per region) or Keystone — one
-    address per region in the lab, so the same path as every service between the two."""
-    kind = "keystone" if plan.backend == "mariadb" else "database"
+def _pair_rows(plan: TrialPlan, where: Addresses, kind: str) -> list[dict[str, Any]]:
+    """:func:`watch_pairs`, each from its first region to the second's ``kind`` endpoint, with what the plan asks
+    between the two (both delays; the share of round trips the two losses drop)."""
     pairs, _ = watch_pairs(plan)
     out = []
     for a, b in pairs:
         there, back = plan.links[(a, b)], plan.links[(b, a)]
         out.append({"src": a, "dst": b, "kind": kind, "host": where.targets[(b, kind)][0],
-                    "port": where.targets[(b, kind)][1], "netns": netns[a],
-                    "rtt_ms": there.delay_ms + back.delay_ms,
+                    "port": where.targets[(b, kind)][1], "rtt_ms": there.delay_ms + back.delay_ms,
                     "loss_pct": round(100 * (1 - (1 - there.loss_pct / 100) * (1 - back.loss_pct / 100)), 4)})
     return out
+
+
+def pair_targets(plan: TrialPlan, where: Addresses, netns: dict[str, str]) -> list[dict[str, Any]]:
+    """:func:`watch_pairs` as the runner probes them: from each pair's first region (entered through its network
+    namespace, ``netns``: region → path) to the second's database member (a member per region) or Keystone — one
+    address per region in the lab, so the same path as every service between the two."""
+    kind = "keystone" if plan.backend == "mariadb" else "database"
+    return [{**row, "netns": netns[row["src"]]} for row in _pair_rows(plan, where, kind)]
+
+
+def watch_period_s(plan: TrialPlan) -> float:
+    """How often each pair is probed during the load: every pair once a period, :data:`NETWORK_PROBES_PER_S` in
+    all at most, every 2 s at least."""
+    pairs, _ = watch_pairs(plan)
+    return max(2.0, round(len(pairs) / NETWORK_PROBES_PER_S, 1))
+
+
+def watch_configs(plan: TrialPlan, where: Addresses, *, start_at: str, attempt: int, results: S3Target,
+                  max_s: float) -> list[WatchConfig]:
+    """The watch Jobs' configurations where the runner cannot enter the other regions (Kubernetes): one per
+    source region of :func:`watch_pairs`, probing its pairs' other ends at their Keystone's Service — the pair's
+    link, as the network check before the load crosses it (a database member's pod is shaped by objects of its
+    own with the same link's figures) —, their first probes spread over a period."""
+    rows = _pair_rows(plan, where, "keystone")
+    by_src: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_src.setdefault(row["src"], []).append(row)
+    period = watch_period_s(plan)
+    _, coverage = watch_pairs(plan)
+    return [WatchConfig(benchmark=plan.benchmark, trial=plan.id, region=src, attempt=attempt, start_at=start_at,
+                        targets=[WatchTarget(region=r["dst"], kind=r["kind"], host=r["host"], port=r["port"],
+                                             requested_rtt_ms=r["rtt_ms"], requested_loss_pct=r["loss_pct"])
+                                 for r in got],
+                        period_s=period, offset_s=round(period * (i + 1) / (len(by_src) + 1), 2),
+                        max_s=max_s, coverage=coverage, results=results)
+            for i, (src, got) in enumerate(by_src.items())]
+
+
+def watch_sources(plan: TrialPlan) -> list[str]:
+    """The regions a watch Job probes from (:func:`watch_configs`), in the plan's order."""
+    pairs, _ = watch_pairs(plan)
+    return list(dict.fromkeys(a for a, _ in pairs))
 
 
 def fault_spans(plan: TrialPlan) -> list[dict[str, Any]]:
@@ -294,6 +335,7 @@ def runner_config(
     network_check: dict[str, Any] | None = None,
     shaper_counters: list[str] | None = None,
     netns: dict[str, str] | None = None,
+    pair_watch: bool = False,
 ) -> RunnerConfig:
     """The runner's configuration (docs/contracts.md); ``where`` holds the provider's addresses.
 
@@ -304,7 +346,8 @@ def runner_config(
     the load in brief and ``shaper_counters`` a command printing the shaper's counters, where the provider has
     them (the lab: linkemu's and netem's per link; Kubernetes: the runner pod's own netem qdiscs); ``netns`` each
     region's network namespace where the runner can enter it (the lab): the first load region's runner then probes
-    :func:`watch_pairs` between the regions themselves through the load too.
+    :func:`watch_pairs` between the regions themselves through the load too; ``pair_watch`` where it cannot
+    (Kubernetes: watch Jobs, :func:`watch_configs`, probe them): the first load region's runner collects theirs.
     """
     gauge_db = None
     if plan.backend in ("mariadb", "galera"):
@@ -370,6 +413,10 @@ def runner_config(
     if netns and region == plan.load_regions[0]:
         _, coverage = watch_pairs(plan)
         cfg["gauges"].update(pairs=pair_targets(plan, where, netns), pairs_coverage=coverage)
+    elif pair_watch and results is not None and region == plan.load_regions[0] and len(plan.region_names) > 1:
+        _, coverage = watch_pairs(plan)
+        cfg["gauges"]["pair_watches"] = {"sources": watch_sources(plan), "coverage": coverage,
+                                         "wait_s": max(90.0, 3 * watch_period_s(plan) + 60.0)}
     probed = len(targets) + len(cfg["gauges"].get("members") or []) + len(cfg["gauges"].get("pairs") or [])
     if probed:
         cfg["gauges"]["network_period_s"] = max(2.0, round(probed / NETWORK_PROBES_PER_S, 1))

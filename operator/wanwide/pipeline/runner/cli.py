@@ -31,6 +31,11 @@ def add_runner_parser(subparsers) -> argparse.ArgumentParser:
     pr.add_argument("--config", required=True, help="probe configuration JSON (wanwide.core.contracts.ProbeConfig)")
     pr.set_defaults(func=cmd_probe)
 
+    w = sub.add_parser("watch", help="probe pairs of regions from this one through the load and store them "
+                                     "(the watch Job, where the load's runner cannot enter the other regions)")
+    w.add_argument("--config", required=True, help="watch configuration JSON (wanwide.core.contracts.WatchConfig)")
+    w.set_defaults(func=cmd_watch)
+
     q = sub.add_parser("qdisc", help="print this network namespace's netem qdiscs and their counters as JSON "
                                      "(the runner's shaper counters on Kubernetes)")
     q.add_argument("region", help="the region whose runner reads them (names the entries)")
@@ -105,6 +110,25 @@ def cmd_probe(args) -> int:
         return EXIT_UPLOAD
     print(f"[probe] stored at {cfg.key}", flush=True)
     return EXIT_OK
+
+
+def cmd_watch(args) -> int:
+    import json
+    from pathlib import Path
+
+    from wanwide.core.contracts import EXIT_CONFIG, EXIT_UPLOAD, WatchConfig
+    from wanwide.pipeline.runner import pairwatch
+
+    try:
+        cfg = WatchConfig.model_validate(json.loads(Path(args.config).read_text()))
+    except (OSError, ValueError) as e:
+        print(f"error: watch config {args.config}: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return pairwatch.main(cfg)
+    except Exception as e:  # the final document could not be stored
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_UPLOAD
 
 
 def cmd_run(args) -> int:

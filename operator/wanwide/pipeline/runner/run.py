@@ -34,7 +34,7 @@ from wanwide.core.contracts import (
     RunnerConfig,
 )
 from wanwide.core.errors import PermanentError
-from wanwide.pipeline.runner import catalog, contention, gauges, members, netwatch, slo
+from wanwide.pipeline.runner import catalog, contention, gauges, members, netwatch, pairwatch, slo
 from wanwide.pipeline.runner.bundle import (
     RALLY_JSON,
     ContentionInfo,
@@ -594,6 +594,28 @@ def _record_network(r: _Run, watch: netwatch.Watches | None, before: dict[str, A
             _say(f"  shaper over the load: {json.dumps(lossy)}")
 
 
+def _collect_pair_watches(r: _Run) -> None:
+    """Where watch Jobs probed the pairs (``gauges.pair_watches``: Kubernetes), what they stored, in
+    ``network.during`` beside the runner's own targets (pipeline/runner/pairwatch.py)."""
+    want, s3 = r.cfg.gauges.pair_watches, r.cfg.results.s3
+    if want is None or s3 is None:
+        return
+    _say(f"network: marking the load done; collecting the pairs watched from {len(want.sources)} region(s)")
+    try:
+        got = pairwatch.collect(s3, r.cfg.benchmark, r.cfg.trial.id, r.cfg.attempt, want, say=_say)
+    except Exception as e:  # informational: the load's result stands without it
+        got = {"pairs": [], "coverage": {**want.coverage, "error": f"{type(e).__name__}: {str(e)[:300]}"}}
+        _say(f"network: the pairs' watches could not be collected: {got['coverage']['error']}")
+    during = r.network.during or {"period_s": None, "timeout_s": None, "method": "tcp-connect", "targets": [],
+                                  "verdict": "informational (the check before the load decides)"}
+    during["pairs"], during["coverage"] = got["pairs"], got["coverage"]
+    r.network.during = during
+    for t in got["pairs"]:
+        if t.get("lost"):
+            _say(f"  network during the load {t['src']}→{t['dst']} ({t['kind']}): {t['lost']} of {t['sent']} "
+                 f"probes lost, median {t['median_ms']} ms")
+
+
 def _record_members(r: _Run, watch: members.Watch | None) -> None:
     """members.json in the bundle, its brief in the manifest, a line per fault window in the log."""
     if watch is None:
@@ -622,6 +644,7 @@ def _measured_task(r: _Run, rally: Rally, task_file: Path, task_timeout_s: float
             uuid, rc = _start_task(r, rally, task_file, task_timeout_s)
         after = contention.snapshot(own)
         _record_network(r, net, counters)
+        _collect_pair_watches(r)
         if watch is not None:
             watch.linger(r.cfg.faults, r.cfg.gauges.members_linger_s, say=_say)
     _record_members(r, watch)

@@ -29,7 +29,7 @@ from wanwide.providers.kubernetes.controller.actions import (
 )
 from wanwide.providers.kubernetes.kube import readiness
 from wanwide.providers.kubernetes.render import Rendered, chaos, render_trial
-from wanwide.providers.kubernetes.render.rally import JOB, PROBE
+from wanwide.providers.kubernetes.render.rally import JOB, PROBE, WATCH
 
 Obs = dict[str, Any]
 done = lc.done
@@ -316,6 +316,8 @@ def decide(plan: TrialPlan, status: dict[str, Any], obs: Obs, now: dt.datetime) 
                                                 f"start at {status['loadStartAt']}")]
         elif isinstance(a, lc.StopRunners):
             out.actions += [Delete("batch/v1", "Job", JOB, plan.namespace(x)) for x in plan.load_regions]
+            # the pairs' watches too (SIGTERM: each stores its document first)
+            out.actions += [Delete.of(o) for o in r.load if o["kind"] == "Job" and o["metadata"]["name"] == WATCH]
         elif isinstance(a, lc.CleanUp):
             out.actions += prepared.get("cleanup", [])
         elif isinstance(a, lc.Event):

@@ -9,7 +9,7 @@ cluster. In each of the trial's namespaces (docs/security.md):
   names (the database operator, which connects to its MariaDB; Prometheus, which scrapes the exporters);
   egress to the trial's namespaces, to cluster DNS, and what the setting allows (by default TCP 443 and
   6443 anywhere: the API server, which openstack-helm's dependency checks ask, and HTTPS);
-- ``wanwide-runner``: the Rally and probe pods' egress as the setting says (by default anywhere: the
+- ``wanwide-runner``: the Rally, probe and watch pods' egress as the setting says (by default anywhere: the
   results store may be in or outside the cluster, on any port).
 
 With a control plane beyond Keystone (core/plan/controlplane.py), the pods of its new services (the bus, Placement,
@@ -99,7 +99,7 @@ def render(plan: TrialPlan, settings: Settings | None = None) -> list[dict[str, 
                 out += links(plan, region_of[ns], labels)
         if ns in region_of:
             out.append(obj(API, "NetworkPolicy", meta(RUNNER, ns, labels), spec={
-                "podSelector": {"matchExpressions": [{"key": names.L_ROLE, "operator": "In", "values": ["load", "probe"]}]},
+                "podSelector": {"matchExpressions": [{"key": names.L_ROLE, "operator": "In", "values": ["load", "probe", "watch"]}]},
                 "policyTypes": ["Egress"], "egress": [dict(e) for e in s.runner_egress]}))
     return out
 

@@ -9,7 +9,7 @@ from typing import Any
 from wanwide.core.api.units import seconds
 from wanwide.core.contracts import EXIT_UPLOAD, ProbeConfig, ProbeTarget, S3Target, s3_target
 from wanwide.core.lifecycle import measured_pairs, needs_shaping, probe_samples, rtt_requested
-from wanwide.core.plan.runner import Addresses, config_json, runner_config
+from wanwide.core.plan.runner import Addresses, config_json, runner_config, watch_configs
 from wanwide.core.plan.trial import TrialPlan
 from wanwide.providers.kubernetes.render.common import PLACEHOLDER, meta, obj, svc_host
 from wanwide.providers.kubernetes.render.database import endpoint, member_addresses
@@ -25,6 +25,8 @@ JOB = "rally"
 CONFIG = "rally-config"
 CONFIG_PATH = "/etc/wanwide/runner.json"
 RESULTS_DIR = "/results"
+EPOCH = "1970-01-01T00:00:00Z"
+"""A start that validates, replaced by :data:`PLACEHOLDER` in what is rendered before the start is known."""
 # The Pod Security Standard "restricted": the image's user (10001, HOME /home/wanwide), Rally's
 # state and the bundle under RESULTS_DIR (an emptyDir); RTTs are TCP connects (no raw sockets).
 POD_SECURITY = {"runAsNonRoot": True, "runAsUser": 10001, "fsGroup": 10001,
@@ -65,7 +67,8 @@ def config_document(plan: TrialPlan, region: str, *, start_at: str | None, attem
     cfg = runner_config(plan, region, addresses(plan, region, known), start_at=start_at, attempt=attempt,
                         results=results, local_dir=RESULTS_DIR,
                         versions={"keystone-chart": f"{ks.chart}-{ks.chart_version}"},
-                        shaper_counters=["wanwide", "runner", "qdisc", region])  # Chaos Mesh's netem in its pod
+                        shaper_counters=["wanwide", "runner", "qdisc", region],  # Chaos Mesh's netem in its pod
+                        pair_watch=True)
     doc = config_json(cfg)
     doc["start_at"] = start_at or PLACEHOLDER
     return doc
@@ -199,4 +202,35 @@ def jobs(
             "ttlSecondsAfterFinished": 86400,
             "template": {"metadata": {"labels": labels}, "spec": pod},
         }))
+    if res is not None:
+        out += watch_jobs(plan, start_at=start_at, attempt=attempt, results=res, known=known)
+    return out
+
+
+WATCH = "network-watch"
+WATCH_PATH = "/etc/wanwide/watch.json"
+
+
+def watch_jobs(plan: TrialPlan, *, start_at: str | None, attempt: int, results: S3Target,
+               known: dict[tuple[str, str], tuple[str, int]] | None = None) -> list[dict[str, Any]]:
+    """The pairs of regions watched through the load (core/plan/runner.py ``watch_configs``): a ConfigMap and a
+    Job per source region, ``wanwide runner watch`` in the runner's image, started with the runners (a late pod,
+    shaped like them) and ending when the first load region's runner marks the load done."""
+    loading = seconds(plan.spec.timeouts.loading)
+    cfgs = watch_configs(plan, addresses(plan, plan.load_regions[0], known), start_at=start_at or EPOCH,
+                         attempt=attempt, results=results, max_s=loading)
+    out = []
+    for cfg in cfgs:
+        ns, labels = plan.namespace(cfg.region), plan.labels(cfg.region, "watch")
+        doc = cfg.model_dump(mode="json")
+        doc["start_at"] = start_at or PLACEHOLDER
+        out.append(obj("v1", "ConfigMap", meta(WATCH, ns, labels, {"wanwide.io/attempt": str(attempt)}),
+                       data={"watch.json": json.dumps(doc, indent=2, sort_keys=True)}))
+        pod = runner_pod(plan, cfg.region, ["runner", "watch", "--config", WATCH_PATH],
+                         [] if results.ambient else _s3_env(), WATCH,
+                         {"requests": {"cpu": "20m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}})
+        pod["terminationGracePeriodSeconds"] = 45  # SIGTERM: the final document stored (30 s of retries)
+        out.append(obj("batch/v1", "Job", meta(WATCH, ns, labels, {"wanwide.io/attempt": str(attempt)}), spec={
+            "backoffLimit": 1, "activeDeadlineSeconds": int(loading) + 300, "ttlSecondsAfterFinished": 86400,
+            "template": {"metadata": {"labels": labels}, "spec": pod}}))
     return out
