@@ -5,6 +5,7 @@ The store here is an in-memory S3 (the bucket's four calls); tests/lab/test_pair
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import socket
@@ -95,10 +96,8 @@ def blackhole():
     for _ in range(3):
         c = socket.socket()
         c.setblocking(False)
-        try:
+        with contextlib.suppress(BlockingIOError):
             c.connect(s.getsockname())
-        except BlockingIOError:
-            pass
         fill.append(c)
     time.sleep(0.1)
     yield s.getsockname()[1]
