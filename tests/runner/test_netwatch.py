@@ -5,7 +5,6 @@ sockets: a listener answers, a closed port answers (RST), a listener whose accep
 from __future__ import annotations
 
 import json
-import socket
 import time
 from pathlib import Path
 
@@ -13,29 +12,6 @@ import pytest
 
 from wanwide.core.contracts import MemberTarget, RttTarget
 from wanwide.pipeline.runner import netwatch, probe
-
-
-@pytest.fixture
-def ports():
-    """(a port that answers, a closed port, a port whose full accept queue drops new SYNs)."""
-    up = socket.socket()
-    up.bind(("127.0.0.1", 0))
-    up.listen(64)
-    closed = socket.socket()
-    closed.bind(("127.0.0.1", 0))  # bound, never listening: a SYN to it gets an RST
-    full = socket.socket()
-    full.bind(("127.0.0.1", 0))
-    full.listen(0)
-    stuck = []
-    for _ in range(3):  # fill its queue: never accepted
-        c = socket.socket()
-        c.setblocking(False)
-        c.connect_ex(full.getsockname())
-        stuck.append(c)
-    time.sleep(0.2)
-    yield up.getsockname()[1], closed.getsockname()[1], full.getsockname()[1]
-    for s in [up, closed, full, *stuck]:
-        s.close()
 
 
 def test_a_lost_probe_is_none_in_its_place(ports):

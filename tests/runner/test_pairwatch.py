@@ -5,16 +5,13 @@ The store here is an in-memory S3 (the bucket's four calls); tests/lab/test_pair
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import socket
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from botocore.exceptions import ClientError
 
 from wanwide.core import timestamps as ts
@@ -61,51 +58,6 @@ class Store:
         return json.loads(self.objects[f"{S3.bucket}/{key}"])
 
 
-@pytest.fixture
-def listener():
-    """A real TCP listener on loopback (what a region's Keystone is to a probe)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(64)
-    stop = threading.Event()
-
-    def accept() -> None:
-        s.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                c, _ = s.accept()
-                c.close()
-            except OSError:
-                continue
-
-    t = threading.Thread(target=accept, daemon=True)
-    t.start()
-    yield s.getsockname()[1]
-    stop.set()
-    t.join(2)
-    s.close()
-
-
-@pytest.fixture
-def blackhole():
-    """A listener whose accept queue is full: its SYNs go unanswered (a lost probe; a refusal would be an answer)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(0)
-    fill = []
-    for _ in range(3):
-        c = socket.socket()
-        c.setblocking(False)
-        with contextlib.suppress(BlockingIOError):
-            c.connect(s.getsockname())
-        fill.append(c)
-    time.sleep(0.1)
-    yield s.getsockname()[1]
-    for c in fill:
-        c.close()
-    s.close()
-
-
 def _cfg(src: str, targets: list[tuple[str, int]], start: datetime, **kw) -> WatchConfig:
     return WatchConfig(benchmark="b", trial="t000", region=src, attempt=2, start_at=ts.iso(start, precise=True),
                        targets=[{"region": dst, "kind": "keystone", "host": "127.0.0.1", "port": port,
@@ -122,7 +74,8 @@ def _watch(cfg: WatchConfig, store: Store, stop: threading.Event | None = None) 
     return t, ended
 
 
-def test_the_watches_probe_through_the_load_and_the_runner_collects_them(listener, blackhole):
+def test_the_watches_probe_through_the_load_and_the_runner_collects_them(ports):
+    listener, _, blackhole = ports
     store, start = Store(), datetime.now(UTC) + timedelta(seconds=0.3)
     r1 = _cfg("r1", [("r2", listener), ("r3", blackhole)], start, timeout_s=0.3)
     r2 = _cfg("r2", [("r3", listener)], start, offset_s=0.1)
@@ -150,7 +103,8 @@ def test_the_watches_probe_through_the_load_and_the_runner_collects_them(listene
                                "probed_from": "a watch Job in each source region (wanwide runner watch)"}
 
 
-def test_a_watch_that_stored_nothing_is_missing_and_one_cut_short_is_partial(listener):
+def test_a_watch_that_stored_nothing_is_missing_and_one_cut_short_is_partial(ports):
+    listener = ports[0]
     store, start = Store(), datetime.now(UTC)
     stale = pairwatch.document(_cfg("r2", [("r3", listener)], start), pairwatch.netwatch.Watch("r2", [], 1, 0),
                                final=False, ended=None)
@@ -164,9 +118,9 @@ def test_a_watch_that_stored_nothing_is_missing_and_one_cut_short_is_partial(lis
     assert got["pairs"] == [] and said == ["network: no watch document from r1 within 1 s"]
 
 
-def test_sigterm_ends_a_watch_with_its_document_stored_and_the_store_down_does_not_stop_the_probes(listener):
+def test_sigterm_ends_a_watch_with_its_document_stored_and_the_store_down_does_not_stop_the_probes(ports):
     store, stop = Store(), threading.Event()
-    cfg = _cfg("r1", [("r2", listener)], datetime.now(UTC))
+    cfg = _cfg("r1", [("r2", ports[0])], datetime.now(UTC))
     store.down = True  # the store refuses from the start: the probes go on
     t, ended = _watch(cfg, store, stop)
     time.sleep(1.2)
@@ -180,9 +134,9 @@ def test_sigterm_ends_a_watch_with_its_document_stored_and_the_store_down_does_n
     assert doc["pairs"][0]["lost"] == 0 and doc["start_at"] == cfg.start_at and doc["attempt"] == 2
 
 
-def test_a_watch_stops_at_its_deadline_without_a_mark(listener):
+def test_a_watch_stops_at_its_deadline_without_a_mark(ports):
     store = Store()
-    cfg = _cfg("r1", [("r2", listener)], datetime.now(UTC), max_s=0.8)
+    cfg = _cfg("r1", [("r2", ports[0])], datetime.now(UTC), max_s=0.8)
     t, ended = _watch(cfg, store)
     t.join(20)
     assert ended == ["its deadline (0.8 s after the start)"] and store.doc(cfg.key)["final"] is True

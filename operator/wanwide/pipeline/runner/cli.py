@@ -66,20 +66,16 @@ def cmd_validate(args) -> int:
 
 
 def cmd_probe(args) -> int:
-    import json
     import time
     from datetime import UTC, datetime
-    from pathlib import Path
 
     from wanwide.core import timestamps as ts
     from wanwide.core.contracts import EXIT_CONFIG, EXIT_OK, EXIT_UPLOAD, ProbeConfig
     from wanwide.pipeline.runner import probe
     from wanwide.pipeline.runner.upload import UploadError, upload_json
 
-    try:
-        cfg = ProbeConfig.model_validate(json.loads(Path(args.config).read_text()))
-    except (OSError, ValueError) as e:
-        print(f"error: probe config {args.config}: {e}", file=sys.stderr)
+    cfg = _config(ProbeConfig, args.config, "probe")
+    if cfg is None:
         return EXIT_CONFIG
     if cfg.settle_s:
         print(f"[probe] waiting {cfg.settle_s:g} s: the operator shapes this pod, which started after the WAN's "
@@ -112,17 +108,24 @@ def cmd_probe(args) -> int:
     return EXIT_OK
 
 
-def cmd_watch(args) -> int:
+def _config(model, path: str, what: str):
+    """A Job's configuration file read as ``model``; None (said in one line) when unreadable or invalid."""
     import json
     from pathlib import Path
 
+    try:
+        return model.model_validate(json.loads(Path(path).read_text()))
+    except (OSError, ValueError) as e:
+        print(f"error: {what} config {path}: {e}", file=sys.stderr)
+        return None
+
+
+def cmd_watch(args) -> int:
     from wanwide.core.contracts import EXIT_CONFIG, EXIT_UPLOAD, WatchConfig
     from wanwide.pipeline.runner import pairwatch
 
-    try:
-        cfg = WatchConfig.model_validate(json.loads(Path(args.config).read_text()))
-    except (OSError, ValueError) as e:
-        print(f"error: watch config {args.config}: {e}", file=sys.stderr)
+    cfg = _config(WatchConfig, args.config, "watch")
+    if cfg is None:
         return EXIT_CONFIG
     try:
         return pairwatch.main(cfg)
