@@ -293,13 +293,16 @@ def main() -> int:
     for k, (i, n, doc) in enumerate(order, 1):
         print(f"run {k}/{len(order)} (repetition {i + 1}): {doc['metadata']['name'] if doc else f'{n} region(s)'}",
               flush=True)
+        measuring = harness()  # the code that runs is the code at the start (the tree may change meanwhile)
         with tempfile.TemporaryDirectory(prefix="nova-scale-", dir="/var/tmp") as tmp:
             Path(tmp).chmod(0o755)  # the lab's MariaDB and memcached run as their own users
             r = measure(n, Path(tmp), doc)
+        if (now := harness()) != measuring:
+            measuring["changed_during_run_to"] = now
         r["tenants"] = doc["spec"]["workload"]["scenarios"][0]["users"]["tenants"] if doc else None
         r["broker_fds"] = a.broker_fds if doc else None
         r["users_per_tenant"] = doc["spec"]["workload"]["scenarios"][0]["users"]["usersPerTenant"] if doc else None
-        r["repetition"], r["seed"], r["harness"] = i + 1, seed, harness()
+        r["repetition"], r["seed"], r["harness"] = i + 1, seed, measuring
         b = r["broker_peak"]
         print(f"{r['benchmark']}: {r['result'] or 'failed'} (rc {r['rc']}); deployed in {r['deploy_s']} s "
               f"(whole run {r['wall_s']:.0f} s); computes up {r['computes_up']}; a region's PSS "
