@@ -27,9 +27,14 @@ class Store:
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
         self.down = False
+        self.failing_puts = 0  # the next this many puts refused (a blink)
         self.puts: list[str] = []
 
     def _check(self, op: str) -> None:
+        if op == "PutObject" and self.failing_puts:
+            self.failing_puts -= 1
+            raise ClientError({"Error": {"Code": "SlowDown", "Message": "blink"},
+                               "ResponseMetadata": {"HTTPStatusCode": 503}}, op)
         if self.down:
             raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "down"},
                                "ResponseMetadata": {"HTTPStatusCode": 503}}, op)
@@ -110,12 +115,14 @@ def test_a_watch_that_stored_nothing_is_missing_and_one_cut_short_is_partial(por
                                final=False, ended=None)
     store.put_object(Bucket="results", Key=_cfg("r2", [("r3", listener)], start).key, Body=json.dumps(stale).encode())
     said: list[str] = []
+    store.failing_puts = 2  # the store blinks as the runner marks the load done: the mark is stored all the same
     t0 = time.monotonic()
     got = pairwatch.collect(S3, "b", "t000", 2, PairWatches(sources=["r1", "r2"], coverage={"pairs": 3}, wait_s=1),
                             client=store, poll_s=0.1, say=said.append)
     assert 1 <= time.monotonic() - t0 < 5, "waits its bound, no longer"
     assert got["coverage"]["stored"] == 0 and got["coverage"]["missing"] == ["r1"] and got["coverage"]["partial"] == ["r2"]
     assert got["pairs"] == [] and said == ["network: no watch document from r1 within 1 s"]
+    assert store.objects[f"results/{watch_key('runs', 'b', 't000', 2, None)}"]
 
 
 def test_sigterm_ends_a_watch_with_its_document_stored_and_the_store_down_does_not_stop_the_probes(ports):

@@ -21,6 +21,7 @@ from typing import Any
 from wanwide.core import timestamps as ts
 from wanwide.core.contracts import PairWatches, S3Target, WatchConfig, parse_time, watch_key
 from wanwide.pipeline.runner import netwatch
+from wanwide.pipeline.runner.upload import key_exists
 
 CHECK_S = 5.0
 """A watch looks for the load's mark at least this often (one HEAD request)."""
@@ -83,8 +84,6 @@ def run_watch(cfg: WatchConfig, *, client=None, stop: threading.Event | None = N
                     ended = f"its deadline ({cfg.max_s:g} s after the start)"
                 else:
                     try:
-                        from wanwide.pipeline.runner.upload import key_exists
-
                         if key_exists(client, cfg.results.bucket, cfg.done_key):
                             ended = "the load is done"
                         elif time.time() - flushed >= cfg.flush_s:
@@ -124,8 +123,15 @@ def collect(target: S3Target, benchmark: str, trial: str, attempt: int, want: Pa
     """The load's runner, its measured task over: the mark stored, then every source's final document awaited
     (at most ``want.wait_s``); the pairs they probed and a coverage saying which sources stored what."""
     client = client or _client(target)
-    _put(client, target, watch_key(target.prefix, benchmark, trial, attempt, None),
-         {"done_at": ts.iso(datetime.now(UTC), precise=True)})
+    for tries_left in range(4, -1, -1):  # the mark is what ends the watches: a blink of the store is tried again
+        try:
+            _put(client, target, watch_key(target.prefix, benchmark, trial, attempt, None),
+                 {"done_at": ts.iso(datetime.now(UTC), precise=True)})
+            break
+        except Exception:
+            if not tries_left:
+                raise
+            time.sleep(poll_s)
     deadline = time.monotonic() + want.wait_s
     docs: dict[str, dict[str, Any]] = {}
     pending = list(want.sources)
