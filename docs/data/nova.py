@@ -709,14 +709,19 @@ def sweep_text(sweep: list[dict], era: str, seen: dict[int, tuple[int, int]]) ->
               f"{'; '.join(observed)}."]
     tested = []
     for a in at_each_limit(sweep):
-        n, ci = fit.crossing(socket_limit(a.limit, seen)[0])
+        # out of sample where it can be: the line fitted without this limit's runs (else all of them, said)
+        alone = broker_fit([r for r in sweep if r["broker_fds"] != a.limit])
+        line, whose = (alone, "fitted without its runs") if alone and alone.per_ci else (fit, "fitted with its runs")
+        cap_a = socket_limit(a.limit, seen)[0]
+        n, ci = line.crossing(cap_a)
         lo, hi = ci or (n, n)
         below, above = max(a.held, default=0), min(a.broke, default=math.inf)
         ok = ("agrees" if below < lo and hi <= above else  # the crossing between the last held and the first out
               "contradicts" if hi <= below or lo > above else "cannot tell")
-        tested.append(f"at {a.limit} files it meets the limit at {at(socket_limit(a.limit, seen)[0])} computes, "
-                      f"the broker held in every run up to {below or 'none'} and ran out in every run from "
-                      f"{above if above != math.inf else 'none'}: **{ok}**")
+        tested.append(f"at {a.limit} files the line {whose} ({line.per:.2f} a compute over {line.base:.0f}, "
+                      f"{line.n} runs) meets the limit at {n:.0f}" + (f" [{lo:.0f}, {hi:.0f}]" if ci else "")
+                      + f" computes, the broker held in every run up to {below or 'none'} and ran out in every run "
+                      f"from {above if above != math.inf else 'none'}: **{ok}**")
     n, ci = fit.crossing(caps[DEFAULT_FDS][0])
     if ci:
         side = ("agrees" if ci[0] <= STUDY_BREAK <= ci[1] else

@@ -193,7 +193,8 @@ def test_repeated_runs_give_the_fit_intervals_widen_the_bracket_and_test_it_at_a
     20 (held 3 of 3) and 40 (out 2 of 2) widened by the base's interval: (141 − 22.5) / 40 = 3.0 to (141 − 17.5) /
     20 = 6.2 sockets; at 1024 (832), 131 to 275 computes. At 512 files (371 sockets by the rule) it holds below
     (371 − 22.5) / 6.17 = 56 and runs out from (371 − 17.5) / 2.96 = 119 computes: 20 out contradicts, 30 and 50
-    held agree, 80 out cannot tell, 120 out agrees."""
+    held agree, 80 out cannot tell, 120 out agrees. The line at 512 fitted without 512's runs (its 7 runs at 256
+    under the limit) meets 371 sockets at 88 [83, 92]."""
     nova = _nova()
     runs = [_ctl(10, y, 256) for y in (58, 60, 62)] + [_ctl(20, y, 256) for y in (98, 100, 102)]
     runs += [_ctl(40, 225, 256, said=ALARM, failed=4)] * 2 + [_ctl(30, 140, 256), _ctl(30, 150, 256, said=ALARM)]
@@ -208,9 +209,13 @@ def test_repeated_runs_give_the_fit_intervals_widen_the_bracket_and_test_it_at_a
     assert "30 [30, 31] computes at 256 files (141 sockets, announced)" in text
     assert "88 [86, 89] computes at 512 files (371 sockets, by RabbitMQ's rule" in text
     assert "203 [199, 207] computes at 1024 files (832 sockets" in text
-    assert ("at 256 files it meets the limit at 30 [30, 31] computes, the broker held in every run up to 20 and ran out "
-            "in every run from 40: **agrees**") in text
-    assert "at 512 files it meets the limit at 88 [86, 89] computes" in text and "from 20: **contradicts**" in text
+    # each limit tested out of sample where the other limits' runs give a line with an interval: at 256 the runs at
+    # 512 under it are two (30, 50: no interval), so the pooled line, said; at 512 the 7 runs at 256 under it
+    # (x̄ = 17.14, Sxx = 342.9, s = √(16/5), t(0.975, 5) = 2.571): 4.00 over 20, 371 → 87.75 ± 4.4
+    assert ("at 256 files the line fitted with its runs (4.00 a compute over 20, 9 runs) meets the limit at 30 [30, 31] "
+            "computes, the broker held in every run up to 20 and ran out in every run from 40: **agrees**") in text
+    assert ("at 512 files the line fitted without its runs (4.00 a compute over 20, 7 runs) meets the limit at 88 "
+            "[83, 92] computes") in text and "from 20: **contradicts**" in text
     assert ("it predicts 203 [199, 207] computes; the 2014 study's broker ran out near 148: **contradicts: the study's "
             "broker ran out at 73% of what this line predicts**") in text
     assert "| 10 | 2 × 1 | 256 | 3 | all | 91 [89–93] (60 [58–62]) | none |" in text
