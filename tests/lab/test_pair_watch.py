@@ -46,7 +46,7 @@ def test_a_pair_away_from_the_load_region_is_probed_from_inside_its_source(net: 
         net.set_link("r2", "r3", OneWay(delay_ms=RTT_MS / 2, loss_pct=100))  # the pair cut while watched
         cut = time.time() - t0
         time.sleep(2.5)
-    net.restore()
+    net.set_link("r2", "r3", OneWay(delay_ms=RTT_MS / 2))  # the cut undone (restore() only undoes a lift())
     (row,) = inside.rows()
     before = [ms for at, ms in row["samples"] if at < cut - 0.5]  # answered before the cut (probes take 40 ms)
     after = [ms for at, ms in row["samples"] if at > cut + 1.0]  # past the probes in flight at the cut
@@ -71,17 +71,20 @@ def test_a_namespace_it_cannot_enter_probes_nothing() -> None:
 
 
 @pytest.mark.timeout(180)
-def test_watch_jobs_as_on_kubernetes_measure_their_links_and_the_runner_collects_them(net: netns.Network,
-                                                                                       tmp_path) -> None:
+def test_watch_jobs_as_on_kubernetes_measure_their_links_and_the_runner_collects_them(net: netns.Network, tmp_path,
+                                                                                       monkeypatch) -> None:
     """Kubernetes' way (no namespace the runner can enter): ``wanwide runner watch``, the real command, started
     inside r1 and inside r2 as a watch Job's pod is inside its region, each storing into a real S3 (versitygw on the
     lab's host address) across its region's host link; r1's ends by SIGTERM (its document stored first), r2's by
     the mark the load's runner stores, which then collects both: the shaped 40 ms, from each source."""
     import json
+    import shutil
     import signal
     import subprocess
     import sys
+    import tempfile
     from datetime import UTC, datetime
+    from pathlib import Path
 
     from tests.ports import free_port
     from wanwide.core import timestamps as ts
@@ -93,7 +96,9 @@ def test_watch_jobs_as_on_kubernetes_measure_their_links_and_the_runner_collects
     if not paths.versitygw().exists():
         pytest.skip("versitygw not built (hack/install-lab.sh)")
     boto3 = pytest.importorskip("boto3")
-    svc = services.Services(None, tmp_path / "run")
+    run_dir = Path(tempfile.mkdtemp(prefix="ww-run-watch-", dir="/tmp"))  # traversable: the lab's services' rule
+    run_dir.chmod(0o755)
+    svc = services.Services(None, run_dir)
     try:
         s3 = svc.start_s3(host=HOST_ADDRESS, port=free_port())
         boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=s3.info["access_key"],
@@ -102,6 +107,8 @@ def test_watch_jobs_as_on_kubernetes_measure_their_links_and_the_runner_collects
         target = S3Target(endpoint=s3.info["url"], bucket="results", prefix="lab")
         env = {"PATH": "/usr/bin:/bin", "AWS_ACCESS_KEY_ID": s3.info["access_key"],
                "AWS_SECRET_ACCESS_KEY": s3.info["secret_key"], "PYTHONPATH": ":".join(sys.path)}
+        for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):  # the load's runner's, as its Job's env gives them
+            monkeypatch.setenv(k, env[k])
         start = ts.iso(datetime.now(UTC), precise=True)
         procs = {}
         for src, dsts in (("r1", ["r2"]), ("r2", ["r3"])):
@@ -113,7 +120,14 @@ def test_watch_jobs_as_on_kubernetes_measure_their_links_and_the_runner_collects
             procs[src] = net.popen_in(src, [sys.executable, "-m", "wanwide.cli", "runner", "watch", "--config",
                                             str(path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True)
-        time.sleep(4)
+        client = boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=s3.info["access_key"],
+                              aws_secret_access_key=s3.info["secret_key"], region_name="us-east-1")
+        end = time.time() + 90  # both watches running (a partial document stored), then 3 s more of probes
+        while not all(client.list_objects_v2(Bucket="results", Prefix=f"lab/b/t000/_network/during-1/{src}.json")
+                      .get("KeyCount") for src in procs):
+            assert time.time() < end and all(p.poll() is None for p in procs.values()), "a watch did not start"
+            time.sleep(0.5)
+        time.sleep(3)
         procs["r1"].send_signal(signal.SIGTERM)
         assert procs["r1"].wait(60) == 0, procs["r1"].stdout.read()
         got = pairwatch.collect(target, "b", "t000", 1, PairWatches(sources=["r1", "r2"], coverage={"pairs": 2},
@@ -127,12 +141,11 @@ def test_watch_jobs_as_on_kubernetes_measure_their_links_and_the_runner_collects
             answered = [ms for _, ms in row["samples"] if ms is not None]
             assert row["sent"] >= 5 and row["lost"] == 0, row
             assert all(RTT_MS * 0.95 <= ms < RTT_MS + 200 for ms in answered), row  # the shaped link
-        doc = json.loads(boto3.client("s3", endpoint_url=s3.info["url"], aws_access_key_id=s3.info["access_key"],
-                                      aws_secret_access_key=s3.info["secret_key"], region_name="us-east-1")
-                         .get_object(Bucket="results", Key="lab/b/t000/_network/during-1/r1.json")["Body"].read())
+        doc = json.loads(client.get_object(Bucket="results", Key="lab/b/t000/_network/during-1/r1.json")["Body"].read())
         assert doc["final"] is True and doc["ended"] == "terminated"
     finally:
         for p in locals().get("procs", {}).values():
             if p.poll() is None:
                 p.kill()
         svc.stop_all()
+        shutil.rmtree(run_dir, ignore_errors=True)
