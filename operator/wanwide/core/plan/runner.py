@@ -248,10 +248,9 @@ def watch_pairs(plan: TrialPlan) -> tuple[list[tuple[str, str]], dict[str, Any]]
                            f"traffic crosses, {len(chosen) - n_db} of the {len(every) - len(db)} others"}
 
 
-def _pair_rows(plan: TrialPlan, where: Addresses, kind: str) -> list[dict[str, Any]]:
-    """:func:`watch_pairs`, each from its first region to the second's ``kind`` endpoint, with what the plan asks
-    between the two (both delays; the share of round trips the two losses drop)."""
-    pairs, _ = watch_pairs(plan)
+def _pair_rows(plan: TrialPlan, where: Addresses, kind: str, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """``pairs`` (:func:`watch_pairs`), each from its first region to the second's ``kind`` endpoint, with what the
+    plan asks between the two (both delays; the share of round trips the two losses drop)."""
     out = []
     for a, b in pairs:
         there, back = plan.links[(a, b)], plan.links[(b, a)]
@@ -266,14 +265,13 @@ def pair_targets(plan: TrialPlan, where: Addresses, netns: dict[str, str]) -> li
     namespace, ``netns``: region → path) to the second's database member (a member per region) or Keystone — one
     address per region in the lab, so the same path as every service between the two."""
     kind = "keystone" if plan.backend == "mariadb" else "database"
-    return [{**row, "netns": netns[row["src"]]} for row in _pair_rows(plan, where, kind)]
+    return [{**row, "netns": netns[row["src"]]} for row in _pair_rows(plan, where, kind, watch_pairs(plan)[0])]
 
 
-def watch_period_s(plan: TrialPlan) -> float:
-    """How often each pair is probed during the load: every pair once a period, :data:`NETWORK_PROBES_PER_S` in
-    all at most, every 2 s at least."""
-    pairs, _ = watch_pairs(plan)
-    return max(2.0, round(len(pairs) / NETWORK_PROBES_PER_S, 1))
+def watch_period_s(n_pairs: int) -> float:
+    """How often each of ``n_pairs`` watched pairs is probed during the load: every pair once a period,
+    :data:`NETWORK_PROBES_PER_S` in all at most, every 2 s at least."""
+    return max(2.0, round(n_pairs / NETWORK_PROBES_PER_S, 1))
 
 
 def watch_configs(plan: TrialPlan, where: Addresses, *, start_at: str, attempt: int, results: S3Target,
@@ -282,12 +280,11 @@ def watch_configs(plan: TrialPlan, where: Addresses, *, start_at: str, attempt: 
     source region of :func:`watch_pairs`, probing its pairs' other ends at their Keystone's Service — the pair's
     link, as the network check before the load crosses it (a database member's pod is shaped by objects of its
     own with the same link's figures) —, their first probes spread over a period."""
-    rows = _pair_rows(plan, where, "keystone")
+    pairs, coverage = watch_pairs(plan)
     by_src: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
+    for row in _pair_rows(plan, where, "keystone", pairs):
         by_src.setdefault(row["src"], []).append(row)
-    period = watch_period_s(plan)
-    _, coverage = watch_pairs(plan)
+    period = watch_period_s(len(pairs))
     return [WatchConfig(benchmark=plan.benchmark, trial=plan.id, region=src, attempt=attempt, start_at=start_at,
                         targets=[WatchTarget(region=r["dst"], kind=r["kind"], host=r["host"], port=r["port"],
                                              requested_rtt_ms=r["rtt_ms"], requested_loss_pct=r["loss_pct"])
@@ -297,9 +294,8 @@ def watch_configs(plan: TrialPlan, where: Addresses, *, start_at: str, attempt: 
             for i, (src, got) in enumerate(by_src.items())]
 
 
-def watch_sources(plan: TrialPlan) -> list[str]:
-    """The regions a watch Job probes from (:func:`watch_configs`), in the plan's order."""
-    pairs, _ = watch_pairs(plan)
+def watch_sources(pairs: list[tuple[str, str]]) -> list[str]:
+    """The regions a watch Job probes ``pairs`` from (:func:`watch_configs`), in the plan's order."""
     return list(dict.fromkeys(a for a, _ in pairs))
 
 
@@ -414,9 +410,9 @@ def runner_config(
         _, coverage = watch_pairs(plan)
         cfg["gauges"].update(pairs=pair_targets(plan, where, netns), pairs_coverage=coverage)
     elif pair_watch and results is not None and region == plan.load_regions[0] and len(plan.region_names) > 1:
-        _, coverage = watch_pairs(plan)
-        cfg["gauges"]["pair_watches"] = {"sources": watch_sources(plan), "coverage": coverage,
-                                         "wait_s": max(90.0, 3 * watch_period_s(plan) + 60.0)}
+        pairs, coverage = watch_pairs(plan)
+        cfg["gauges"]["pair_watches"] = {"sources": watch_sources(pairs), "coverage": coverage,
+                                         "wait_s": max(90.0, 3 * watch_period_s(len(pairs)) + 60.0)}
     probed = len(targets) + len(cfg["gauges"].get("members") or []) + len(cfg["gauges"].get("pairs") or [])
     if probed:
         cfg["gauges"]["network_period_s"] = max(2.0, round(probed / NETWORK_PROBES_PER_S, 1))

@@ -21,15 +21,13 @@ from typing import Any
 from wanwide.core import timestamps as ts
 from wanwide.core.contracts import PairWatches, S3Target, WatchConfig, parse_time, watch_key
 from wanwide.pipeline.runner import netwatch
-from wanwide.pipeline.runner.upload import key_exists
+from wanwide.pipeline.runner.upload import credentials, key_exists, not_found, s3_client
 
 CHECK_S = 5.0
 """A watch looks for the load's mark at least this often (one HEAD request)."""
 
 
 def _client(target: S3Target):
-    from wanwide.pipeline.runner.upload import credentials, s3_client
-
     return s3_client(target.endpoint, target.region, credentials(target), connect_timeout=5, read_timeout=20,
                      attempts=2)
 
@@ -40,13 +38,10 @@ def _put(client, target: S3Target, key: str, doc: dict[str, Any]) -> None:
 
 def _get(client, target: S3Target, key: str) -> dict[str, Any] | None:
     """The JSON document at ``key``; None when there is none (yet)."""
-    from botocore.exceptions import ClientError
-
     try:
         return json.loads(client.get_object(Bucket=target.bucket, Key=key)["Body"].read())
-    except ClientError as e:
-        code = str(e.response.get("Error", {}).get("Code", ""))
-        if code in {"404", "NoSuchKey", "NotFound"} or e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+    except Exception as e:
+        if not_found(e):
             return None
         raise
 

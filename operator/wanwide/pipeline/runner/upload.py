@@ -115,16 +115,22 @@ def _short(e: Exception | None) -> str:
     return s if len(s) < 400 else s[:400] + "…"
 
 
-def key_exists(client, bucket: str, key: str) -> bool:
+def not_found(e: Exception) -> bool:
+    """Whether the store's error says the key is not there."""
     from botocore.exceptions import ClientError
 
+    if not isinstance(e, ClientError):
+        return False
+    code = str(e.response.get("Error", {}).get("Code", ""))
+    return code in {"404", "NoSuchKey", "NotFound"} or e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404
+
+
+def key_exists(client, bucket: str, key: str) -> bool:
     try:
         client.head_object(Bucket=bucket, Key=key)
         return True
-    except ClientError as e:
-        code = str(e.response.get("Error", {}).get("Code", ""))
-        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if code in {"404", "NoSuchKey", "NotFound"} or status == 404:
+    except Exception as e:
+        if not_found(e):
             return False
         raise
 
