@@ -14,6 +14,7 @@ from tests.plan.bad_inputs import CASES
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "manifests" / "examples" / "lab-delay.yaml"
+STUDY = REPO / "manifests" / "examples" / "study.yaml"  # 5 rounds so far
 # What the file-reading cases write: name -> content (bytes or text).
 FILES: dict[str, str | bytes] = {
     "syntax.yaml": "apiVersion: wanwide.io/v1alpha1\nkind: Benchmark\nspec: [1,\n  2\n",
@@ -63,6 +64,10 @@ TABLE: list[tuple[str, list[str], str, str]] = [
      "'soon': a duration such as 90m or 2h"),
     ("lab-stop-after-zero", ["lab", "run", "-f", str(EXAMPLE), "-o", "{d}/out", "--stop-after", "0s"], "--stop-after",
      "'0s': must be greater than 0"),
+    ("lab-more-rounds-word", ["lab", "run", "-f", str(EXAMPLE), "-o", "{d}/out", "--more-rounds", "some"],
+     "--more-rounds", "'some': a whole number of rounds"),
+    ("lab-more-rounds-too-many", ["lab", "run", "-f", str(STUDY), "-o", "{d}/out", "--more-rounds", "96"],
+     "study.yaml", "--more-rounds 96: spec.matrix.firstRepetition + repetitions is more than 100"),
     ("lab-quiet-threshold-word", ["lab", "run", "-f", str(EXAMPLE), "-o", "{d}/out", "--quiet-threshold", "low"],
      "--quiet-threshold", "'low': not a number"),
     ("lab-quiet-threshold-negative", ["lab", "run", "-f", str(EXAMPLE), "-o", "{d}/out", "--quiet-threshold=-1"],

@@ -69,11 +69,11 @@ def render_plans(docs: Documents, trial: int | None, all_trials: bool, objects_o
         if all_trials:
             chosen = plans
         else:
-            idx = trial or 0
-            if idx >= len(plans):
+            idx = plans[0].index if trial is None else trial
+            chosen = [p for p in plans if p.index == idx]
+            if not chosen:
                 raise UserError(f"--trial {idx}: Benchmark {bench.metadata.name} has {len(plans)} trials "
-                                f"(0–{len(plans) - 1})")
-            chosen = [plans[idx]]
+                                f"({plans[0].index}–{plans[-1].index})")
         header = [f"# Benchmark {bench.metadata.namespace}/{bench.metadata.name}: {len(plans)} trials"]
         for p in plans:
             header.append(f"#   {p.id}: " + ", ".join(f"{k}={v}" for k, v in p.parameters.items()))
@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="print the desired state of a Benchmark's trials as YAML")
     p.add_argument("-f", "--file", action="append", required=True, help="YAML file(s) with a Topology and a Benchmark (- = stdin)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--trial", type=int, help="trial index to render (default 0)")
+    g.add_argument("--trial", type=int, help="trial index to render (default: the first; a Benchmark with matrix.firstRepetition starts after 0)")
     g.add_argument("--all", action="store_true", help="render every trial")
     p.add_argument("--objects-only", action="store_true", help="leave out Helm release documents")
     p.set_defaults(func=cmd_plan)

@@ -110,6 +110,11 @@ CASES: list[tuple[str, dict[str, Any], str, str, bool]] = [
     ("bad-bucket", _b(results={"s3": {"endpoint": "http://s3:7070", "bucket": "A", "secretRef": {"name": "k"}}}),
      "results.s3.bucket", "valid S3 bucket name", True),
     ("parallelism-zero", _b(matrix={"parallelism": 0}), "matrix.parallelism", "greater than or equal to 1", True),
+    # rounds added to a campaign (firstRepetition) count against the same bound as its repetitions
+    ("rounds-over-max", _b(matrix={"repetitions": 60, "firstRepetition": 41}), "spec.matrix",
+     "lower firstRepetition or repetitions", True),
+    ("first-repetition-negative", _b(matrix={"firstRepetition": -1}), "matrix.firstRepetition",
+     "greater than or equal to 0", True),
     # a matrix value below its minimum: refused, not a trial silently dropped
     ("matrix-regions-zero", _b(matrix={"regions": [0, 3]}), "spec.matrix.regions[0]", "use 1 or more", True),
     ("matrix-regions-over-max", _b(matrix={"regions": [3, 1001]}), "spec.matrix.regions[1]", "use 1000 or less", True),

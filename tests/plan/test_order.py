@@ -150,3 +150,50 @@ def test_several_benchmarks_run_round_by_round_in_a_seeded_order():
     one_each = deployments(plans, fresh=True)
     assert sorted(p.id + p.benchmark for g in one_each for p in g) == sorted(p.id + p.benchmark for p in plans)
     assert all(len(g) == 1 for g in one_each)
+
+
+def test_rounds_added_to_a_finished_campaign_continue_it():
+    """``matrix.firstRepetition`` (``wanwide lab run --more-rounds``): the rounds added later take trial ids after
+    the old ones (a merged data set keeps one id per trial), the round numbers after theirs, and each round the
+    order it would have had in one longer campaign; every Benchmark of the campaign gets the same new round
+    numbers, so a new round holds all of them (a block for comparisons between Benchmarks)."""
+    from wanwide.core.plan.matrix import campaign_rounds, more_rounds
+
+    matrix = {"backend": ["mariadb", "galera"], "rtt": ["0ms", "100ms", "300ms"], "seed": 5}
+    old = _plans({**matrix, "repetitions": 3})
+    more = _plans({**matrix, "repetitions": 2, "firstRepetition": 3})
+    longer = _plans({**matrix, "repetitions": 5})
+    assert sorted(p.index for p in more) == list(range(18, 30))  # after the old 0–17: no id twice
+    assert {p.id for p in old}.isdisjoint(p.id for p in more)
+    assert sorted({p.repetition for p in more}) == [3, 4] and {p.parameters["repetition"] for p in more} == {"3", "4"}
+
+    def rounds(plans: list) -> dict:
+        out: dict = {}
+        for p in in_run_order(plans):
+            out.setdefault(p.repetition, []).append((p.parameters["backend"], p.parameters["rtt"]))
+        return out
+    assert rounds(more) == {r: v for r, v in rounds(longer).items() if r >= 3}
+    assert rounds(old) == {r: v for r, v in rounds(longer).items() if r < 3}  # the old rounds as they ran
+    seq = _plans({**matrix, "repetitions": 2, "firstRepetition": 3, "order": "Sequential"})
+    assert [p.index for p in in_run_order(seq)] == list(range(18, 30))
+
+    # a campaign of Benchmarks with different rounds so far: the new rounds start after the longest
+    three, nine = _plans({**matrix, "repetitions": 5}, "three"), _plans({**matrix, "repetitions": 3}, "nine")
+    docs = load_documents([yaml.safe_dump_all([TOPOLOGY, _bench({**matrix, "repetitions": 5}, "three"),
+                                               _bench({**matrix, "repetitions": 3}, "nine")])])
+    first = campaign_rounds([b.spec for b in docs.benchmarks])
+    assert first == 5
+    added = [q for b in docs.benchmarks
+             for q in plan(b.model_copy(update={"spec": more_rounds(b.spec, 2, first)}), docs.topology_for(b))]
+    per_round: dict = {}
+    for g in deployments(added):
+        per_round.setdefault(g[0].repetition, set()).add(g[0].benchmark)
+    assert per_round == {5: {"three", "nine"}, 6: {"three", "nine"}}
+    for name, before in (("three", three), ("nine", nine)):
+        assert {p.id for p in before}.isdisjoint(p.id for p in added if p.benchmark == name)
+    try:
+        more_rounds(docs.benchmarks[0].spec, 96, first)
+    except ValueError as e:
+        assert "firstRepetition + repetitions is more than 100" in str(e)
+    else:
+        raise AssertionError("101 rounds accepted")

@@ -324,6 +324,12 @@ class Matrix(Model):
                                      "x-kubernetes-validations": [{"rule": _SCENARIO_RULE, "message": _SCENARIO_MSG}]}},
     )
     repetitions: Int = Field(1, ge=1, le=100, description="Trials per parameter point.")
+    first_repetition: Int = Field(
+        0, ge=0, le=99,
+        description="Rounds a campaign already has: this Benchmark runs repetitions firstRepetition … "
+        "firstRepetition + repetitions − 1, its trials numbered after theirs and its Interleaved order continuing "
+        "the seed's, so rounds added later to a finished campaign (the same Benchmark with firstRepetition = "
+        "its old repetitions) merge with it as one campaign. firstRepetition + repetitions is at most 100.")
     order: Literal["Interleaved", "Sequential"] = Field(
         "Interleaved",
         description="Run order. Interleaved: in rounds (round r runs repetition r of every point), each round "
@@ -335,7 +341,7 @@ class Matrix(Model):
     parallelism: Int = Field(1, ge=1, le=50, description="Trials running at once.")
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
-        cel(limits.TRIALS_RULE, limits.TRIALS_MSG)]})
+        cel(limits.TRIALS_RULE, limits.TRIALS_MSG), cel(limits.ROUNDS_RULE, limits.ROUNDS_MSG)]})
 
     @model_validator(mode="after")
     def _scenarios(self) -> Matrix:
@@ -343,6 +349,8 @@ class Matrix(Model):
             _check_scenario(name)
         if (n := limits.trials(self)) > limits.MAX_TRIALS:
             raise ValueError(limits.budget_problems(limits.Budget(n, None, None))[0][1])
+        if self.first_repetition + self.repetitions > limits.MAX_ROUNDS:
+            raise ValueError(limits.ROUNDS_MSG)
         return self
 
 

@@ -30,6 +30,8 @@ MAX_REGION_TRIALS = 1500
 MAX_LINK_WINDOWS = 1_000_000
 """Directed links n×(n−1) summed over a Benchmark's trials, counted once for the trial's WAN and once per
 fault window (a 1000-region trial without faults; a 45-region trial with 100 windows, 4 times)."""
+MAX_ROUNDS = 100
+"""firstRepetition + repetitions: the rounds of a campaign, those run before included."""
 MAX_DROPOUT_CUTS = 2000
 """Cuts of all dropouts within timeouts.loading (each begins and ends with events and chaos objects and
 is recorded in the Trial's status)."""
@@ -135,6 +137,11 @@ def _points(root: str, guard: str) -> str:
 TRIALS_MSG = (f"the matrix expands to more than {MAX_TRIALS} trials (the product of every axis' values and "
               f"repetitions): sweep fewer values or repetitions, or {SPLIT}")
 TRIALS_RULE = f"{_points('self', '')} * {_axis('regions', 'self', '')} <= {MAX_TRIALS}"
+
+ROUNDS_MSG = (f"spec.matrix.firstRepetition + repetitions is more than {MAX_ROUNDS}: a campaign has at most "
+              f"{MAX_ROUNDS} rounds; lower firstRepetition or repetitions")
+ROUNDS_RULE = (f"(has(self.firstRepetition) ? self.firstRepetition : 0) + "
+               f"(has(self.repetitions) ? self.repetitions : 1) <= {MAX_ROUNDS}")
 
 _HAS_REGIONS = "(has(self.matrix) && has(self.matrix.regions))"
 _N0 = ("(has(self.topology) ? (has(self.topology.generate) ? self.topology.generate.count : "

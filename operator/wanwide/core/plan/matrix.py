@@ -37,37 +37,64 @@ def order_seed(spec: BenchmarkSpec, name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
-def run_order(n_points: int, repetitions: int, order: str, seed: int) -> list[int]:
-    """Indices (point × repetitions + repetition) in the order the trials run.
+def run_order(n_points: int, repetitions: int, order: str, seed: int, first: int = 0) -> list[int]:
+    """Indices (``n_points`` × ``first`` + point × repetitions + repetition − ``first``) in the order the trials
+    run; ``first``: the rounds a campaign already ran (``matrix.firstRepetition``), whose indices come before.
 
     ``Sequential``: by index (each point's repetitions one after the other). ``Interleaved``:
     in rounds — round r runs repetition r of every point — each round in its own random
     order drawn from ``seed``, so no parameter value always runs first on a fresh deployment
-    and slow drifts of the machine spread over every point.
+    and slow drifts of the machine spread over every point. Rounds added later (``first`` > 0)
+    continue the seed's stream: round r gets the order it would have had in one longer campaign.
     """
+    base = n_points * first
     if order == "Sequential":
-        return list(range(n_points * repetitions))
+        return list(range(base, base + n_points * repetitions))
     rng = random.Random(seed)
     out: list[int] = []
-    for rep in range(repetitions):
+    for rnd in range(first + repetitions):
         points = list(range(n_points))
         rng.shuffle(points)
-        out += [p * repetitions + rep for p in points]
+        if rnd >= first:
+            out += [base + p * repetitions + rnd - first for p in points]
     return out
 
 
 def expand(spec: BenchmarkSpec, name: str = "") -> list[Point]:
-    """Every (point × repetition), repetitions innermost, indices from 0, each with its position
-    in the run order (:func:`run_order`) and the seed it was drawn with."""
+    """Every (point × repetition), repetitions innermost, indices from ``n_points × firstRepetition`` (0 for a
+    campaign's first Benchmark), each with its position in the run order (:func:`run_order`) and the seed it
+    was drawn with."""
     axes = swept_axes(spec)
     values = [list(getattr(spec.matrix, a)) for a in axes]
     combos = list(itertools.product(*values)) if axes else [()]
-    reps = spec.matrix.repetitions
+    reps, first = spec.matrix.repetitions, spec.matrix.first_repetition
     seed = order_seed(spec, name)
-    position = {idx: pos for pos, idx in enumerate(run_order(len(combos), reps, spec.matrix.order, seed))}
+    order = run_order(len(combos), reps, spec.matrix.order, seed, first)
+    position = {idx: pos for pos, idx in enumerate(order)}
+    base = len(combos) * first
     points: list[Point] = []
     for combo in combos:
         for rep in range(reps):
-            i = len(points)
-            points.append(Point(i, rep, dict(zip(axes, combo, strict=True)), position[i], seed))
+            i = base + len(points)
+            points.append(Point(i, first + rep, dict(zip(axes, combo, strict=True)), position[i], seed))
     return points
+
+
+def campaign_rounds(specs: list[BenchmarkSpec]) -> int:
+    """The rounds a campaign of these Benchmarks has: the most any of them runs (firstRepetition + repetitions)."""
+    return max((s.matrix.first_repetition + s.matrix.repetitions for s in specs), default=0)
+
+
+def more_rounds(spec: BenchmarkSpec, n: int, first: int) -> BenchmarkSpec:
+    """The same Benchmark running rounds ``first`` … ``first + n − 1`` (``wanwide lab run --more-rounds``):
+    ``first`` is the campaign's rounds so far (:func:`campaign_rounds`), the same for every Benchmark of it, so
+    each new round holds every Benchmark (a block for comparisons between them: the Benchmarks of one round on
+    one machine) and its trials number and order after the old ones. Raises ValueError past the bound on rounds."""
+    from wanwide.core.api.limits import MAX_ROUNDS, ROUNDS_MSG
+
+    if first + n > MAX_ROUNDS:
+        raise ValueError(ROUNDS_MSG)
+    m = spec.matrix
+    matrix = m.model_validate({**m.model_dump(by_alias=True, exclude_unset=True),
+                               "firstRepetition": first, "repetitions": n})
+    return spec.model_copy(update={"matrix": matrix})

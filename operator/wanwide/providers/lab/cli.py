@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 def _run(args: argparse.Namespace) -> int:
     """Read and plan the files once (a one-line UserError naming the file), then run the trials."""
-    from wanwide.core.errors import UserErrors
+    from wanwide.core.errors import UserError, UserErrors
     from wanwide.core.plan.errors import PlanError
+    from wanwide.core.plan.matrix import campaign_rounds, more_rounds
     from wanwide.core.plan.trial import plan
     from wanwide.inputs import load_files, problem_lines
     from wanwide.providers.lab.quiet import QuietGate
@@ -17,11 +18,18 @@ def _run(args: argparse.Namespace) -> int:
 
     specs = load_files(args.file)
     trials = []
+    first = campaign_rounds([b.spec for b in specs.docs.benchmarks])
     for bench in specs.docs.benchmarks:
+        where = specs.origin(bench)
+        if args.more_rounds:
+            try:
+                bench = bench.model_copy(update={"spec": more_rounds(bench.spec, args.more_rounds, first)})
+            except ValueError as e:
+                raise UserError(f"{where}: --more-rounds {args.more_rounds}: {e}") from None
         try:
             trials += plan(bench, specs.docs.topology_for(bench))
         except PlanError as e:
-            raise UserErrors(problem_lines(specs.origin(bench), e)) from None
+            raise UserErrors(problem_lines(where, e)) from None
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
                      max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
     return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate,
@@ -93,6 +101,11 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
                    help="a data set (`wanwide results export`) whose trials count as done (repeatable): those "
                         "with a succeeded run in every load region are skipped, as complete bundles in -o are; "
                         "one holding a trial under other parameters stops the run before it starts")
+    r.add_argument("--more-rounds", type=_above_zero(int, "a whole number of rounds, such as 3"), metavar="N",
+                   default=0,
+                   help="add N rounds to a finished campaign (with --done DATASET holding it): every Benchmark "
+                        "of the files runs rounds R … R+N−1, R the most rounds any of them has, its trials numbered "
+                        "and ordered after the old ones (spec.matrix.firstRepetition)")
     r.add_argument("--fresh", action="store_true",
                    help="deploy anew for every trial (default: trials that differ only in the network, "
                         "faults or load share one deployment, re-shaped between them)")

@@ -49,8 +49,8 @@ class Live:
 
     def say(self, i: int, p: TrialPlan, phase: str, detail: str = "") -> None:
         params = ", ".join(f"{k}={v}" for k, v in p.parameters.items() if k != "repetition")
-        if p.spec.matrix.repetitions > 1:
-            params += f", repetition {p.repetition + 1}/{p.spec.matrix.repetitions}"
+        if (rounds := p.spec.matrix.first_repetition + p.spec.matrix.repetitions) > 1:
+            params += f", repetition {p.repetition + 1}/{rounds}"
         el = time.monotonic() - self.t0
         line = (f"[{el:6.0f}s] trial {i + 1}/{self.total} {p.id} ({params}) {phase}"
                 + (f": {detail}" if detail else "") + "\n")

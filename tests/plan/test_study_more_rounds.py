@@ -1,0 +1,41 @@
+"""The page's command for more blocks (docs/results-study.md, "More blocks"): against the committed data set,
+``--more-rounds 3`` plans new trials only — none the data set holds, none clashing with its ids — while the
+campaign as written is all done."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wanwide.core.lifecycle import deployments
+from wanwide.core.plan.matrix import campaign_rounds, more_rounds
+from wanwide.core.plan.trial import plan
+from wanwide.inputs import load_files
+from wanwide.providers.lab.results import done_earlier, earlier_mismatches, earlier_runs
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _trials(n: int) -> list:
+    specs = load_files([str(REPO / "manifests/examples/study.yaml")])
+    first = campaign_rounds([b.spec for b in specs.docs.benchmarks])
+    out = []
+    for b in specs.docs.benchmarks:
+        if n:
+            b = b.model_copy(update={"spec": more_rounds(b.spec, n, first)})
+        out += plan(b, specs.docs.topology_for(b))
+    return out
+
+
+def test_more_rounds_plan_only_new_trials_against_the_study_data_set():
+    earlier = earlier_runs([REPO / "docs/data/study"])
+    written = _trials(0)
+    assert earlier_mismatches(earlier, written) == [] and all(done_earlier(earlier, p) for p in written)
+    more = _trials(3)
+    assert earlier_mismatches(earlier, more) == []
+    assert not any(done_earlier(earlier, p) for p in more)
+    assert not {(p.benchmark, p.id) for p in more} & set(earlier)
+    assert len(more) == 90  # the page's study-plan block: 90 trials in 3 rounds
+    rounds: dict = {}
+    for g in deployments(more):
+        rounds.setdefault(g[0].repetition, set()).add(g[0].benchmark)
+    assert rounds == {r: {"study-3", "study-9", "study-45", "study-3-high", "study-9-high"} for r in (5, 6, 7)}
