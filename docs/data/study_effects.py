@@ -342,9 +342,12 @@ def wan_checked(manifests: list[dict]) -> pd.DataFrame:
     for m in manifests:
         p = (m.get("trial") or {}).get("parameters") or {}
         k = (m.get("benchmark"), p.get("backend"), int(p.get("regions", 0)), p.get("load"))
-        a = acc.setdefault(k, {"trials": set(), "pairs": {}, "kinds": set(), "sources": set()})
+        a = acc.setdefault(k, {"trials": set(), "pairs": {}, "kinds": set(), "sources": set(), "during": {}})
         tid = (m.get("trial") or {}).get("id")
         a["trials"].add(tid)
+        during = (m.get("network") or {}).get("during") or {}
+        for q in during.get("pairs") or []:  # the pair watch (one load region's manifest holds it)
+            a["during"].setdefault(tid, {})[(q["src"], q["dst"], q.get("kind"))] = q
         for e in (m.get("network") or {}).get("measured") or []:
             a["pairs"].setdefault(tid, set()).add(frozenset((e["src"], e["dst"])))
             a["kinds"].add(e.get("kind"))
@@ -354,8 +357,25 @@ def wan_checked(manifests: list[dict]) -> pd.DataFrame:
         per = [len(v) for v in a["pairs"].values()] or [0]
         rows.append({"benchmark": bench, "backend": be, "regions": n, "load": load, "trials": len(a["trials"]),
                      "pairs": n * (n - 1) // 2, "measured": min(per), "kinds": sorted(k for k in a["kinds"] if k),
-                     "from": "every region" if len(a["sources"]) == n else ", ".join(sorted(a["sources"]))})
+                     "from": "every region" if len(a["sources"]) == n else ", ".join(sorted(a["sources"])),
+                     "during": during_summary(a["during"], n, len(a["trials"]))})
     return pd.DataFrame(rows)
+
+
+def during_summary(watched: dict[str, dict], n: int, trials: int) -> str:
+    """What the pair watch measured during the load over a group's trials: the trials that have it, the fewest pairs
+    a trial watched, the probes sent and lost, and how far the pairs' median round trips were from the plan's."""
+    if not watched:
+        return "not measured"
+    pairs = [{(a, b) for a, b, _ in v} for v in watched.values()]
+    probes = [q for v in watched.values() for q in v.values()]
+    sent = sum(int(q["sent"]) for q in probes)
+    lost = sum(sum(ms is None for _, ms in q["samples"]) for q in probes)
+    off = [q["median_ms"] - q["requested_rtt_ms"] for q in probes if q.get("median_ms") is not None]
+    spread = (f"median − asked {min(off):+.1f} to {max(off):+.1f} ms".replace("-", "−") if off
+              else "no round trip answered")
+    return (f"{len(watched)} of {trials} trials: {min(len(p) for p in pairs)} of {n * (n - 1) // 2} pairs each, "
+            f"{sent:,} probes, {lost} lost, {spread}")
 
 
 def wan_table(w: pd.DataFrame) -> str:
@@ -365,7 +385,7 @@ def wan_table(w: pd.DataFrame) -> str:
     for _, x in w.iterrows():
         to = " and ".join({"keystone": "Keystone (5000)", "database": "the database members (3306)"}[k] for k in x["kinds"])
         lines.append(f"| {x['benchmark']} | {NAME[x['backend']]} | {x['regions']} | {x['load']} | {x['trials']} | {x['pairs']} "
-                     f"| {x['measured']} of {x['pairs']} ({x['from']}) | {to} | not measured |")
+                     f"| {x['measured']} of {x['pairs']} ({x['from']}) | {to} | {x['during']} |")
     return "\n".join(head + lines)
 
 

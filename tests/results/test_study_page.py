@@ -225,3 +225,26 @@ def test_cpu_per_iteration_takes_the_runners_own_cpu_where_it_recorded_it():
          "host": {"cpu_count": 2}, "contention": {"window_s": 100.0, "busy_pct": 90.0, "foreign_cpu_pct": 0.0,
                                                   "own_cpu_s": 50.0, "cpu_some_pct": 10.0}}
     assert study.cpu_per_iteration([m])[("b", "t")] == (2.5, 10.0)
+
+
+def test_the_wan_table_says_what_the_pair_watch_measured_during_the_load():
+    """The WAN table's last column: the trials whose load had the pair watch, the fewest pairs each watched, the
+    probes sent and lost (an unanswered probe is a sample without a time), and the medians against the plan's
+    round trip. Two trials of one 3-region group, one without the watch (made up, derived by hand):
+    t001 watches 3 pairs, 10 probes each, one lost on r1 → r3; medians 100.4, 99.8, 101.0 against 100;
+    t002 has none: 1 of 2 trials, 3 of 3 pairs, 30 probes, 1 lost, median − asked −0.2 to +1.0 ms."""
+    se = load("study_effects", DOCS / "data" / "study_effects.py")
+
+    def pair(src: str, dst: str, median: float, lost: int = 0) -> dict:
+        return {"src": src, "dst": dst, "kind": "database", "sent": 10, "median_ms": median, "requested_rtt_ms": 100,
+                "samples": [[i, None if i < lost else median] for i in range(10)]}
+    params = {"backend": "galera", "regions": "3", "load": "light"}
+    watched = {"benchmark": "b", "trial": {"id": "t001", "parameters": params},
+               "network": {"during": {"pairs": [pair("r1", "r2", 100.4), pair("r1", "r3", 99.8, lost=1),
+                                                pair("r2", "r3", 101.0)]}}}
+    plain = {"benchmark": "b", "trial": {"id": "t002", "parameters": params}, "network": {}}
+    (row,) = se.wan_checked([watched, plain]).to_dict("records")
+    assert row["trials"] == 2
+    assert row["during"] == "1 of 2 trials: 3 of 3 pairs each, 30 probes, 1 lost, median − asked −0.2 to +1.0 ms"
+    (none,) = se.wan_checked([plain]).to_dict("records")
+    assert none["during"] == "not measured"
