@@ -20,6 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wanwide.core.plan.matrix import campaign_rounds, more_rounds
+from wanwide.core.plan.trial import plan as plan_trials
+from wanwide.inputs import load_files
 from wanwide.pipeline.results.ci import t975, verdict
 from wanwide.pipeline.results.compare import COLUMNS, SelectError, compare, select
 from wanwide.pipeline.results.headline import RELATIVE_BOUND
@@ -446,7 +449,31 @@ def _trials(r) -> str:
     return f"{ok.drop_duplicates(['benchmark', 'trial'])['trial'].count()} trials"
 
 
-PLANNED = {"study-3": 30, "study-9": 18, "study-45": 12, "study-3-high": 30, "study-9-high": 18}
+STUDY = HERE.parent.parent / "manifests/examples/study.yaml"
+MORE_ROUNDS = 3  # the page's command for more blocks: `--more-rounds 3`, rounds 6–8 of every Benchmark
+
+
+@functools.lru_cache(maxsize=1)
+def planned() -> dict[str, tuple[frozenset, frozenset]]:
+    """Per Benchmark of the campaign (manifests/examples/study.yaml), the trial ids as written and those of the
+    rounds the page's command adds — planned as `wanwide lab run --more-rounds` plans them."""
+    docs = load_files([str(STUDY)]).docs
+    first = campaign_rounds([b.spec for b in docs.benchmarks])
+    out = {}
+    for b in docs.benchmarks:
+        topo = docs.topology_for(b)
+        more = b.model_copy(update={"spec": more_rounds(b.spec, MORE_ROUNDS, first)})
+        out[b.metadata.name] = (frozenset(t.id for t in plan_trials(b, topo)),
+                                frozenset(t.id for t in plan_trials(more, topo)))
+    return out
+
+
+def _done(r) -> dict[str, set]:
+    """The trial ids with a succeeded run, per Benchmark."""
+    ok = r.runs[r.runs["result"] == "succeeded"].drop_duplicates(["benchmark", "trial"])
+    return {b: set(g["trial"].astype(str)) for b, g in ok.groupby("benchmark")}
+
+
 KIND = {"finding": "finding", "control": "**control**"}
 
 
@@ -478,8 +505,9 @@ def findings(d: Path) -> str:
     """The first table: every finding of the study (its words, its size read off its figures), wanwide's size with
     its 95 % interval and the interval at the family's level, and the verdict read from the latter and why."""
     r = _read(d)
-    done = r.runs[r.runs["result"] == "succeeded"].drop_duplicates(["benchmark", "trial"]).groupby("benchmark").size()
-    progress = ", ".join(f"{b} {int(done.get(b, 0))}/{n}" for b, n in PLANNED.items())
+    done = _done(r)
+    progress = ", ".join(f"{b} {len(done.get(b, set()) & w)}/{len(w)}" for b, (w, _) in planned().items())
+    more = [(len(done.get(b, set()) & m), len(m)) for b, (_, m) in planned().items()]
     c = context(d)
     m, level = family(d)
     rows95, rows = se.findings(c, 0.95), se.findings(c, level)
@@ -495,9 +523,11 @@ def findings(d: Path) -> str:
     lines.append(f"| {len(rows) + 1} | {rw['finding']} | finding | {rw['study']} | {rw['ours']} | — | {rw['verdict']} |")
     summary = (f"{m} intervals carry a verdict in this table; each verdict is read from its interval at "
                f"{level:.2%} (Bonferroni: all {m} hold together with 95 %), the 95 % one beside it.")
-    state = "complete" if all(done.get(b, 0) >= n for b, n in PLANNED.items()) else "so far"
+    state = "complete" if all(w <= done.get(b, set()) for b, (w, _) in planned().items()) else "so far"
     return "\n".join(head + lines + ["", summary, "",
-                                      f"Campaign {state}: {progress} trials ({_trials(r)} with data)."])
+                                      f"Campaign {state}: {progress} trials; rounds 6–8 (more blocks, below): "
+                                      f"{sum(a for a, _ in more)} of {sum(n for _, n in more)} "
+                                      f"({_trials(r)} with data)."])
 
 
 def rtt(d: Path) -> str:
@@ -561,12 +591,15 @@ def windows(d: Path) -> str:
 
 
 def plan(d: Path) -> str:
-    """The sittings the page needs for at least 5 blocks per cell: per Benchmark the blocks its cells have now; a
-    size comparison pairs a round of two Benchmarks on one machine, so it needs rounds in which both ran there.
-    Rounds to add, the trials, and the measured hours a round took (median over the rounds done)."""
+    """The sittings the page needs for at least 5 blocks per cell: per Benchmark the blocks its cells have now, the
+    trials of rounds 6–8 (the page's command) in the data and still to run, the blocks its cells will have when they
+    have run (a round whole on one machine is a block), and the measured hours a round took (median over the rounds
+    done). A size comparison pairs a round of two Benchmarks on one machine: it gains a block per round of 6–8 that
+    both run there."""
     r = _read(d)
     c = context(d)
     u = c.light
+    done = _done(r)
     spans: dict[tuple, list] = {}
     for m in r.manifests:
         k = (m.get("benchmark"), (m.get("trial") or {}).get("repetition"), (m.get("trial") or {}).get("id"))
@@ -578,25 +611,29 @@ def plan(d: Path) -> str:
         per_round[(bench, rep)] = per_round.get((bench, rep), 0.0) + (max(x[1] for x in v) - min(x[0] for x in v)).total_seconds()
     sizes = se.size_controls(c.light, c.cost, c.table)
     size_blocks = min((x["contrast"].blocks for x in sizes), default=0)
-    size_add = max(0, 5 - size_blocks)
-    lines = ["| benchmark | cells (backend × RTT × scenario) | blocks per cell now (fewest) | rounds to add: its cells "
-             "· the size comparisons | trials to add | measured load per round (h, median) |", "|---|---|---|---|---|---|"]
-    total_trials, total_h = 0, 0.0
-    for bench in PLANNED:
+    lines = ["| benchmark | cells (backend × RTT × scenario) | blocks per cell now (fewest) | rounds 6–8: trials in the "
+             "data · to run | blocks per cell when they have run | measured load per round (h, median) |",
+             "|---|---|---|---|---|---|"]
+    left, total, total_h, open_rounds = 0, 0, 0.0, 0
+    for bench, (_, more) in planned().items():
         x = u[u["benchmark"] == bench]
         cells = x.groupby(["param.backend", "param.rtt", "scenario"])[["round", "machine"]].apply(
             lambda g: len(g.drop_duplicates()))
         fewest = int(cells.min()) if len(cells) else 0
-        own = max(0, 5 - fewest)
-        add = max(own, size_add)
-        per = x.drop_duplicates("trial").groupby("round").size().max() if len(x) else 0
+        todo = more - done.get(bench, set())
+        per = max(1, len(more) // MORE_ROUNDS)  # trials per round
+        rounds_open = -(-len(todo) // per)  # the rounds still to run (whole rounds: a block each)
+        open_rounds = max(open_rounds, rounds_open)
         hours = float(np.median([v for (b, _), v in per_round.items() if b == bench])) / 3600
-        total_trials, total_h = total_trials + add * int(per), total_h + add * hours
-        lines.append(f"| {bench} | {len(cells)} | {fewest} | {own} · {size_add} | {add * int(per)} | {hours:.1f} |")
+        left, total, total_h = left + len(todo), total + len(more), total_h + len(todo) / per * hours
+        lines.append(f"| {bench} | {len(cells)} | {fewest} | {len(more) - len(todo)} · {len(todo)} "
+                     f"| {fewest + rounds_open} | {hours:.1f} |")
     return "\n".join(lines + ["", f"The size comparisons (Galera's change from 3 to 9 and 45 regions against MariaDB's) "
-                                   f"have {size_blocks} blocks: rounds in which both Benchmarks ran on one machine. To add: "
-                                   f"{total_trials} trials in {size_add} rounds of every Benchmark, each round whole on one "
-                                   f"machine, about {total_h:.0f} h of measured load plus a deployment per backend and round."])
+                                   f"have {size_blocks} blocks: rounds in which both Benchmarks ran on one machine "
+                                   f"(CPU model and boot); at most {size_blocks + open_rounds} when the rest of rounds "
+                                   f"6–8 has run, each round of every Benchmark whole on one machine. To run: {left} of "
+                                   f"{total} trials, about {total_h:.0f} h of measured load plus a deployment per "
+                                   f"backend and round."])
 
 
 def _fail_rate(t: pd.DataFrame, be: str, n: str, load: str) -> str:
