@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wanwide.core.plan.matrix import campaign_rounds, more_rounds
+from wanwide.core.plan.matrix import with_more_rounds
 from wanwide.core.plan.trial import plan as plan_trials
 from wanwide.inputs import load_files
 from wanwide.pipeline.results.ci import t975, verdict
@@ -458,13 +458,12 @@ def planned() -> dict[str, tuple[frozenset, frozenset]]:
     """Per Benchmark of the campaign (manifests/examples/study.yaml), the trial ids as written and those of the
     rounds the page's command adds — planned as `wanwide lab run --more-rounds` plans them."""
     docs = load_files([str(STUDY)]).docs
-    first = campaign_rounds([b.spec for b in docs.benchmarks])
+    more = with_more_rounds([b.spec for b in docs.benchmarks], MORE_ROUNDS)
     out = {}
-    for b in docs.benchmarks:
+    for b, spec in zip(docs.benchmarks, more, strict=True):
         topo = docs.topology_for(b)
-        more = b.model_copy(update={"spec": more_rounds(b.spec, MORE_ROUNDS, first)})
         out[b.metadata.name] = (frozenset(t.id for t in plan_trials(b, topo)),
-                                frozenset(t.id for t in plan_trials(more, topo)))
+                                frozenset(t.id for t in plan_trials(b.model_copy(update={"spec": spec}), topo)))
     return out
 
 

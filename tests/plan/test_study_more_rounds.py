@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from wanwide.core.lifecycle import deployments
-from wanwide.core.plan.matrix import campaign_rounds, more_rounds
+from wanwide.core.plan.matrix import with_more_rounds
 from wanwide.core.plan.trial import plan
 from wanwide.inputs import load_files
 from wanwide.providers.lab.results import done_earlier, earlier_mismatches, earlier_runs
@@ -17,13 +17,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _trials(n: int) -> list:
-    specs = load_files([str(REPO / "manifests/examples/study.yaml")])
-    first = campaign_rounds([b.spec for b in specs.docs.benchmarks])
+    docs = load_files([str(REPO / "manifests/examples/study.yaml")]).docs
+    specs = with_more_rounds([b.spec for b in docs.benchmarks], n) if n else [b.spec for b in docs.benchmarks]
     out = []
-    for b in specs.docs.benchmarks:
-        if n:
-            b = b.model_copy(update={"spec": more_rounds(b.spec, n, first)})
-        out += plan(b, specs.docs.topology_for(b))
+    for b, spec in zip(docs.benchmarks, specs, strict=True):
+        out += plan(b.model_copy(update={"spec": spec}), docs.topology_for(b))
     return out
 
 

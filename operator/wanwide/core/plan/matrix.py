@@ -85,6 +85,13 @@ def campaign_rounds(specs: list[BenchmarkSpec]) -> int:
     return max((s.matrix.first_repetition + s.matrix.repetitions for s in specs), default=0)
 
 
+def with_more_rounds(specs: list[BenchmarkSpec], n: int) -> list[BenchmarkSpec]:
+    """Every Benchmark of a campaign running ``n`` rounds after the campaign's own (:func:`more_rounds`, one
+    ``first`` for all: :func:`campaign_rounds`), in the same order. Raises ValueError past the bound on rounds."""
+    first = campaign_rounds(specs)
+    return [more_rounds(s, n, first) for s in specs]
+
+
 def more_rounds(spec: BenchmarkSpec, n: int, first: int) -> BenchmarkSpec:
     """The same Benchmark running rounds ``first`` … ``first + n − 1`` (``wanwide lab run --more-rounds``):
     ``first`` is the campaign's rounds so far (:func:`campaign_rounds`), the same for every Benchmark of it, so

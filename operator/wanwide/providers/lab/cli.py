@@ -10,24 +10,25 @@ def _run(args: argparse.Namespace) -> int:
     """Read and plan the files once (a one-line UserError naming the file), then run the trials."""
     from wanwide.core.errors import UserError, UserErrors
     from wanwide.core.plan.errors import PlanError
-    from wanwide.core.plan.matrix import campaign_rounds, more_rounds
+    from wanwide.core.plan.matrix import with_more_rounds
     from wanwide.core.plan.trial import plan
     from wanwide.inputs import load_files, problem_lines
     from wanwide.providers.lab.quiet import QuietGate
     from wanwide.providers.lab.run import run
 
     specs = load_files(args.file)
-    trials = []
-    first = campaign_rounds([b.spec for b in specs.docs.benchmarks])
-    for bench in specs.docs.benchmarks:
-        where = specs.origin(bench)
-        if args.more_rounds:
-            try:
-                bench = bench.model_copy(update={"spec": more_rounds(bench.spec, args.more_rounds, first)})
-            except ValueError as e:
-                raise UserError(f"{where}: --more-rounds {args.more_rounds}: {e}") from None
+    benches = specs.docs.benchmarks
+    spec_of = [b.spec for b in benches]
+    if args.more_rounds and benches:
         try:
-            trials += plan(bench, specs.docs.topology_for(bench))
+            spec_of = with_more_rounds(spec_of, args.more_rounds)
+        except ValueError as e:  # the campaign's bound: the same for every Benchmark, named by the first's file
+            raise UserError(f"{specs.origin(benches[0])}: --more-rounds {args.more_rounds}: {e}") from None
+    trials = []
+    for bench, spec in zip(benches, spec_of, strict=True):
+        where = specs.origin(bench)
+        try:
+            trials += plan(bench.model_copy(update={"spec": spec}), specs.docs.topology_for(bench))
         except PlanError as e:
             raise UserErrors(problem_lines(where, e)) from None
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
