@@ -454,16 +454,29 @@ MORE_ROUNDS = 3  # the page's command for more blocks: `--more-rounds 3`, rounds
 
 
 @functools.lru_cache(maxsize=1)
-def planned() -> dict[str, tuple[frozenset, frozenset]]:
-    """Per Benchmark of the campaign (manifests/examples/study.yaml), the trial ids as written and those of the
-    rounds the page's command adds — planned as `wanwide lab run --more-rounds` plans them."""
+def _plans() -> dict[str, tuple[list, list]]:
+    """Per Benchmark of the campaign (manifests/examples/study.yaml), its trials as written and those of the rounds
+    the page's command adds — planned as `wanwide lab run --more-rounds` plans them."""
     docs = load_files([str(STUDY)]).docs
     more = with_more_rounds([b.spec for b in docs.benchmarks], MORE_ROUNDS)
     out = {}
     for b, spec in zip(docs.benchmarks, more, strict=True):
         topo = docs.topology_for(b)
-        out[b.metadata.name] = (frozenset(t.id for t in plan_trials(b, topo)),
-                                frozenset(t.id for t in plan_trials(b.model_copy(update={"spec": spec}), topo)))
+        out[b.metadata.name] = (plan_trials(b, topo), plan_trials(b.model_copy(update={"spec": spec}), topo))
+    return out
+
+
+def planned() -> dict[str, tuple[frozenset, frozenset]]:
+    """Per Benchmark, the trial ids as written and those of the rounds the page's command adds."""
+    return {b: (frozenset(t.id for t in w), frozenset(t.id for t in m)) for b, (w, m) in _plans().items()}
+
+
+def open_rounds(done: dict[str, set]) -> dict[str, list[int]]:
+    """Per Benchmark, the rounds of the page's command (counted from 1) none of whose trials has run."""
+    out: dict[str, list[int]] = {}
+    for b, (_, more) in _plans().items():
+        ran = {t.repetition for t in more if t.id in done.get(b, set())}
+        out[b] = sorted({t.repetition + 1 for t in more} - {r + 1 for r in ran})
     return out
 
 
@@ -608,12 +621,10 @@ def plan(d: Path) -> str:
     per_round: dict[tuple, float] = {}
     for (bench, rep, _), v in spans.items():
         per_round[(bench, rep)] = per_round.get((bench, rep), 0.0) + (max(x[1] for x in v) - min(x[0] for x in v)).total_seconds()
-    sizes = se.size_controls(c.light, c.cost, c.table)
-    size_blocks = min((x["contrast"].blocks for x in sizes), default=0)
     lines = ["| benchmark | cells (backend × RTT × scenario) | blocks per cell now (fewest) | rounds 6–8: trials in the "
              "data · to run | blocks per cell when they have run | measured load per round (h, median) |",
              "|---|---|---|---|---|---|"]
-    left, total, total_h, open_rounds = 0, 0, 0.0, 0
+    left, total, total_h, hours_of = 0, 0, 0.0, {}
     for bench, (_, more) in planned().items():
         x = u[u["benchmark"] == bench]
         cells = x.groupby(["param.backend", "param.rtt", "scenario"])[["round", "machine"]].apply(
@@ -622,17 +633,58 @@ def plan(d: Path) -> str:
         todo = more - done.get(bench, set())
         per = max(1, len(more) // MORE_ROUNDS)  # trials per round
         rounds_open = -(-len(todo) // per)  # the rounds still to run (whole rounds: a block each)
-        open_rounds = max(open_rounds, rounds_open)
-        hours = float(np.median([v for (b, _), v in per_round.items() if b == bench])) / 3600
-        left, total, total_h = left + len(todo), total + len(more), total_h + len(todo) / per * hours
+        hours_of[bench] = float(np.median([v for (b, _), v in per_round.items() if b == bench])) / 3600
+        left, total, total_h = left + len(todo), total + len(more), total_h + len(todo) / per * hours_of[bench]
         lines.append(f"| {bench} | {len(cells)} | {fewest} | {len(more) - len(todo)} · {len(todo)} "
-                     f"| {fewest + rounds_open} | {hours:.1f} |")
-    return "\n".join(lines + ["", f"The size comparisons (Galera's change from 3 to 9 and 45 regions against MariaDB's) "
-                                   f"have {size_blocks} blocks: rounds in which both Benchmarks ran on one machine "
-                                   f"(CPU model and boot); at most {size_blocks + open_rounds} when the rest of rounds "
-                                   f"6–8 has run, each round of every Benchmark whole on one machine. To run: {left} of "
-                                   f"{total} trials, about {total_h:.0f} h of measured load plus a deployment per "
-                                   f"backend and round."])
+                     f"| {fewest + rounds_open} | {hours_of[bench]:.1f} |")
+    lines += ["", f"To run: {left} of {total} trials, about {total_h:.0f} h of measured load plus a deployment per "
+                  "backend and round.", "", *_size_plan(c, done, hours_of)]
+    return "\n".join(lines)
+
+
+def _size_plan(c: se.Ctx, done: dict[str, set], hours_of: dict[str, float]) -> list[str]:
+    """Per size comparison: its blocks now (a round of each Benchmark on one machine, ``se.size_pairs``), the rounds
+    of 6–8 neither has run, and the most blocks those give when each runs beside one of the other's on one machine;
+    then the sittings that gets them and what falls short of 5."""
+    u, left = c.light, open_rounds(done)
+    blocks: dict[tuple[str, str], int] = {}
+    for x in se.size_controls(u, c.cost, c.table):
+        k = (x["what"], x["load"])
+        blocks[k] = min(blocks.get(k, x["contrast"].blocks), x["contrast"].blocks)
+    rows = ["| size comparison | load | Benchmarks | blocks now (fewest of its scenarios) | rounds of 6–8 not begun "
+            "(3 regions · N) | blocks at most, each such round beside one of the other's on one machine |",
+            "|---|---|---|---|---|---|"]
+    short, sittings = [], []
+    for (what, load), now in blocks.items():
+        n = what.split()[0]
+        pair = [str(_at(u, regions=k, load=load)["benchmark"].iloc[0]) for k in ("3", n)]
+        a, b = left.get(pair[0], []), left.get(pair[1], [])
+        most = now + min(len(a), len(b))
+        rows.append(f"| {what} | {load} | {' · '.join(pair)} | {now} | {_rounds(a)} · {_rounds(b)} | {most} |")
+        h = sum(hours_of.get(x, 0.0) for x in pair)
+        sittings.append(f"{' + '.join(pair)} (≈ {h:.1f} h of load)")
+        if most < 5:
+            extra = range(6 + MORE_ROUNDS, 6 + MORE_ROUNDS + 5 - most)  # rounds after 6–8, counted from 1
+            short.append(f"{what} at {load} load: {most} ({len(extra)} more round(s) of {' and '.join(pair)} beside "
+                         f"each other: `--more-rounds {MORE_ROUNDS + len(extra)} "
+                         + " ".join(f"--repetition {r}" for r in extra) + f" --benchmark {pair[0]} --benchmark {pair[1]}`)")
+    light3 = "study-3" in left
+    text = ["A size comparison's block is a round of each Benchmark on one machine (CPU model and boot): the same round "
+            "where both ran it there, else the rounds each ran there in the order they ran. A round of 6–8 run without "
+            "its partner on that machine (round 6 of study-45, study-9 and study-3-high, on boot a8c3b78d, gone) gives "
+            "the size comparisons nothing. A sitting that runs one round of each of a comparison's Benchmarks on one "
+            f"machine gains it a block: `wanwide lab run -f manifests/examples/study.yaml -o DIR --done docs/data/study "
+            f"--more-rounds {MORE_ROUNDS} --repetition R --benchmark A --benchmark B` — {'; '.join(sittings)}."]
+    if light3:
+        text.append("The light comparisons share study-3's rounds: one of its rounds serves both only in a sitting that "
+                    "runs study-9's and study-45's beside it.")
+    text.append("Short of 5: " + "; ".join(short) + "." if short else "Every size comparison can reach 5 blocks "
+                "within rounds 6–8.")
+    return [*rows, "", " ".join(text)]
+
+
+def _rounds(rs: list[int]) -> str:
+    return ", ".join(str(r) for r in rs) if rs else "none"
 
 
 def _fail_rate(t: pd.DataFrame, be: str, n: str, load: str) -> str:

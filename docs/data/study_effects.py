@@ -257,26 +257,52 @@ def machine_decides(p_a: float, p_b: float) -> bool:
     return hi >= MACHINE_DECIDES_PRESSURE and (abs(p_a - p_b) >= MACHINE_DECIDES_GAP or min(p_a, p_b) >= MACHINE_SATURATED)
 
 
+SIZE_BLOCK = ["pair", "machine"]  # a size comparison's block: a round of each Benchmark on one machine (size_pairs)
+
+
+def size_pairs(small: pd.DataFrame, big: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The unit rows of two Benchmarks (3 regions and N) with a ``pair`` column: their block in a size comparison,
+    a round of each on one machine. The same round where both ran it on that machine (the campaign's rounds), else
+    the rounds each ran there paired in the order they ran (a later sitting that runs one round of each on a new
+    machine: ``wanwide lab run --benchmark … --repetition …``); a round with no partner there pairs with nothing.
+    The block is the machine either way; the round number is bookkeeping, not a condition."""
+    small, big = small.copy(), big.copy()
+    small["pair"], big["pair"] = "", ""
+    for m in sorted(set(small["machine"]) & set(big["machine"])):
+        a = sorted(set(small.loc[small["machine"] == m, "round"]))
+        b = sorted(set(big.loc[big["machine"] == m, "round"]))
+        label = {("s", r): str(r) for r in set(a) & set(b)} | {("b", r): str(r) for r in set(a) & set(b)}
+        for ra, rb in zip([r for r in a if r not in b], [r for r in b if r not in a], strict=False):
+            label[("s", ra)] = label[("b", rb)] = f"{ra}~{rb}"
+        for side, f in (("s", small), ("b", big)):
+            at_m = f["machine"] == m
+            f.loc[at_m, "pair"] = [label.get((side, r), f"{side}{r}") for r in f.loc[at_m, "round"]]
+    for side, f in (("s", small), ("b", big)):  # no partner: a label the other side cannot have
+        f.loc[f["pair"] == "", "pair"] = [f"{side}{r}" for r in f.loc[f["pair"] == "", "round"]]
+    return small, big
+
+
 def size_controls(u: pd.DataFrame, cost: dict, table: pd.DataFrame, confidence: float = CONFIDENCE) -> list[dict]:
     """Galera's change from 3 regions to 9 (and 45) at light and high load, no delay, against MariaDB's change over
     the same blocks (the control: its database is one process whatever the size, so its change is what the size
-    does to the rest: Keystones, Rally, the CPU queue); and Galera against MariaDB at each size."""
+    does to the rest: Keystones, Rally, the CPU queue); and Galera against MariaDB at each size. Blocks: a round of
+    each Benchmark on one machine (``size_pairs``)."""
     rows = []
     for load, sizes in (("light", ("9", "45")), ("high", ("9",))):
         for n in sizes:
+            small, big = size_pairs(at(u, regions="3", rtt="0ms", load=load), at(u, regions=n, rtt="0ms", load=load))
             for sc in (AUTH, PWD):
-                g3, gn = at(u, sc, backend="galera", regions="3", rtt="0ms", load=load), \
-                    at(u, sc, backend="galera", regions=n, rtt="0ms", load=load)
-                m3, mn = at(u, sc, backend="mariadb", regions="3", rtt="0ms", load=load), \
-                    at(u, sc, backend="mariadb", regions=n, rtt="0ms", load=load)
+                g3, gn = at(small, sc, backend="galera"), at(big, sc, backend="galera")
+                m3, mn = at(small, sc, backend="mariadb"), at(big, sc, backend="mariadb")
                 if gn.empty:
                     continue
                 cg = [cost_of(cost, table, backend="galera", regions=r, rtt="0ms", load=load) for r in ("3", n)]
                 cm = [cost_of(cost, table, backend="mariadb", regions=r, rtt="0ms", load=load) for r in ("3", n)]
                 rows.append({"what": f"{n} vs 3 regions", "load": load, "scenario": sc,
-                             "galera": paired_change(g3, gn, BLOCK, confidence), "mariadb": paired_change(m3, mn, BLOCK, confidence),
-                             "contrast": paired_contrast(g3, gn, m3, mn, BLOCK, confidence), "cpu_galera": cg, "cpu_mariadb": cm,
-                             "decides": machine_decides(cg[1][1], cm[1][1])})
+                             "galera": paired_change(g3, gn, SIZE_BLOCK, confidence),
+                             "mariadb": paired_change(m3, mn, SIZE_BLOCK, confidence),
+                             "contrast": paired_contrast(g3, gn, m3, mn, SIZE_BLOCK, confidence), "cpu_galera": cg,
+                             "cpu_mariadb": cm, "decides": machine_decides(cg[1][1], cm[1][1])})
     return rows
 
 

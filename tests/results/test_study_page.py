@@ -193,6 +193,23 @@ def test_far_minus_near_cancels_a_queue_both_regions_share():
     assert d["mean"].tolist() == [16.0, 16.0] and d["var"].tolist() == [0.5, 0.5] and set(d["n"]) == {1}
 
 
+def test_a_size_comparison_pairs_a_round_of_each_benchmark_on_one_machine():
+    """The same round where both ran it on a machine; else the rounds each ran there, in order (a sitting of one
+    round of each on a new machine); a round alone on its machine pairs with nothing, and never across machines."""
+    import pandas as pd
+
+    se = _effects()
+    small = pd.DataFrame({"round": [0, 1, 6, 5], "machine": ["A", "A", "C", "B"]})
+    big = pd.DataFrame({"round": [0, 2, 5, 7], "machine": ["A", "A", "B", "C"]})
+    s, b = se.size_pairs(small, big)
+    assert s["pair"].tolist() == ["0", "1~2", "6~7", "5"] and b["pair"].tolist() == ["0", "1~2", "5", "6~7"]
+    # round 6 of the small one alone on B (its partner's round 6 ran on A, since gone): no block
+    lone_s, lone_b = se.size_pairs(pd.DataFrame({"round": [6], "machine": ["B"]}),
+                                   pd.DataFrame({"round": [6, 7], "machine": ["A", "C"]}))
+    blocks = [set(zip(f["pair"], f["machine"], strict=True)) for f in (lone_s, lone_b)]
+    assert blocks[0] & blocks[1] == set()
+
+
 def test_the_machine_decides_where_the_cpu_queue_is_not_shared_or_saturates_both():
     se = _effects()
     assert se.machine_decides(52.0, 3.0)  # Galera's 45 members queue, MariaDB's side does not

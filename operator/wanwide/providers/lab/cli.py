@@ -11,6 +11,7 @@ def _run(args: argparse.Namespace) -> int:
     from wanwide.core.errors import UserError, UserErrors
     from wanwide.core.plan.errors import PlanError
     from wanwide.core.plan.matrix import with_more_rounds
+    from wanwide.core.plan.selection import select
     from wanwide.core.plan.trial import plan
     from wanwide.inputs import load_files, problem_lines
     from wanwide.providers.lab.quiet import QuietGate
@@ -31,6 +32,10 @@ def _run(args: argparse.Namespace) -> int:
             trials += plan(bench.model_copy(update={"spec": spec}), specs.docs.topology_for(bench))
         except PlanError as e:
             raise UserErrors(problem_lines(where, e)) from None
+    try:  # planned whole (the rounds numbered as for the campaign), then the sitting's part of it
+        trials = select(trials, args.benchmark or (), [n - 1 for n in args.repetition or ()])
+    except ValueError as e:
+        raise UserError(str(e)) from None
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
                      max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
     return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate,
@@ -76,6 +81,7 @@ def _seconds(text: str) -> float:
 
 
 _positive = _above_zero(float, "not a number")
+
 _duration = _above_zero(_seconds, "a duration such as 90m or 2h")
 
 
@@ -107,6 +113,13 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
                    help="add N rounds to a finished campaign (with --done DATASET holding it): every Benchmark "
                         "of the files runs rounds R … R+N−1, R the most rounds any of them has, its trials numbered "
                         "and ordered after the old ones (spec.matrix.firstRepetition)")
+    r.add_argument("--benchmark", action="append", metavar="NAME",
+                   help="run only this Benchmark's trials (repeatable); the files are planned whole first, so "
+                        "rounds number as for the whole campaign")
+    r.add_argument("--repetition", action="append", type=_above_zero(int, "a whole number such as 7"), metavar="N",
+                   help="run only the trials of repetition N (repeatable), counted from 1 as the progress lines "
+                        "count them ('repetition 7/8'; the manifests' trial.repetition is N-1): one round of "
+                        "several Benchmarks in one sitting on one machine")
     r.add_argument("--fresh", action="store_true",
                    help="deploy anew for every trial (default: trials that differ only in the network, "
                         "faults or load share one deployment, re-shaped between them)")
