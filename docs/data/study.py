@@ -471,11 +471,12 @@ def planned() -> dict[str, tuple[frozenset, frozenset]]:
     return {b: (frozenset(t.id for t in w), frozenset(t.id for t in m)) for b, (w, m) in _plans().items()}
 
 
-def open_rounds(done: dict[str, set]) -> dict[str, list[int]]:
-    """Per Benchmark, the rounds of the page's command (counted from 1) none of whose trials has run."""
+def open_rounds(done: dict[str, set], rtt: str = "0ms") -> dict[str, list[int]]:
+    """Per Benchmark, the rounds of the page's command (counted from 1) none of whose trials at this RTT (the size
+    comparisons': no delay) has run: a round whose 0 ms trials are still to run can still be a size block."""
     out: dict[str, list[int]] = {}
     for b, (_, more) in _plans().items():
-        ran = {t.repetition for t in more if t.id in done.get(b, set())}
+        ran = {t.repetition for t in more if t.id in done.get(b, set()) and t.parameters.get("rtt") == rtt}
         out[b] = sorted({t.repetition + 1 for t in more} - {r + 1 for r in ran})
     return out
 
@@ -644,15 +645,15 @@ def plan(d: Path) -> str:
 
 def _size_plan(c: se.Ctx, done: dict[str, set], hours_of: dict[str, float]) -> list[str]:
     """Per size comparison: its blocks now (a round of each Benchmark on one machine, ``se.size_pairs``), the rounds
-    of 6–8 neither has run, and the most blocks those give when each runs beside one of the other's on one machine;
+    of 6–8 whose 0 ms trials neither has run, and the most blocks those give when each runs beside one of the other's on one machine;
     then the sittings that gets them and what falls short of 5."""
     u, left = c.light, open_rounds(done)
     blocks: dict[tuple[str, str], int] = {}
     for x in se.size_controls(u, c.cost, c.table):
         k = (x["what"], x["load"])
         blocks[k] = min(blocks.get(k, x["contrast"].blocks), x["contrast"].blocks)
-    rows = ["| size comparison | load | Benchmarks | blocks now (fewest of its scenarios) | rounds of 6–8 not begun "
-            "(3 regions · N) | blocks at most, each such round beside one of the other's on one machine |",
+    rows = ["| size comparison | load | Benchmarks | blocks now (fewest of its scenarios) | rounds of 6–8 whose 0 ms "
+            "trials are still to run (3 regions · N) | blocks at most, each such round beside one of the other's on one machine |",
             "|---|---|---|---|---|---|"]
     short, sittings = [], []
     for (what, load), now in blocks.items():
@@ -664,10 +665,8 @@ def _size_plan(c: se.Ctx, done: dict[str, set], hours_of: dict[str, float]) -> l
         h = sum(hours_of.get(x, 0.0) for x in pair)
         sittings.append(f"{' + '.join(pair)} (≈ {h:.1f} h of load)")
         if most < 5:
-            extra = range(6 + MORE_ROUNDS, 6 + MORE_ROUNDS + 5 - most)  # rounds after 6–8, counted from 1
-            short.append(f"{what} at {load} load: {most} ({len(extra)} more round(s) of {' and '.join(pair)} beside "
-                         f"each other: `--more-rounds {MORE_ROUNDS + len(extra)} "
-                         + " ".join(f"--repetition {r}" for r in extra) + f" --benchmark {pair[0]} --benchmark {pair[1]}`)")
+            short.append(f"{what} at {load} load: {most}, {5 - most} more round(s) of {' and '.join(pair)} beside "
+                         "each other needed")
     light3 = "study-3" in left
     text = ["A size comparison's block is a round of each Benchmark on one machine (CPU model and boot): the same round "
             "where both ran it there, else the rounds each ran there in the order they ran. A round of 6–8 run without "
@@ -678,8 +677,12 @@ def _size_plan(c: se.Ctx, done: dict[str, set], hours_of: dict[str, float]) -> l
     if light3:
         text.append("The light comparisons share study-3's rounds: one of its rounds serves both only in a sitting that "
                     "runs study-9's and study-45's beside it.")
-    text.append("Short of 5: " + "; ".join(short) + "." if short else "Every size comparison can reach 5 blocks "
-                "within rounds 6–8.")
+    text.append("Short of 5: " + "; ".join(short) + ". A round after 8 cannot be asked for yet: `--more-rounds` "
+                "counts from the campaign as written and numbers its trials over all the rounds it adds, so "
+                f"`--more-rounds {MORE_ROUNDS + 1}` numbers rounds 6–8 otherwise than `--more-rounds {MORE_ROUNDS}` "
+                "did and the two cannot share a data set (`--done` refuses a trial it holds under other parameters); "
+                "continuing from the rounds a data set holds is still to build."
+                if short else "Every size comparison can reach 5 blocks within rounds 6–8.")
     return [*rows, "", " ".join(text)]
 
 

@@ -196,7 +196,9 @@ class Rally:
             "task", "start", str(task_file), "--env", self.env_name, "--tag", tag,
             timeout=timeout, check=False, on_line=on_line,
         )
-        uuid = self.task_uuid(tag) or _uuid_from_output(cp.stdout)
+        # the task's own "started" line first: `rally task list` loads every plugin again, and on a machine whose
+        # CPU the load saturates (9 regions' Rallies at once) it outlived its timeout with the task done
+        uuid = _uuid_from_output(cp.stdout, tag) or self.task_uuid(tag)
         return uuid, cp.returncode
 
     def task_uuid(self, tag: str) -> str | None:
@@ -211,12 +213,16 @@ class Rally:
             raise RallyError(f"rally task report wrote no {out}")
 
 
-_TASK_RE = re.compile(r"Task\s+([0-9a-f-]{36})\s*:\s*started", re.I)
+# Rally 5: "Task [tags: 'wanwide-…'] <uuid>: started" (older: "Task <uuid>: started")
+_TASK_RE = re.compile(r"^Task\s+(?:\[tags:\s*(?P<tags>[^\]]*)\]\s+)?(?P<uuid>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})"
+                      r"\s*:\s*started", re.I | re.M)
 
 
-def _uuid_from_output(text: str) -> str | None:
-    m = _TASK_RE.search(text)
-    return m.group(1) if m else None
+def _uuid_from_output(text: str, tag: str | None = None) -> str | None:
+    """The uuid of the task ``rally task start`` says it started (the last such line; with ``tag``, only a line that
+    names no tags or names this one)."""
+    found = [m["uuid"] for m in _TASK_RE.finditer(text) if tag is None or not m["tags"] or f"'{tag}'" in m["tags"]]
+    return found[-1] if found else None
 
 
 class ProgressCounter:
