@@ -583,11 +583,18 @@ class Bracket:
     runs_broke: int
 
 
+def _bases(fit: BrokerFit) -> tuple[float, float]:
+    """The base's interval (or the base twice), rounded to 1e-9: a line through two exact points lands on the base
+    only up to the machine's last bit, which decided whether (141 − 20) / 20 printed 6.0 or 6.1 on different CPUs."""
+    lo, hi = fit.base_ci or (fit.base, fit.base)
+    return round(lo, 9), round(hi, 9)
+
+
 def bracket(runs: list[dict], fit: BrokerFit, seen: dict[int, tuple[int, int]]) -> Bracket | None:
     """The tightest bracket over the limits that both held and broke; None when no limit did both. With S the
     sockets a limit lets connections obtain: held at H, base + H × d < S; out at B, base + B × d ≥ S; so d lies in
     [(S − base) / B, (S − base) / H], widened by the base's interval where it has one."""
-    lo_base, hi_base = fit.base_ci or (fit.base, fit.base)
+    lo_base, hi_base = _bases(fit)
     best = None
     for a in at_each_limit(runs):
         if a.held and a.broke and max(a.held) < min(a.broke):
@@ -602,7 +609,7 @@ def bracket(runs: list[dict], fit: BrokerFit, seen: dict[int, tuple[int, int]]) 
 def predicted(fit: BrokerFit, b: Bracket, sockets: int) -> tuple[float, float]:
     """(held below, out of descriptors from): the computes a socket limit holds whatever the demand and base inside
     their intervals, and those it cannot."""
-    lo_base, hi_base = fit.base_ci or (fit.base, fit.base)
+    lo_base, hi_base = _bases(fit)
     return (sockets - hi_base) / b.high, (sockets - lo_base) / b.low
 
 
