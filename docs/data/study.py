@@ -667,16 +667,14 @@ def _size_plan(c: se.Ctx, done: dict[str, set], hours_of: dict[str, float]) -> l
         if most < 5:
             short.append(f"{what} at {load} load: {most}, {5 - most} more round(s) of {' and '.join(pair)} beside "
                          "each other needed")
-    light3 = "study-3" in left
     text = ["A size comparison's block is a round of each Benchmark on one machine (CPU model and boot): the same round "
             "where both ran it there, else the rounds each ran there in the order they ran. A round of 6–8 run without "
             "its partner on that machine (round 6 of study-45, study-9 and study-3-high, on boot a8c3b78d, gone) gives "
             "the size comparisons nothing. A sitting that runs one round of each of a comparison's Benchmarks on one "
             f"machine gains it a block: `wanwide lab run -f manifests/examples/study.yaml -o DIR --done docs/data/study "
             f"--more-rounds {MORE_ROUNDS} --repetition R --benchmark A --benchmark B` — {'; '.join(sittings)}."]
-    if light3:
-        text.append("The light comparisons share study-3's rounds: one of its rounds serves both only in a sitting that "
-                    "runs study-9's and study-45's beside it.")
+    text.append("The light comparisons share study-3's rounds: one of its rounds serves both only in a sitting that "
+                "runs study-9's and study-45's beside it.")
     text.append("Short of 5: " + "; ".join(short) + ". A round after 8 cannot be asked for yet: `--more-rounds` "
                 "counts from the campaign as written and numbers its trials over all the rounds it adds, so "
                 f"`--more-rounds {MORE_ROUNDS + 1}` numbers rounds 6–8 otherwise than `--more-rounds {MORE_ROUNDS}` "
