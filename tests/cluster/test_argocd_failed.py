@@ -12,7 +12,7 @@ import time
 import pytest
 import yaml
 
-from tests.argocd import healths
+from tests.argocd import argocd, healths
 from tests.cluster.operator_env import example
 
 pytestmark = pytest.mark.cluster
@@ -20,6 +20,7 @@ pytestmark = pytest.mark.cluster
 
 def test_failed_benchmark_is_degraded(env):
     tc, ns = env["tc"], env["ns"]
+    argocd("cli")  # built once (~10 min on a cold machine): before the clock below starts, not inside it
     topo, bench = yaml.safe_load_all(example(tc, "uniform-9.yaml", cleanup="Never"))
     topo["metadata"]["name"] = bench["spec"]["topologyRef"] = "argo-2"
     topo["spec"]["generate"]["count"] = 2
