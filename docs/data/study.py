@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from wanwide.core.plan.matrix import with_more_rounds
-from wanwide.core.plan.trial import plan as plan_trials
+from wanwide.core.plan.rounds import plan_campaign
 from wanwide.inputs import load_files
 from wanwide.pipeline.results.ci import t975, verdict
 from wanwide.pipeline.results.compare import COLUMNS, SelectError, compare, select
@@ -458,12 +457,9 @@ def _plans() -> dict[str, tuple[list, list]]:
     """Per Benchmark of the campaign (manifests/examples/study.yaml), its trials as written and those of the rounds
     the page's command adds — planned as `wanwide lab run --more-rounds` plans them."""
     docs = load_files([str(STUDY)]).docs
-    more = with_more_rounds([b.spec for b in docs.benchmarks], MORE_ROUNDS)
-    out = {}
-    for b, spec in zip(docs.benchmarks, more, strict=True):
-        topo = docs.topology_for(b)
-        out[b.metadata.name] = (plan_trials(b, topo), plan_trials(b.model_copy(update={"spec": spec}), topo))
-    return out
+    written, more = (plan_campaign(docs.benchmarks, docs.topology_for, sizes) for sizes in ((), (MORE_ROUNDS,)))
+    return {b.metadata.name: ([t for t in written if t.benchmark == b.metadata.name],
+                              [t for t in more if t.benchmark == b.metadata.name]) for b in docs.benchmarks}
 
 
 def planned() -> dict[str, tuple[frozenset, frozenset]]:
@@ -675,11 +671,10 @@ def _size_plan(c: se.Ctx, done: dict[str, set], hours_of: dict[str, float]) -> l
             f"--more-rounds {MORE_ROUNDS} --repetition R --benchmark A --benchmark B` — {'; '.join(sittings)}."]
     text.append("The light comparisons share study-3's rounds: one of its rounds serves both only in a sitting that "
                 "runs study-9's and study-45's beside it.")
-    text.append("Short of 5: " + "; ".join(short) + ". A round after 8 cannot be asked for yet: `--more-rounds` "
-                "counts from the campaign as written and numbers its trials over all the rounds it adds, so "
-                f"`--more-rounds {MORE_ROUNDS + 1}` numbers rounds 6–8 otherwise than `--more-rounds {MORE_ROUNDS}` "
-                "did and the two cannot share a data set (`--done` refuses a trial it holds under other parameters); "
-                "continuing from the rounds a data set holds is still to build."
+    text.append("Short of 5: " + "; ".join(short) + ". Rounds after 8 are a second batch: `--more-rounds "
+                f"{MORE_ROUNDS} --more-rounds K --repetition 9 …` keeps rounds 6–8's trial ids and numbers rounds 9 on "
+                f"after them (`--more-rounds {MORE_ROUNDS + 1}` would number rounds 6–8 otherwise; `--done` refuses "
+                "it, checking the whole plan against the data set)."
                 if short else "Every size comparison can reach 5 blocks within rounds 6–8.")
     return [*rows, "", " ".join(text)]
 

@@ -230,3 +230,20 @@ def test_succeeded_runs_of_a_failed_attempt_are_left_out_and_named(tmp_path):
         tot = [r for r in csv.DictReader(fh) if r["action"] == "Total"][0]
     assert int(tot["runs"]) == 3 and int(tot["count"]) == 90  # the study's three runs, not t900's r1
     assert float(tot["p50_ci_lo"]) <= median("galera", 0, "high") * 1.1 <= float(tot["p50_ci_hi"])
+
+
+def test_an_attempt_is_its_number_on_one_deployment():
+    """study-9-high t040: attempt 1 (and 2) failed in every region on one lab deployment; the trial ran again in a
+    later sitting on a new deployment, its attempt 1 succeeded in every region — those runs are the point's.
+    An attempt with one failed region on one deployment still leaves its succeeded regions out."""
+    import pandas as pd
+
+    from wanwide.pipeline.results.runs import failed_attempt_runs
+
+    rows = [("b", "t040", 1, "lab a, trial 2 on it", r, "failed", f"old-{r}") for r in ("r1", "r2")]
+    rows += [("b", "t040", 1, "lab f, trial 1 on it", r, "succeeded", f"new-{r}") for r in ("r1", "r2")]
+    rows += [("b", "t041", 1, "lab f, trial 2 on it", "r1", "succeeded", "x-r1"),
+             ("b", "t041", 1, "lab f, trial 2 on it", "r2", "failed", "x-r2")]
+    runs = pd.DataFrame(rows, columns=["benchmark", "trial", "attempt", "deployment", "region", "result", "run_id"])
+    assert failed_attempt_runs(runs) == {"x-r1": "b/t041 attempt 1: r2 failed"}
+    assert set(failed_attempt_runs(runs.drop(columns="deployment"))) == {"new-r1", "new-r2", "x-r1"}  # before

@@ -85,10 +85,11 @@ def campaign_rounds(specs: list[BenchmarkSpec]) -> int:
     return max((s.matrix.first_repetition + s.matrix.repetitions for s in specs), default=0)
 
 
-def with_more_rounds(specs: list[BenchmarkSpec], n: int) -> list[BenchmarkSpec]:
-    """Every Benchmark of a campaign running ``n`` rounds after the campaign's own (:func:`more_rounds`, one
-    ``first`` for all: :func:`campaign_rounds`), in the same order. Raises ValueError past the bound on rounds."""
-    first = campaign_rounds(specs)
+def with_more_rounds(specs: list[BenchmarkSpec], n: int, after: int = 0) -> list[BenchmarkSpec]:
+    """Every Benchmark of a campaign running ``n`` rounds after the campaign's own and ``after`` rounds added
+    before (:func:`more_rounds`, one ``first`` for all: :func:`campaign_rounds` + ``after``), in the same order.
+    Raises ValueError past the bound on rounds."""
+    first = campaign_rounds(specs) + after
     return [more_rounds(s, n, first) for s in specs]
 
 

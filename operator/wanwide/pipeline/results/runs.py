@@ -157,11 +157,13 @@ def slo_table(manifests: list[dict[str, Any]]) -> pd.DataFrame:
 def failed_attempt_runs(runs: pd.DataFrame) -> dict[str, str]:
     """``{run_id: why}`` of runs that succeeded within an attempt where another region's run did
     not (a high-load attempt whose r2 and r3 failed at set-up): measured under another load
-    than the point's, so not part of its statistics."""
+    than the point's, so not part of its statistics. An attempt is its number on one deployment: a trial run
+    again in a later lab sitting (``--done``, a new deployment) counts its attempts from 1 again, and its regions'
+    runs are not the earlier sitting's attempt 1."""
     out: dict[str, str] = {}
     if runs.empty:
         return out
-    keys = ["benchmark", "trial", "attempt"]
+    keys = ["benchmark", "trial", "attempt", *(["deployment"] if "deployment" in runs.columns else [])]
     for key, g in runs.groupby(keys, dropna=False, sort=True):
         bad = g[g["result"].astype(str) != "succeeded"]
         if bad.empty or len(bad) == len(g):

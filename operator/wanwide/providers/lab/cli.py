@@ -9,37 +9,28 @@ from collections.abc import Callable
 def _run(args: argparse.Namespace) -> int:
     """Read and plan the files once (a one-line UserError naming the file), then run the trials."""
     from wanwide.core.errors import UserError, UserErrors
-    from wanwide.core.plan.errors import PlanError
-    from wanwide.core.plan.matrix import with_more_rounds
+    from wanwide.core.plan.rounds import BatchError, BenchmarkPlanError, plan_campaign
     from wanwide.core.plan.selection import select
-    from wanwide.core.plan.trial import plan
     from wanwide.inputs import load_files, problem_lines
     from wanwide.providers.lab.quiet import QuietGate
     from wanwide.providers.lab.run import run
 
     specs = load_files(args.file)
     benches = specs.docs.benchmarks
-    spec_of = [b.spec for b in benches]
-    if args.more_rounds and benches:
-        try:
-            spec_of = with_more_rounds(spec_of, args.more_rounds)
-        except ValueError as e:  # the campaign's bound: the same for every Benchmark, named by the first's file
-            raise UserError(f"{specs.origin(benches[0])}: --more-rounds {args.more_rounds}: {e}") from None
-    trials = []
-    for bench, spec in zip(benches, spec_of, strict=True):
-        where = specs.origin(bench)
-        try:
-            trials += plan(bench.model_copy(update={"spec": spec}), specs.docs.topology_for(bench))
-        except PlanError as e:
-            raise UserErrors(problem_lines(where, e)) from None
+    try:
+        whole = plan_campaign(benches, specs.docs.topology_for, args.more_rounds or ())
+    except BatchError as e:  # the campaign's bound: the same for every Benchmark, named by the first's file
+        raise UserError(f"{specs.origin(benches[0])}: --more-rounds {e.size}: {e}") from None
+    except BenchmarkPlanError as e:
+        raise UserErrors(problem_lines(specs.origin(e.bench), e.error)) from None
     try:  # planned whole (the rounds numbered as for the campaign), then the sitting's part of it
-        trials = select(trials, args.benchmark or (), [n - 1 for n in args.repetition or ()])
+        trials = select(whole, args.benchmark or (), [n - 1 for n in args.repetition or ()])
     except ValueError as e:
         raise UserError(str(e)) from None
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
                      max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
     return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate,
-               layout=args.layout, stop_after_s=args.stop_after, done=args.done)
+               layout=args.layout, stop_after_s=args.stop_after, done=args.done, planned=whole)
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -109,10 +100,12 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
                         "with a succeeded run in every load region are skipped, as complete bundles in -o are; "
                         "one holding a trial under other parameters stops the run before it starts")
     r.add_argument("--more-rounds", type=_above_zero(int, "a whole number of rounds, such as 3"), metavar="N",
-                   default=0,
+                   action="append",
                    help="add N rounds to a finished campaign (with --done DATASET holding it): every Benchmark "
                         "of the files runs rounds R … R+N−1, R the most rounds any of them has, its trials numbered "
-                        "and ordered after the old ones (spec.matrix.firstRepetition)")
+                        "and ordered after the old ones (spec.matrix.firstRepetition). Repeatable, one batch each: "
+                        "a campaign that added 3 rounds goes on with --more-rounds 3 --more-rounds 1, which keeps the "
+                        "3 rounds' trial ids (--more-rounds 4 would number them otherwise; --done refuses that)")
     r.add_argument("--benchmark", action="append", metavar="NAME",
                    help="run only this Benchmark's trials (repeatable); the files are planned whole first, so "
                         "rounds number as for the whole campaign")

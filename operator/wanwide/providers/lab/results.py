@@ -112,7 +112,12 @@ def done_earlier(earlier: Earlier, p: TrialPlan) -> bool:
 
 def earlier_mismatches(earlier: Earlier, trials: list[TrialPlan]) -> list[str]:
     """The trials a ``--done`` data set holds under another plan (parameters, seed, regions): their runs
-    measured something else, so they cannot stand for this plan's trials."""
+    measured something else, so they cannot stand for this plan's trials. Where the data set's run is another
+    trial of this plan under another id, the rounds were numbered otherwise (added rounds in other batches)."""
+    def key(parameters: dict, seed: object) -> str:
+        return json.dumps({"parameters": parameters, "seed": seed}, sort_keys=True, default=str)
+
+    ids = {(p.benchmark, key(dict(p.parameters), p.seed)): p.id for p in trials}
     problems = []
     for p in trials:
         for region, m in sorted(earlier.get((p.benchmark, p.id), {}).items()):
@@ -123,9 +128,13 @@ def earlier_mismatches(earlier: Earlier, trials: list[TrialPlan]) -> list[str]:
                 problems.append(f"{p.benchmark} trial {p.id}: the data set has a run in region {region}, "
                                 f"which this plan does not load ({', '.join(p.load_regions)})")
             elif have != want:
+                other = ids.get((p.benchmark, key(have["parameters"], have["seed"])))
+                why = (f"that is this plan's {other}: the data set numbers its rounds otherwise; give --more-rounds "
+                       "as the runs that made it did, then the new rounds as another batch (e.g. --more-rounds 3 "
+                       "--more-rounds 1)" if other else
+                       "the Benchmark changed since; drop --done or give the Benchmark as it was")
                 problems.append(f"{p.benchmark} trial {p.id} region {region}: the data set's run had "
-                                f"{have}, this plan {want}: the Benchmark changed since; drop --done or give "
-                                "the Benchmark as it was")
+                                f"{have}, this plan {want}: {why}")
     return problems
 
 

@@ -160,15 +160,26 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
 
 def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False,
         gate: QuietGate | None = None, layout: str = "auto", stop_after_s: float | None = None,
-        done: list[str] | None = None) -> int:
+        done: list[str] | None = None, planned: list[TrialPlan] | None = None) -> int:
     """Run the planned trials for real on this machine, in their run order (``spec.matrix.order``),
     each load released once the machine is quiet (``gate``); bundles and the report under ``out_dir``.
     ``stop_after_s``: start no new deployment after that long; the trials left wait for the next run
     with the same ``out_dir``, which skips every trial whose bundles are complete (a campaign in sittings).
     ``done``: data sets (``wanwide results export``) whose trials are skipped too (a campaign resumed where
-    its earlier bundles are not); one holding a trial under other parameters is an error before anything runs."""
-    out = Path(out_dir).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    its earlier bundles are not); one holding a trial under other parameters is an error before anything runs.
+    ``planned``: the whole plan ``trials`` were selected from (a sitting's share): checked against ``done`` whole,
+    so a sitting of round 9 planned in another batch than the data set's rounds 6–8 is refused before it runs."""
+    problems = check_results(trials)  # the input first, then this machine; nothing made before both pass
+    try:
+        earlier = earlier_runs([Path(d) for d in done or []])
+    except ValueError as e:
+        problems.append(str(e))
+        earlier = {}
+    clashes = earlier_mismatches(earlier, planned if planned is not None else trials)
+    problems += clashes[:5] + ([f"… and {len(clashes) - 5} more trial run(s) like these"] if len(clashes) > 5 else [])
+    if problems:
+        print("error: " + "\n       ".join(problems), file=sys.stderr)
+        return 2
     missing = [m for m in paths.missing() if "versitygw" not in m]  # S3 is optional here
     more = ""
     if any(p.control_plane and p.control_plane.services for p in trials):  # spec.openstack beyond Keystone
@@ -178,16 +189,8 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     if missing:
         print("error: the lab needs: " + ", ".join(missing) + f" — run hack/install-lab.sh{more}", file=sys.stderr)
         return 2
-    problems = check_results(trials)
-    try:
-        earlier = earlier_runs([Path(d) for d in done or []])
-    except ValueError as e:
-        problems.append(str(e))
-        earlier = {}
-    problems += earlier_mismatches(earlier, trials)
-    if problems:
-        print("error: " + "\n       ".join(problems), file=sys.stderr)
-        return 2
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
     groups = deployments(trials, fresh)  # the order they run in, and which share a deployment
     trials = [p for g in groups for p in g]
     runner = LabRun(out, Live(len(trials), log=out / "lab.log"), shaper, gate=gate, layout=layout)
