@@ -64,6 +64,8 @@ TABLE: list[tuple[str, list[str], str, str]] = [
      "'soon': a duration such as 90m or 2h"),
     ("lab-stop-after-zero", ["lab", "run", "-f", str(EXAMPLE), "-o", "{d}/out", "--stop-after", "0s"], "--stop-after",
      "'0s': must be greater than 0"),
+    ("lab-stop-between-trials-alone", ["lab", "run", "-f", str(EXAMPLE), "-o", "{d}/out", "--stop-between-trials"],
+     "--stop-between-trials", "needs --stop-after DURATION"),
     ("lab-more-rounds-word", ["lab", "run", "-f", str(EXAMPLE), "-o", "{d}/out", "--more-rounds", "some"],
      "--more-rounds", "'some': a whole number of rounds"),
     ("lab-more-rounds-too-many", ["lab", "run", "-f", str(STUDY), "-o", "{d}/out", "--more-rounds", "96"],

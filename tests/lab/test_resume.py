@@ -81,7 +81,8 @@ def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_pa
         def monotonic() -> float:
             return clock[0]
 
-    def group(runner, g, position, out):
+    def group(runner, g, position, out, stop=None):
+        assert stop is None  # without --stop-between-trials a started deployment runs all its trials
         started.append([p.id for p in g])
         if any((p.benchmark, p.id) not in done for p in g):
             clock[0] += 600.0  # a deployment takes 10 min; a group complete from an earlier sitting no time
@@ -114,12 +115,78 @@ def test_a_campaign_in_sittings_stops_starting_deployments_after_its_time(tmp_pa
     assert sorted(t["network"]["pairs"][0]["sitting"] for t in record) == [1] * 4 + [2] * 4 + [3] * 4
     assert len(done) == len(trials) == 12
     # a run interrupted before it reaches them keeps the records of the complete trials, too
-    def interrupted(runner, g, position, out):
+    def interrupted(runner, g, position, out, stop=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(lab_run, "_group", interrupted)
     assert lab_run.run(trials, str(out), report=False) == 130
     assert json.loads((out / "trials.json").read_text()) == record
+
+
+def test_stop_between_trials_tears_a_shared_deployment_down_and_the_rest_deploy_anew(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    """``--stop-between-trials``: the trials of one shared deployment after the deadline are left pending and
+    the deployment goes (not kept for a next run); the same command later runs them on a deployment of their
+    own. Without it the deployment's trials all run, however late (the sitting overruns by the deployment)."""
+    from wanwide.providers.lab import run as lab_run
+
+    spec = {**DOCS[1]["spec"], "matrix": {"rtt": ["0ms", "100ms", "300ms"], "seed": 5}}
+    docs = load_documents([yaml.safe_dump_all([DOCS[0], {**DOCS[1], "spec": spec}])])
+    (b,) = docs.benchmarks
+    trials = plan(b, docs.topology_for(b))
+    clock = [0.0]
+    done: set[str] = set()
+    deps: list = []
+    ran: list[tuple[str, int, bool]] = []  # (trial, its deployment's number, the deployment it was given)
+
+    class Time:
+        @staticmethod
+        def monotonic() -> float:
+            return clock[0]
+
+    class Dep:
+        def __init__(self) -> None:
+            self.id, self.trials, self.closed = f"d{len(deps)}", [], 0
+            deps.append(self)
+
+        def close(self) -> None:
+            self.closed += 1
+
+    class Trial:  # the lifecycle of one trial: 10 min, on the deployment it is given or a new one
+        def __init__(self, runner, p, say, events_dir, dep, shared, keep) -> None:
+            self.p, self.dep, self.given = p, dep, dep is not None
+            self.runners: dict = {}
+            self.log: list = []
+            self.rows: list = []
+
+        def run(self) -> dict:
+            self.dep = self.dep or Dep()
+            clock[0] += 600.0
+            done.add(self.p.id)
+            ran.append((self.p.id, deps.index(self.dep), self.given))
+            return {"phase": "Succeeded"}
+
+    monkeypatch.setattr(lab_run, "time", Time)
+    monkeypatch.setattr(lab_run, "LabTrial", Trial)
+    monkeypatch.setattr(lab_run.paths, "missing", lambda: [])
+    monkeypatch.setattr(lab_run, "bundles_complete", lambda out, p: [out / p.id] if p.id in done else None)
+    out = tmp_path / "out"
+    assert lab_run.run(trials, str(out), report=False, stop_after_s=900.0, between_trials=True) == 0
+    first = json.loads((out / "trials.json").read_text())
+    assert [t["result"] for t in first] == ["succeeded", "succeeded", "pending"]  # the third would start at 1,200 s
+    assert "--stop-between-trials" in first[2]["reason"]
+    assert [(n, given) for _, n, given in ran] == [(0, False), (0, True)]  # two trials on one deployment
+    assert deps[0].closed == 1 and deps[0].trials == [t["trial"] for t in first[:2]]
+    clock[0] = 0.0
+    assert lab_run.run(trials, str(out), report=False, stop_after_s=900.0, between_trials=True) == 0
+    assert ran[2] == (first[2]["trial"], 1, False)  # anew, on a deployment of its own
+    assert deps[1].closed == 1
+    assert {t["result"] for t in json.loads((out / "trials.json").read_text())} == {"succeeded"}
+    # without the flag the deadline only holds back deployments: all three run on the one started in time
+    done.clear(), ran.clear(), deps.clear()
+    clock[0] = 0.0
+    assert lab_run.run(trials, str(tmp_path / "out2"), report=False, stop_after_s=900.0) == 0
+    assert [n for _, n, _ in ran] == [0, 0, 0] and len(deps) == 1 and deps[0].closed == 1
 
 
 def _campaign() -> list:

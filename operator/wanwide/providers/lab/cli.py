@@ -15,6 +15,8 @@ def _run(args: argparse.Namespace) -> int:
     from wanwide.providers.lab.quiet import QuietGate
     from wanwide.providers.lab.run import run
 
+    if args.stop_between_trials and args.stop_after is None:
+        raise UserError("--stop-between-trials: needs --stop-after DURATION (the time after which no trial starts)")
     specs = load_files(args.file)
     benches = specs.docs.benchmarks
     try:
@@ -30,7 +32,8 @@ def _run(args: argparse.Namespace) -> int:
     gate = QuietGate(threshold_pct=args.quiet_threshold, settle_s=args.quiet_settle,
                      max_wait_s=args.quiet_max_wait, enabled=not args.no_quiet_gate)
     return run(trials, args.out, shaper=args.shaper, report=not args.no_report, fresh=args.fresh, gate=gate,
-               layout=args.layout, stop_after_s=args.stop_after, done=args.done, planned=whole)
+               layout=args.layout, stop_after_s=args.stop_after, done=args.done, planned=whole,
+               between_trials=args.stop_between_trials)
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -95,6 +98,10 @@ def add_lab_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--stop-after", type=_duration, metavar="DURATION",
                    help="start no new deployment after this long (e.g. 150m); the trials left run when the same "
                         "command is given again: it skips every trial whose bundles are complete in -o")
+    r.add_argument("--stop-between-trials", action="store_true",
+                   help="with --stop-after: start no new trial after that long either, also of a deployment "
+                        "shared by several trials (it is torn down; the trials left run on a deployment of their "
+                        "own next time), so a sitting overruns by at most one trial")
     r.add_argument("--done", action="append", metavar="DATASET",
                    help="a data set (`wanwide results export`) whose trials count as done (repeatable): those "
                         "with a succeeded run in every load region are skipped, as complete bundles in -o are; "

@@ -72,9 +72,12 @@ class TrialOutcome:
     network: dict[str, Any] = field(default_factory=dict)
 
 
-def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], outcomes: list[TrialOutcome]) -> None:
+def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], outcomes: list[TrialOutcome],
+           stop: Callable[[], bool] | None = None) -> None:
     """The trials of one deployment group, skipping those whose bundles are already complete; each outcome
-    goes to ``outcomes`` as it ends (an interrupted group's ended trials are recorded too)."""
+    goes to ``outcomes`` as it ends (an interrupted group's ended trials are recorded too). ``stop``: asked
+    before each trial after the first; true leaves that trial and the rest pending and tears the deployment
+    down (``--stop-between-trials``: the next run deploys anew for them)."""
     todo = []
     for p in group:
         complete = bundles_complete(runner.out, p)
@@ -91,6 +94,9 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], out
     dep: Deployment | None = None
     try:
         for k, p in enumerate(todo):
+            if k and stop is not None and stop():
+                outcomes += [_left(runner, q, position, between=True) for q in todo[k:]]
+                break
             i = position[id(p)]
             lt = LabTrial(runner, p, lambda phase, detail="", i=i, p=p: runner.live.say(i, p, phase, detail),
                           events_dir=runner.out / "events" / p.benchmark, dep=dep, shared=len(todo) > 1,
@@ -160,11 +166,13 @@ def _summary(out: Path, trials: list[TrialPlan], outcomes: list[TrialOutcome], r
 
 def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: bool = True, fresh: bool = False,
         gate: QuietGate | None = None, layout: str = "auto", stop_after_s: float | None = None,
-        done: list[str] | None = None, planned: list[TrialPlan] | None = None) -> int:
+        done: list[str] | None = None, planned: list[TrialPlan] | None = None, between_trials: bool = False) -> int:
     """Run the planned trials for real on this machine, in their run order (``spec.matrix.order``),
     each load released once the machine is quiet (``gate``); bundles and the report under ``out_dir``.
     ``stop_after_s``: start no new deployment after that long; the trials left wait for the next run
     with the same ``out_dir``, which skips every trial whose bundles are complete (a campaign in sittings).
+    ``between_trials``: nor a new trial of a shared deployment after that long (the deployment is torn down,
+    the next run deploys anew for the trials left), so a sitting overruns by one trial, not one deployment.
     ``done``: data sets (``wanwide results export``) whose trials are skipped too (a campaign resumed where
     its earlier bundles are not); one holding a trial under other parameters is an error before anything runs.
     ``planned``: the whole plan ``trials`` were selected from (a sitting's share): checked against ``done`` whole,
@@ -206,12 +214,16 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     old_int = signal.signal(signal.SIGINT, on_signal)
     position = {id(p): i for i, p in enumerate(trials)}
     deadline = None if stop_after_s is None else time.monotonic() + stop_after_s
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
     try:
         for group in groups:
-            if deadline is not None and time.monotonic() >= deadline:
+            if late():
                 outcomes += [_left(runner, p, position) for p in group]
                 continue
-            _group(runner, group, position, outcomes)
+            _group(runner, group, position, outcomes, stop=late if between_trials else None)
     except KeyboardInterrupt:
         print("interrupted: cleaning up", file=sys.stderr)
         ended = {(o.benchmark, o.trial) for o in outcomes}
@@ -226,12 +238,16 @@ def run(trials: list[TrialPlan], out_dir: str, shaper: str = "auto", report: boo
     return _summary(out, trials, outcomes, report)
 
 
-def _left(runner: LabRun, p: TrialPlan, position: dict[int, int]) -> TrialOutcome:
-    """A trial the deadline left for the next run (unless it is done already)."""
+def _left(runner: LabRun, p: TrialPlan, position: dict[int, int], between: bool = False) -> TrialOutcome:
+    """A trial the deadline left for the next run (unless it is done already); ``between``: its shared
+    deployment had started (``--stop-between-trials``) and is torn down, the next run deploys anew."""
     if done_why(runner, p):
         return TrialOutcome(p.benchmark, p.id, "skipped")
-    runner.live.say(position[id(p)], p, "Pending", "--stop-after reached: left for the next run")
-    return TrialOutcome(p.benchmark, p.id, "pending", "--stop-after reached before its deployment started")
+    runner.live.say(position[id(p)], p, "Pending", "--stop-after reached: left for the next run"
+                    + (" (on a deployment of its own)" if between else ""))
+    return TrialOutcome(p.benchmark, p.id, "pending",
+                        "--stop-after reached between the trials of its shared deployment (--stop-between-trials)"
+                        if between else "--stop-after reached before its deployment started")
 
 
 def write_trials(path: Path, outcomes: list[TrialOutcome]) -> None:
