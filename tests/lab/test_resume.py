@@ -177,6 +177,8 @@ def test_stop_between_trials_tears_a_shared_deployment_down_and_the_rest_deploy_
     assert "--stop-between-trials" in first[2]["reason"]
     assert [(n, given) for _, n, given in ran] == [(0, False), (0, True)]  # two trials on one deployment
     assert deps[0].closed == 1 and deps[0].trials == [t["trial"] for t in first[:2]]
+    (cleanup,) = [ln for ln in (out / "lab.log").read_text().splitlines() if "CleaningUp: deployment d0" in ln]
+    assert f" {first[1]['trial']} (" in cleanup  # said of the trial that used it last, not of the one left
     clock[0] = 0.0
     assert lab_run.run(trials, str(out), report=False, stop_after_s=900.0, between_trials=True) == 0
     assert ran[2] == (first[2]["trial"], 1, False)  # anew, on a deployment of its own

@@ -92,6 +92,7 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], out
         else:
             todo.append(p)
     dep: Deployment | None = None
+    last = todo[-1] if todo else None
     try:
         for k, p in enumerate(todo):
             if k and stop is not None and stop():
@@ -110,7 +111,7 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], out
                     lt.dep.close()
                 dep = None
                 raise
-            dep = lt.dep
+            dep, last = lt.dep, p
             o = outcome(p, final, lt, runner.out)
             if dep is not None and o.result == "succeeded":
                 dep.trials.append(p.id)
@@ -118,7 +119,7 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], out
             runner.live.say(i, p, o.result.capitalize(), o.reason[:300])
     finally:
         if dep is not None:
-            runner.live.say(position[id(todo[-1])], todo[-1], "CleaningUp", f"deployment {dep.id}")
+            runner.live.say(position[id(last)], last, "CleaningUp", f"deployment {dep.id}")  # the trial that used it last
             dep.close()
 
 
