@@ -92,7 +92,7 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], out
         else:
             todo.append(p)
     dep: Deployment | None = None
-    last = todo[-1] if todo else None
+    last: TrialPlan | None = None  # the trial that used ``dep`` last
     try:
         for k, p in enumerate(todo):
             if k and stop is not None and stop():
@@ -119,7 +119,8 @@ def _group(runner: LabRun, group: list[TrialPlan], position: dict[int, int], out
             runner.live.say(i, p, o.result.capitalize(), o.reason[:300])
     finally:
         if dep is not None:
-            runner.live.say(position[id(last)], last, "CleaningUp", f"deployment {dep.id}")  # the trial that used it last
+            if last is not None:
+                runner.live.say(position[id(last)], last, "CleaningUp", f"deployment {dep.id}")
             dep.close()
 
 
