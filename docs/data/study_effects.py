@@ -21,6 +21,7 @@ Units, once:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -223,8 +224,7 @@ def machine_blocks(light: pd.DataFrame) -> str:
     tests = []
     for n in ("3", "9"):
         groups = {m: v for (nn, m), v in per_machine.items() if nn == n and len(v) >= 2}
-        if len(groups) == 2:
-            (ma, va), (mb, vb) = groups.items()
+        for (ma, va), (mb, vb) in itertools.combinations(groups.items(), 2):  # every pair of machines with a spread
             for i, what, unit in ((0, "Δ", " s"), (2, "ratio", "")):
                 a, b = np.array([x[i] for x in va]), np.array([x[i] for x in vb])
                 ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(CONFIDENCE)
