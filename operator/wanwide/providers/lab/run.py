@@ -246,7 +246,7 @@ def _left(runner: LabRun, p: TrialPlan, position: dict[int, int], between: bool 
     if done_why(runner, p):
         return TrialOutcome(p.benchmark, p.id, "skipped")
     runner.live.say(position[id(p)], p, "Pending", "--stop-after reached: left for the next run"
-                    + (" (on a deployment of its own)" if between else ""))
+                    + (" (its shared deployment torn down: a new one next time)" if between else ""))
     return TrialOutcome(p.benchmark, p.id, "pending",
                         "--stop-after reached between the trials of its shared deployment (--stop-between-trials)"
                         if between else "--stop-after reached before its deployment started")
