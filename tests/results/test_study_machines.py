@@ -1,13 +1,11 @@
 """The study page's "machine as a factor" line: every pair of machines with at least two blocks is compared."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "data"))
-import study_effects as se  # noqa: E402
+from tests.docs_data import load
+
+se = load("study_effects")
 
 
 def _light(machines: dict[str, int]) -> pd.DataFrame:

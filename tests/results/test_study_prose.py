@@ -34,7 +34,7 @@ def _runs() -> pd.DataFrame:
 
 def _watch() -> tuple[int, int, int]:
     """Rounds 6–8's watched trials (a trial once: its first succeeded run's watch), probes sent, probes lost."""
-    seen: dict[tuple[str, str], dict] = {}
+    seen: dict[tuple[str, str], list[dict]] = {}
     for m in json.loads(gzip.decompress((DATA / "manifests.json.gz").read_bytes())):
         if m["trial"].get("repetition", 0) < FIRST_NEW or m.get("status", {}).get("result") == "failed":
             continue
